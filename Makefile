@@ -1,0 +1,71 @@
+# dra.admin — developer entry points. See README.md.
+#
+#   make demo   set up everything, bring the local cluster up, run playbooks/site.yml
+#   make test   ansible-lint + ansible-test sanity + unit + integration (real cluster)
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+CACHE ?= $(HOME)/.cache/dra-admin
+PYTHON ?= python3
+REQ_HASH := $(shell cat $(ROOT)/requirements.txt $(ROOT)/requirements-dev.txt | sha256sum | cut -c1-12)
+VENV ?= $(CACHE)/venv-$(REQ_HASH)
+BIN := $(VENV)/bin
+# The collection is looked up as ansible_collections/dra/admin: a link to this checkout.
+COLLECTIONS := $(ROOT)/.tmp/collections
+export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
+export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
+export PATH := $(BIN):$(PATH)
+CLUSTER_NAME ?= dra-admin
+K8S_VERSION ?=
+NODES ?= 3
+STATE ?= $(CACHE)/state
+
+.PHONY: help venv build up down demo site lint sanity unit integration test collection-link clean
+
+help:
+	@sed -n '1,6p' $(MAKEFILE_LIST)
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements-dev.txt
+	touch $@
+
+venv: $(VENV)/.installed
+
+collection-link:
+	@mkdir -p $(COLLECTIONS)/ansible_collections/dra
+	@ln -sfn $(ROOT) $(COLLECTIONS)/ansible_collections/dra/admin
+
+build:
+	$(ROOT)/hack/cluster/build
+
+up: build
+	$(ROOT)/hack/cluster/up --name $(CLUSTER_NAME) --nodes $(NODES) $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION))
+
+down:
+	$(ROOT)/hack/cluster/down --name $(CLUSTER_NAME)
+
+site: venv collection-link
+	K8S_AUTH_KUBECONFIG=$(STATE)/$(CLUSTER_NAME)/kubeconfig \
+	  $(BIN)/ansible-playbook -i $(ROOT)/inventory/local.yml $(ROOT)/playbooks/site.yml
+
+demo: venv build up site
+
+lint: venv collection-link
+	cd $(ROOT) && $(BIN)/ansible-lint --offline --profile production
+
+sanity: venv
+	$(ROOT)/hack/sanity $(BIN)
+
+unit: venv collection-link
+	cd $(ROOT) && $(BIN)/python -m pytest -q tests/unit
+
+integration: venv collection-link build
+	cd $(ROOT) && $(BIN)/python -m pytest -q tests/integration
+
+test: lint sanity unit integration
+
+clean:
+	rm -rf $(ROOT)/.tmp $(ROOT)/tests/output

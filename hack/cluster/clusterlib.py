@@ -1,0 +1,183 @@
+"""Shared helpers of hack/cluster/{build,up,down}: versions and paths."""
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CACHE_ROOT = os.path.expanduser(os.environ.get("DRA_ADMIN_CACHE", "~/.cache/dra-admin"))
+
+
+class ClusterError(Exception):
+    """An error a user can act on; printed without a traceback."""
+
+
+def load_versions(path=os.path.join(HERE, "versions.env")):
+    versions = {}
+    with open(path) as fh:
+        for line in fh:
+            line = line.strip()
+            if line and not line.startswith("#") and "=" in line:
+                key, value = line.split("=", 1)
+                versions[key.strip()] = value.strip()
+    return versions
+
+
+def supported_k8s_versions(versions=None):
+    return (versions or load_versions())["K8S_VERSIONS"].split()
+
+
+def component_dir(name, version):
+    return os.path.join(CACHE_ROOT, f"{name}-{version}")
+
+
+def component_bin(name, version, binary):
+    return os.path.join(component_dir(name, version), "bin", binary)
+
+
+STATE_ROOT = os.path.expanduser(os.environ.get("DRA_ADMIN_STATE", os.path.join(CACHE_ROOT, "state")))
+REPO_ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+def log(msg):
+    print(f"[cluster] {msg}", flush=True)
+
+
+def catalog():
+    """The collection's version catalog (plugins/module_utils/_gates.py)."""
+    import importlib.util
+    path = os.path.join(REPO_ROOT, "plugins", "module_utils", "_gates.py")
+    spec = importlib.util.spec_from_file_location("dra_admin_gates", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def gates_and_runtime_config(k8s_version):
+    """--feature-gates and --runtime-config strings DRA needs on this version."""
+    gates_mod = catalog()
+    gates = ",".join(f"{k}={str(v).lower()}" for k, v in sorted(gates_mod.gates_for_dra(k8s_version).items()))
+    runtime = ",".join(f"{k}={v}" for k, v in sorted(gates_mod.runtime_config_for_dra(k8s_version).items()))
+    return gates, runtime
+
+
+def deviceclass_manifest(k8s_version, driver):
+    gates_mod = catalog()
+    served = set(gates_mod.default_served_api_versions(k8s_version)) | {
+        k.split("/")[1] for k in gates_mod.runtime_config_for_dra(k8s_version)}
+    api = gates_mod.preferred_api_version(served)
+    return (f"apiVersion: resource.k8s.io/{api}\nkind: DeviceClass\nmetadata:\n  name: {driver}\n"
+            f"spec:\n  selectors:\n  - cel:\n      expression: device.driver == \"{driver}\"\n")
+
+
+def cluster_state(name):
+    directory = os.path.join(STATE_ROOT, name)
+    return {"dir": directory, "file": os.path.join(directory, "cluster.json"),
+            "kubeconfig": os.path.join(directory, "kubeconfig"),
+            "kwok_workdir": os.path.join(directory, "kwok")}
+
+
+def read_state(st):
+    import json
+    try:
+        with open(st["file"]) as fh:
+            return json.load(fh)
+    except FileNotFoundError:
+        return None
+
+
+def write_state(st, state):
+    import json
+    tmp = st["file"] + ".tmp"
+    with open(tmp, "w") as fh:
+        json.dump(state, fh, indent=2)
+    os.replace(tmp, st["file"])
+
+
+def port_in_use(port):
+    import socket
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
+def ensure_ports_free(ports, what):
+    taken = [p for p in ports if port_in_use(p)]
+    if taken:
+        raise ClusterError(f"port(s) {', '.join(map(str, taken))} already in use ({what}); stop whatever "
+                           f"listens there or choose another --port")
+
+
+def kubectl(args, env, kubeconfig, stdin=None):
+    import subprocess
+    res = subprocess.run(["kubectl", "--kubeconfig", kubeconfig] + args, env=env, input=stdin,
+                         capture_output=True, text=True)
+    if res.returncode != 0:
+        raise ClusterError(f"kubectl {' '.join(args)} failed: {res.stderr.strip()}")
+    return res.stdout
+
+
+def wait_for(probe, timeout, what, interval=1.0, on_timeout=None):
+    """Call probe until it returns something truthy (returned) or timeout (ClusterError)."""
+    import time
+    deadline = time.time() + timeout
+    last_error = None
+    while time.time() < deadline:
+        try:
+            result = probe()
+            if result:
+                return result
+        except ClusterError as exc:
+            last_error = exc
+        time.sleep(interval)
+    detail = f"; still missing: {on_timeout()}" if on_timeout else ""
+    detail += f"; last error: {last_error}" if last_error else ""
+    raise ClusterError(f"timed out after {timeout}s waiting for {what}{detail}")
+
+
+def plugin_pid_alive(pid):
+    """True when pid is a live dra-example-kubeletplugin process."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return b"dra-example-kubeletplugin" in fh.read()
+    except OSError:
+        return False
+
+
+def stop_pid(pid, timeout=10):
+    import signal
+    import time
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            os.kill(pid, 0)
+            if open(f"/proc/{pid}/stat").read().split()[2] == "Z":
+                break
+        except (ProcessLookupError, FileNotFoundError):
+            return
+        time.sleep(0.2)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def stop_cluster(st, env, kwokctl_bin):
+    """Stop the plugins (by recorded pid), the kwokctl cluster, and remove the state."""
+    import shutil
+    import subprocess
+    state = read_state(st) or {}
+    for plugin in state.get("plugins", {}).values():
+        if plugin_pid_alive(plugin["pid"]):
+            stop_pid(plugin["pid"])
+    if os.path.isdir(st["kwok_workdir"]) and kwokctl_bin and os.access(kwokctl_bin, os.X_OK):
+        subprocess.run([kwokctl_bin, "delete", "cluster", "--name", state.get("name") or os.path.basename(st["dir"]),
+                        "--kubeconfig", st["kubeconfig"]],
+                       env=dict(env, KWOK_WORKDIR=st["kwok_workdir"]), stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+    shutil.rmtree(st["dir"], ignore_errors=True)
