@@ -1,0 +1,163 @@
+# -*- coding: utf-8 -*-
+# Copyright: dra.admin contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The collection's one way to talk to a cluster.
+
+Authentication, kubeconfig, contexts, proxies and the ``K8S_AUTH_*``
+environment variables are kubernetes.core's (``get_api_client``); this layer
+only adds what DRA modules need on top: raw JSON reads (no object wrapping,
+so 10,000 claims cost what their JSON costs), paginated LISTs, and discovery
+of the resource.k8s.io versions the server actually serves.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+
+from ansible_collections.dra.admin.plugins.module_utils._gates import (
+    RESOURCE_GROUP,
+    preferred_api_version,
+)
+
+try:
+    from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
+    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
+    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
+    HAS_K8S_CORE = True
+except ImportError:  # pragma: no cover - reported by the module at run time
+    AUTH_ARG_SPEC = {}
+    get_api_client = None
+    AnsibleK8SModule = None
+    HAS_K8S_CORE = False
+
+try:
+    from kubernetes.client.rest import ApiException
+except ImportError:  # pragma: no cover
+    class ApiException(Exception):
+        status = None
+        reason = None
+        body = None
+
+LIST_PAGE_SIZE = 500
+
+
+class DraApiError(Exception):
+    """An API failure with a message a user can act on."""
+
+    def __init__(self, message, status=None):
+        super(DraApiError, self).__init__(message)
+        self.status = status
+
+
+class DraNotServedError(DraApiError):
+    """The cluster does not serve a resource.k8s.io version this collection understands."""
+
+
+def auth_argument_spec():
+    """kubernetes.core's auth options, to merge into a module's argument spec."""
+    return dict(AUTH_ARG_SPEC)
+
+
+def _error_text(exc):
+    try:
+        return json.loads(exc.body).get("message") or exc.reason
+    except (TypeError, ValueError, AttributeError):
+        return getattr(exc, "reason", None) or str(exc)
+
+
+def _call(api_client, method, path, query, headers, body):
+    """One raw request; returns the body bytes. Works with both generations of the kubernetes client."""
+    if hasattr(api_client, "param_serialize"):  # kubernetes >= 37 (OpenAPI generator 7 layout)
+        request = api_client.param_serialize(method, path, query_params=query, header_params=headers,
+                                             body=body, auth_settings=["BearerToken"])
+        response = api_client.call_api(*request)
+        data = response.read()
+        if not 200 <= response.status <= 299:
+            raise ApiException.from_response(http_resp=response, body=data.decode("utf-8", "replace"), data=None)
+        return data
+    response = api_client.call_api(path, method, query_params=query, header_params=headers, body=body,
+                                   auth_settings=["BearerToken"], _preload_content=False,
+                                   _return_http_data_only=True)
+    return response.data
+
+
+class DraApi(object):
+    """Raw JSON access to the Kubernetes API through kubernetes.core's client."""
+
+    def __init__(self, module=None, api_client=None):
+        if api_client is None:
+            api_client = get_api_client(module=module).client.client
+        self.api_client = api_client
+        self.requests = 0
+        self._served = None
+
+    def request(self, method, path, query=None, body=None, content_type=None):
+        """One API call; returns the decoded JSON body."""
+        self.requests += 1
+        headers = {"Accept": "application/json"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        try:
+            data = _call(self.api_client, method, path, list((query or {}).items()), headers, body)
+        except ApiException as exc:
+            raise DraApiError("%s %s failed: HTTP %s: %s" % (method, path, exc.status, _error_text(exc)),
+                              status=exc.status)
+        return json.loads(data) if data else None
+
+    def get(self, path, query=None):
+        return self.request("GET", path, query)
+
+    def get_or_none(self, path, query=None):
+        try:
+            return self.get(path, query)
+        except DraApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def list_items(self, path, query=None, page_size=LIST_PAGE_SIZE):
+        """Every item of a LIST, fetched in pages (a fixed number of requests per page, not per object)."""
+        params = dict(query or {})
+        params["limit"] = page_size
+        while True:
+            page = self.get(path, params)
+            for item in page.get("items") or []:
+                yield item
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return
+            params["continue"] = token
+
+    def server_version(self):
+        return self.get("/version")
+
+    def served_resource_versions(self):
+        """resource.k8s.io versions the server serves, newest first (cached)."""
+        if self._served is None:
+            group = self.get_or_none("/apis/%s" % RESOURCE_GROUP)
+            self._served = [v["version"] for v in (group or {}).get("versions", [])]
+        return self._served
+
+    def resource_api_version(self):
+        """The resource.k8s.io version to use, or DraNotServedError naming what is served."""
+        served = self.served_resource_versions()
+        chosen = preferred_api_version(served)
+        if chosen is None:
+            raise DraNotServedError(
+                "DRA is not served by this cluster: resource.k8s.io versions served: %s; this collection "
+                "needs v1, v1beta2 or v1beta1. On Kubernetes 1.32/1.33 enable the DynamicResourceAllocation "
+                "feature gate and --runtime-config=resource.k8s.io/v1beta1=true (role dra.admin.feature_gates)."
+                % (", ".join(served) or "none"))
+        return chosen
+
+    def resource_path(self, plural, namespace=None, name=None, version=None):
+        """URL path of a resource.k8s.io collection or object."""
+        path = "/apis/%s/%s" % (RESOURCE_GROUP, version or self.resource_api_version())
+        if namespace:
+            path += "/namespaces/%s" % namespace
+        path += "/" + plural
+        if name:
+            path += "/" + name
+        return path

@@ -1,0 +1,129 @@
+"""Real local clusters for the integration suite.
+
+The `cluster` fixture brings up one cluster per Kubernetes version listed in
+hack/cluster/versions.env (with `hack/cluster/up`), runs every test of the
+session against it, and tears it down (`hack/cluster/down`). Nothing is
+mocked: the API server, scheduler, controller-manager and the example DRA
+driver's kubelet plugins are the real upstream programs.
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
+import clusterlib  # noqa: E402
+
+VERSIONS = clusterlib.supported_k8s_versions()
+NODES = int(os.environ.get("DRA_IT_NODES", "3"))
+
+
+class Cluster:
+    def __init__(self, name, version, port):
+        self.name = name
+        self.version = version
+        self.minor = int(version.split(".")[1])
+        self.port = port
+        st = clusterlib.cluster_state(name)
+        self.kubeconfig = st["kubeconfig"]
+        self.state_dir = st["dir"]
+        self.bin_dir = os.path.dirname(clusterlib.component_bin("kubernetes", version, "kubectl"))
+        self.env = dict(os.environ, K8S_AUTH_KUBECONFIG=self.kubeconfig, KUBECONFIG=self.kubeconfig,
+                        PATH=self.bin_dir + os.pathsep + os.environ["PATH"],
+                        ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
+                        ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".tmp", "collections"))
+        self._resource_version = None
+
+    # --- kubectl -------------------------------------------------------
+    def kubectl(self, *args, stdin=None, check=True):
+        res = subprocess.run(["kubectl", "--kubeconfig", self.kubeconfig] + list(args), env=self.env,
+                             input=stdin, capture_output=True, text=True)
+        if check and res.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed: {res.stderr}")
+        return res
+
+    def get_json(self, *args):
+        return json.loads(self.kubectl("get", "-o", "json", *args).stdout)
+
+    def apply(self, objects):
+        docs = objects if isinstance(objects, list) else [objects]
+        self.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
+
+    @property
+    def resource_version(self):
+        """The resource.k8s.io version the cluster prefers (v1, or v1beta2 on 1.33)."""
+        if self._resource_version is None:
+            group = json.loads(self.kubectl("get", "--raw", "/apis/resource.k8s.io").stdout)
+            self._resource_version = group["preferredVersion"]["version"]
+        return self._resource_version
+
+    def wait_until(self, probe, timeout=60, what="condition", interval=0.5):
+        deadline = time.time() + timeout
+        last = None
+        while time.time() < deadline:
+            last = probe()
+            if last:
+                return last
+            time.sleep(interval)
+        raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+    # --- ansible -------------------------------------------------------
+    def run_module(self, module, args=None, check=False, expect_failure=False):
+        """Run one module ad hoc against the cluster; return its result dict."""
+        cmd = ["ansible", "localhost", "-i", os.path.join(ROOT, "inventory", "local.yml"), "-m", module,
+               "-a", json.dumps(args or {})]
+        if check:
+            cmd.append("--check")
+        env = dict(self.env, ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="json")
+        res = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT)
+        try:
+            out = json.loads(res.stdout)
+            result = out["plays"][0]["tasks"][0]["hosts"]["localhost"]
+        except (ValueError, KeyError, IndexError):
+            raise AssertionError(f"cannot read result of {module}: rc={res.returncode}\n{res.stdout}\n{res.stderr}")
+        failed = bool(result.get("failed"))
+        if failed != expect_failure:
+            raise AssertionError(f"{module} {'succeeded' if expect_failure else 'failed'} unexpectedly: "
+                                 f"{json.dumps(result, indent=1)[:4000]}")
+        return result
+
+    def run_playbook(self, playbook, *extra):
+        cmd = ["ansible-playbook", "-i", os.path.join(ROOT, "inventory", "local.yml"),
+               os.path.join(ROOT, playbook)] + list(extra)
+        return subprocess.run(cmd, env=self.env, capture_output=True, text=True, cwd=ROOT)
+
+
+def _port_for(version):
+    return 32000 + 20 * int(version.split(".")[1])
+
+
+@pytest.fixture(scope="session", params=VERSIONS)
+def cluster(request):
+    version = request.param
+    name = "dra-it-" + version.replace(".", "-")
+    port = _port_for(version)
+    up = [sys.executable, os.path.join(ROOT, "hack", "cluster", "up"), "--name", name, "--k8s-version",
+          version, "--nodes", str(NODES), "--port", str(port)]
+    started = time.time()
+    res = subprocess.run(up, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise RuntimeError(f"cluster {version} did not come up:\n{res.stdout}\n{res.stderr}")
+    print(f"\ncluster {name} up in {time.time() - started:.0f}s")
+    yield Cluster(name, version, port)
+    subprocess.run([sys.executable, os.path.join(ROOT, "hack", "cluster", "down"), "--name", name],
+                   capture_output=True, text=True)
+
+
+@pytest.fixture
+def namespace(cluster, request):
+    """A fresh namespace per test, deleted afterwards."""
+    name = "it-" + request.node.name.lower().replace("_", "-").replace("[", "-").replace("]", "")[:40]
+    name = "".join(c for c in name.replace(".", "-") if c.isalnum() or c == "-").strip("-")[:55]
+    cluster.kubectl("create", "namespace", name)
+    yield name
+    cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
