@@ -41,6 +41,7 @@ except ImportError:  # pragma: no cover
         body = None
 
 LIST_PAGE_SIZE = 500
+METADATA_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json"
 
 
 class DraApiError(Exception):
@@ -93,10 +94,10 @@ class DraApi(object):
         self.requests = 0
         self._served = None
 
-    def request(self, method, path, query=None, body=None, content_type=None):
+    def request(self, method, path, query=None, body=None, content_type=None, accept="application/json"):
         """One API call; returns the decoded JSON body."""
         self.requests += 1
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": accept}
         if content_type:
             headers["Content-Type"] = content_type
         try:
@@ -106,8 +107,8 @@ class DraApi(object):
                               status=exc.status)
         return json.loads(data) if data else None
 
-    def get(self, path, query=None):
-        return self.request("GET", path, query)
+    def get(self, path, query=None, accept="application/json"):
+        return self.request("GET", path, query, accept=accept)
 
     def get_or_none(self, path, query=None):
         try:
@@ -117,12 +118,17 @@ class DraApi(object):
                 return None
             raise
 
-    def list_items(self, path, query=None, page_size=LIST_PAGE_SIZE):
-        """Every item of a LIST, fetched in pages (a fixed number of requests per page, not per object)."""
+    def list_items(self, path, query=None, page_size=LIST_PAGE_SIZE, metadata_only=False):
+        """Every item of a LIST, fetched in pages (a fixed number of requests per page, not per object).
+
+        With metadata_only, the server sends only each object's metadata (name, uid, labels,
+        deletionTimestamp, ownerReferences): a fraction of the bytes for pods and nodes.
+        """
         params = dict(query or {})
         params["limit"] = page_size
+        accept = METADATA_LIST_ACCEPT if metadata_only else "application/json"
         while True:
-            page = self.get(path, params)
+            page = self.get(path, params, accept=accept)
             for item in page.get("items") or []:
                 yield item
             token = (page.get("metadata") or {}).get("continue")

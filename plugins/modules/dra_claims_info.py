@@ -1,0 +1,249 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: dra.admin contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: dra_claims_info
+short_description: Report which ResourceClaims hold which devices on which nodes
+version_added: 0.1.0
+description:
+  - Lists ResourceClaims with their state (C(pending), C(allocated), C(reserved), C(deallocating)), the
+    node(s) their devices are on, the devices, the consumers from C(status.reservedFor) and whether each
+    still exists, and whether the claim is orphaned (allocated or reserved with no live consumer).
+  - The node comes from the allocation's C(nodeSelector) (C(matchFields) on C(metadata.name), or a label
+    selector evaluated against Node labels). Without a node selector the devices are usable everywhere
+    (network-attached): such claims are reported with C(node_scope=cluster-wide) and no node.
+  - Each allocated device is cross-checked with the ResourceSlices of its pool.
+  - Uses the newest C(resource.k8s.io) version the cluster serves (v1, v1beta2, v1beta1) and a fixed number
+    of paginated LIST requests, however many nodes there are.
+  - With O(fail_if_any_on_node=true) it is a gate for drains; it fails listing every claim still allocated or
+    reserved on O(node) and its consumers.
+  - Read-only; the same answer in check mode.
+author:
+  - dra.admin maintainers
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+options:
+  node:
+    description:
+      - Only claims whose devices are on this node. The node must exist.
+    type: str
+  namespaces:
+    description:
+      - Only claims in these namespaces. Default is every namespace.
+    type: list
+    elements: str
+    default: []
+  driver:
+    description:
+      - Only claims with at least one device of this driver (for example V(gpu.example.com)).
+    type: str
+  label_selector:
+    description:
+      - Label selector on the claims (for example V(app=training)).
+    type: str
+  fail_if_any_on_node:
+    description:
+      - Fail when any selected claim is still allocated or reserved on O(node). Requires O(node).
+    type: bool
+    default: false
+  include_claims:
+    description:
+      - Return the per-claim list. Set V(false) on very large clusters to return only the summaries.
+    type: bool
+    default: true
+requirements:
+  - kubernetes >= 24.2.0
+  - PyYAML >= 3.11
+"""
+
+EXAMPLES = r"""
+- name: Every claim in the cluster, with node and consumers
+  dra.admin.dra_claims_info:
+  register: claims
+
+- name: Orphaned claims (allocated or reserved for consumers that are gone)
+  ansible.builtin.debug:
+    msg: "{{ claims.claims | selectattr('orphaned') | map(attribute='name') | list }}"
+
+- name: Gate before removing the DRA driver from a node
+  dra.admin.dra_claims_info:
+    node: gpu-node-7
+    fail_if_any_on_node: true
+    include_claims: false
+
+- name: Claims of one driver in two namespaces
+  dra.admin.dra_claims_info:
+    driver: gpu.example.com
+    namespaces: [team-a, team-b]
+"""
+
+RETURN = r"""
+resource_api_version:
+  description: The C(resource.k8s.io) version used.
+  returned: always
+  type: str
+  sample: v1
+claims:
+  description: The selected claims (empty when O(include_claims=false)).
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    namespace: {description: Namespace., type: str, returned: always}
+    name: {description: Name., type: str, returned: always}
+    uid: {description: UID., type: str, returned: always}
+    state:
+      description: C(pending), C(allocated), C(reserved) or C(deallocating) (deleted but still allocated).
+      type: str
+      returned: always
+    node_scope:
+      description: >-
+        C(node) (pinned to named nodes), C(selector) (label selector, matched against Node labels),
+        C(cluster-wide) (no node selector: usable everywhere) or C(unallocated).
+      type: str
+      returned: always
+    nodes: {description: Nodes the devices are on., type: list, elements: str, returned: always}
+    devices:
+      description: Allocated devices (C(request), C(driver), C(pool), C(device), C(admin_access)).
+      type: list
+      elements: dict
+      returned: always
+    drivers: {description: Drivers of the allocated devices., type: list, elements: str, returned: always}
+    consumers:
+      description: C(status.reservedFor) entries with C(exists) (true, false, or null when not checkable).
+      type: list
+      elements: dict
+      returned: always
+    missing_consumers: {description: Consumers that no longer exist., type: list, elements: dict, returned: always}
+    orphaned: {description: Allocated or reserved with no live consumer., type: bool, returned: always}
+    deletion_requested: {description: The claim has a deletion timestamp., type: bool, returned: always}
+    problems:
+      description: Disagreements with the pools' ResourceSlices.
+      type: list
+      elements: str
+      returned: always
+summary:
+  description: Per node (or C(<cluster-wide>), C(<unallocated>)) counts of claims by state, orphaned and total.
+  returned: always
+  type: dict
+  sample: {kwok-node-0: {pending: 0, allocated: 0, reserved: 2, deallocating: 0, orphaned: 0, total: 2}}
+totals:
+  description: Counts over every selected claim.
+  returned: always
+  type: dict
+  sample: {pending: 1, allocated: 0, reserved: 5, deallocating: 0, orphaned: 0, total: 6}
+blocking:
+  description: With O(node), the claims still allocated or reserved on it (namespace/name).
+  returned: always
+  type: list
+  elements: str
+api_requests:
+  description: Number of API requests the module made.
+  returned: always
+  type: int
+"""
+
+from ansible_collections.dra.admin.plugins.module_utils.api import (
+    AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
+)
+from ansible_collections.dra.admin.plugins.module_utils._claims import (
+    blocking_message, claim_selected, claim_view, holds_devices, pool_nodes, summarize_by_node,
+)
+
+
+class ClaimsInfoError(Exception):
+    pass
+
+
+def argument_spec():
+    spec = auth_argument_spec()
+    spec.update(
+        node=dict(type="str"),
+        namespaces=dict(type="list", elements="str", default=[]),
+        driver=dict(type="str"),
+        label_selector=dict(type="str"),
+        fail_if_any_on_node=dict(type="bool", default=False),
+        include_claims=dict(type="bool", default=True),
+    )
+    return spec
+
+
+def node_label_index(api):
+    return dict((n["metadata"]["name"], n["metadata"].get("labels") or {})
+                for n in api.list_items("/api/v1/nodes", metadata_only=True))
+
+
+def live_pod_uids(api, namespaces):
+    paths = ["/api/v1/namespaces/%s/pods" % ns for ns in namespaces] or ["/api/v1/pods"]
+    return set(p["metadata"]["uid"] for path in paths for p in api.list_items(path, metadata_only=True))
+
+
+def claim_items(api, version, namespaces, label_selector):
+    query = {"labelSelector": label_selector} if label_selector else {}
+    if not namespaces:
+        return api.list_items(api.resource_path("resourceclaims", version=version), query)
+    return (c for ns in namespaces
+            for c in api.list_items(api.resource_path("resourceclaims", namespace=ns, version=version), query))
+
+
+def totals_of(summary_views):
+    totals = {"pending": 0, "allocated": 0, "reserved": 0, "deallocating": 0, "orphaned": 0, "total": 0}
+    for view in summary_views:
+        totals[view["state"]] += 1
+        totals["orphaned"] += 1 if view["orphaned"] else 0
+        totals["total"] += 1
+    return totals
+
+
+def gather(api, params):
+    version = api.resource_api_version()
+    node = params["node"]
+    nodes = node_label_index(api)
+    if node is not None and node not in nodes:
+        known = sorted(nodes)
+        raise ClaimsInfoError("node %r does not exist (the cluster has %d nodes%s); check the name with "
+                              "'kubectl get nodes'" % (node, len(known), (": " + ", ".join(known[:10])) if known else ""))
+    pools_index = pool_nodes(api.list_items(api.resource_path("resourceslices", version=version)))
+    pods = live_pod_uids(api, params["namespaces"])
+    views = []
+    for item in claim_items(api, version, params["namespaces"], params["label_selector"]):
+        view = claim_view(item, nodes, pods, pools_index)
+        if claim_selected(view, node=node, driver=params["driver"]):
+            views.append(view)
+    views.sort(key=lambda v: (v["namespace"] or "", v["name"] or ""))
+    blocking = [v for v in views if node is not None and holds_devices(v)]
+    return version, views, blocking
+
+
+def main():
+    module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
+    params = module.params
+    if params["fail_if_any_on_node"] and not params["node"]:
+        module.fail_json(msg="fail_if_any_on_node needs node: name the node whose claims must all be released")
+    api = DraApi(module)
+    try:
+        version, views, blocking = gather(api, params)
+    except (DraApiError, ClaimsInfoError) as exc:
+        module.fail_json(msg=str(exc), api_requests=api.requests)
+    result = dict(
+        changed=False, resource_api_version=version,
+        claims=views if params["include_claims"] else [],
+        summary=summarize_by_node(views), totals=totals_of(views),
+        blocking=["%s/%s" % (v["namespace"], v["name"]) for v in blocking],
+        api_requests=api.requests,
+    )
+    if params["fail_if_any_on_node"] and blocking:
+        result["claims"] = blocking if not params["include_claims"] else result["claims"]
+        module.fail_json(msg=blocking_message(params["node"], blocking), **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

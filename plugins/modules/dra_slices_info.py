@@ -1,0 +1,170 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: dra.admin contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: dra_slices_info
+short_description: Report ResourceSlice pools per node and driver, and nodes that publish nothing
+version_added: 0.1.0
+description:
+  - Per node and per driver, the pools, how many slices of the newest pool generation are published against
+    the pool's C(resourceSliceCount) (an incomplete pool is flagged), the generation and the device count.
+  - Lists the nodes that match the driver's node selection (O(node_selector)) but publish no slice of it.
+  - Uses the newest C(resource.k8s.io) version the cluster serves and paginated LIST requests.
+  - Read-only; the same answer in check mode.
+author:
+  - dra.admin maintainers
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+options:
+  driver:
+    description:
+      - Only this driver's slices (for example V(gpu.example.com)). Needed to list nodes that publish nothing.
+    type: str
+  node:
+    description:
+      - Only slices published for this node.
+    type: str
+  node_selector:
+    description:
+      - Label selector of the nodes the driver is expected to run on (the selector of its DaemonSet).
+        Default is every node.
+    type: str
+  fail_on_problems:
+    description:
+      - Fail when a pool is incomplete or a selected node publishes no slice of O(driver).
+    type: bool
+    default: false
+requirements:
+  - kubernetes >= 24.2.0
+  - PyYAML >= 3.11
+"""
+
+EXAMPLES = r"""
+- name: Pools and devices of the GPU driver on GPU nodes
+  dra.admin.dra_slices_info:
+    driver: gpu.example.com
+    node_selector: nvidia.com/gpu.present=true
+  register: slices
+
+- name: Nodes whose driver publishes nothing
+  ansible.builtin.debug:
+    var: slices.nodes_without_slices
+
+- name: Fail when a pool is incomplete or a node publishes nothing
+  dra.admin.dra_slices_info:
+    driver: gpu.example.com
+    fail_on_problems: true
+"""
+
+RETURN = r"""
+resource_api_version:
+  description: The C(resource.k8s.io) version used.
+  returned: always
+  type: str
+  sample: v1
+pools:
+  description: One entry per driver and pool (see M(dra.admin.dra_cluster_info) for the fields).
+  returned: always
+  type: list
+  elements: dict
+nodes:
+  description: Per node (or scope marker such as C(<all-nodes>)), per driver, pools, slices, devices, complete.
+  returned: always
+  type: dict
+  sample: {kwok-node-0: {gpu.example.com: {pools: [kwok-node-0], slices: 1, devices: 8, complete: true}}}
+incomplete_pools:
+  description: Pools with fewer slices than their C(resourceSliceCount), as C(driver/pool).
+  returned: always
+  type: list
+  elements: str
+nodes_without_slices:
+  description: Nodes matching O(node_selector) that publish no slice (of O(driver) when given).
+  returned: always
+  type: list
+  elements: str
+api_requests:
+  description: Number of API requests the module made.
+  returned: always
+  type: int
+"""
+
+from ansible_collections.dra.admin.plugins.module_utils.api import (
+    AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
+)
+from ansible_collections.dra.admin.plugins.module_utils._slices import (
+    devices_by_node, nodes_without_slices, summarize_pools,
+)
+
+
+def argument_spec():
+    spec = auth_argument_spec()
+    spec.update(
+        driver=dict(type="str"),
+        node=dict(type="str"),
+        node_selector=dict(type="str"),
+        fail_on_problems=dict(type="bool", default=False),
+    )
+    return spec
+
+
+def slice_query(driver, node):
+    selectors = []
+    if driver:
+        selectors.append("spec.driver=%s" % driver)
+    if node:
+        selectors.append("spec.nodeName=%s" % node)
+    return {"fieldSelector": ",".join(selectors)} if selectors else {}
+
+
+def gather(api, params):
+    version = api.resource_api_version()
+    path = api.resource_path("resourceslices", version=version)
+    pools = summarize_pools(list(api.list_items(path, slice_query(params["driver"], params["node"]))))
+    by_node = devices_by_node(pools)
+    query = {"labelSelector": params["node_selector"]} if params["node_selector"] else {}
+    if params["node"]:
+        query["fieldSelector"] = "metadata.name=%s" % params["node"]
+    node_names = [n["metadata"]["name"] for n in api.list_items("/api/v1/nodes", query, metadata_only=True)]
+    return {
+        "resource_api_version": version,
+        "pools": pools,
+        "nodes": by_node,
+        "incomplete_pools": ["%s/%s" % (p["driver"], p["pool"]) for p in pools if not p["complete"]],
+        "nodes_without_slices": nodes_without_slices(node_names, by_node, params["driver"]),
+    }
+
+
+def problems_message(result, driver):
+    parts = []
+    if result["incomplete_pools"]:
+        parts.append("incomplete pools (fewer slices than resourceSliceCount): %s"
+                     % ", ".join(result["incomplete_pools"]))
+    if result["nodes_without_slices"]:
+        parts.append("nodes publishing no slice%s: %s" % (" of " + driver if driver else "",
+                                                           ", ".join(result["nodes_without_slices"])))
+    return "; ".join(parts) + ". Check the driver pods on those nodes (logs, liveness) and that it can " \
+        "reach the API server."
+
+
+def main():
+    module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
+    api = DraApi(module)
+    try:
+        result = gather(api, module.params)
+    except DraApiError as exc:
+        module.fail_json(msg=str(exc), api_requests=api.requests)
+    result["api_requests"] = api.requests
+    if module.params["fail_on_problems"] and (result["incomplete_pools"] or result["nodes_without_slices"]):
+        module.fail_json(msg=problems_message(result, module.params["driver"]), **result)
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == "__main__":
+    main()
