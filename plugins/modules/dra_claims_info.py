@@ -18,7 +18,7 @@ description:
     still exists, and whether the claim is orphaned (allocated or reserved with no live consumer).
   - The node comes from the allocation's C(nodeSelector) (C(matchFields) on C(metadata.name), or a label
     selector evaluated against Node labels). Without a node selector the devices are usable everywhere
-    (network-attached): such claims are reported with C(node_scope=cluster-wide) and no node.
+    (network-attached), so such claims are reported with C(node_scope=cluster-wide) and no node.
   - Each allocated device is cross-checked with the ResourceSlices of its pool.
   - Uses the newest C(resource.k8s.io) version the cluster serves (v1, v1beta2, v1beta1) and a fixed number
     of paginated LIST requests, however many nodes there are.
