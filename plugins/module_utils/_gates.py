@@ -4,10 +4,14 @@
 """The version catalog: the only place in the collection that knows versions.
 
 For each supported Kubernetes minor release it says which resource.k8s.io API
-versions exist, which of them the API server serves by default, and what must
-be switched on (feature gates, ``--runtime-config``) for DRA to work.
+versions exist, which of them the API server serves by default, what must be
+switched on (feature gates, ``--runtime-config``) for DRA to work, and every
+DRA feature gate with its stage, default, locked state and the components it
+acts in. ``validate_gates`` refuses, before anything is written, what would
+make a component refuse to start.
 
-Pure data and pure functions: no Ansible, no network.
+Pure data and pure functions: no Ansible, no network, standard library only
+(hack/cluster loads this file by path).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -19,6 +23,9 @@ import re
 RESOURCE_GROUP = "resource.k8s.io"
 
 SUPPORTED_MINORS = tuple(range(30, 38))
+
+# Releases whose entries come from unreleased upstream code: they may still change.
+PROVISIONAL_MINORS = (37,)
 
 # minor -> resource.k8s.io versions the release has, newest first.
 _API_VERSIONS = {
@@ -43,6 +50,116 @@ _RUNTIME_CONFIG_NEEDED = {
 
 # Versions the collection's own API calls understand, best first.
 CLIENT_API_PREFERENCE = ("v1", "v1beta2", "v1beta1")
+
+KUBE_APISERVER = "kube-apiserver"
+KUBE_CONTROLLER_MANAGER = "kube-controller-manager"
+KUBE_SCHEDULER = "kube-scheduler"
+KUBELET = "kubelet"
+COMPONENTS = (KUBE_APISERVER, KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER, KUBELET)
+
+ALPHA = "alpha"
+BETA = "beta"
+GA = "GA"
+
+_ALL = COMPONENTS
+_API = (KUBE_APISERVER,)
+_API_SCHED = (KUBE_APISERVER, KUBE_SCHEDULER)
+_API_KCM_SCHED = (KUBE_APISERVER, KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER)
+_API_KCM = (KUBE_APISERVER, KUBE_CONTROLLER_MANAGER)
+_API_KUBELET = (KUBE_APISERVER, KUBELET)
+
+# Every gate below is registered in all four binaries (they share one gate
+# registry), so each of them accepts, rejects and reports every gate alike;
+# "components" only says where a gate changes behaviour.
+#
+# name -> (components, history, removed_in, depends_on)
+#   history: ((first minor, stage, default, locked), ...) in release order;
+#            the first entry's minor is the first release whose binaries know the name.
+#   removed_in: first minor whose binaries no longer know the name (None: still there).
+#   depends_on: gates that must be enabled when this one is (enforced at start-up from 1.35).
+_GATES = {
+    "DynamicResourceAllocation": (
+        _ALL,
+        ((26, ALPHA, False, False), (32, BETA, False, False), (34, GA, True, False), (35, GA, True, True)),
+        38, ()),
+    # Split out of DynamicResourceAllocation in 1.31 ("classic" DRA), dropped in 1.32.
+    "DRAControlPlaneController": (
+        _API_KCM_SCHED, ((31, ALPHA, False, False),), 32, ("DynamicResourceAllocation",)),
+    "DRAAdminAccess": (
+        _API_KCM_SCHED,
+        ((32, ALPHA, False, False), (34, BETA, True, False), (36, GA, True, True)),
+        None, ("DynamicResourceAllocation",)),
+    "DRAResourceClaimDeviceStatus": (
+        _API_SCHED,
+        ((32, ALPHA, False, False), (33, BETA, True, False), (37, GA, True, True)),
+        None, ()),
+    "DRADeviceTaints": (
+        _API_KCM_SCHED,
+        ((33, ALPHA, False, False), (36, BETA, True, False), (37, GA, True, False)),
+        None, ("DynamicResourceAllocation",)),
+    "DRAPartitionableDevices": (
+        _API_SCHED, ((33, ALPHA, False, False), (36, BETA, True, False)),
+        None, ("DynamicResourceAllocation",)),
+    "DRAPrioritizedList": (
+        _API_KCM_SCHED,
+        ((33, ALPHA, False, False), (34, BETA, True, False), (36, GA, True, False), (37, GA, True, True)),
+        None, ("DynamicResourceAllocation",)),
+    "DRAConsumableCapacity": (
+        _API_SCHED, ((34, ALPHA, False, False), (36, BETA, True, False)),
+        None, ("DynamicResourceAllocation",)),
+    "DRADeviceBindingConditions": (
+        _API_SCHED, ((34, ALPHA, False, False), (36, BETA, True, False)),
+        None, ("DynamicResourceAllocation", "DRAResourceClaimDeviceStatus")),
+    "DRAExtendedResource": (
+        _ALL, ((34, ALPHA, False, False), (36, BETA, True, False), (37, GA, True, True)),
+        None, ("DynamicResourceAllocation",)),
+    "DRASchedulerFilterTimeout": (
+        (KUBE_SCHEDULER,), ((34, BETA, True, False),), None, ("DynamicResourceAllocation",)),
+    "DRADeviceTaintRules": (
+        _API_KCM_SCHED,
+        ((35, ALPHA, False, False), (36, BETA, False, False), (37, GA, True, False)),
+        None, ("DRADeviceTaints",)),
+    "DRAListTypeAttributes": (
+        _API_SCHED, ((36, ALPHA, False, False),), None, ("DynamicResourceAllocation",)),
+    "DRANodeAllocatableResources": (
+        _API_SCHED, ((36, ALPHA, False, False),), None, ("DynamicResourceAllocation",)),
+    "DRAResourceClaimGranularStatusAuthorization": (
+        _API, ((36, BETA, True, False),), None,
+        ("DynamicResourceAllocation", "DRAResourceClaimDeviceStatus")),
+    "DRAResourcePoolStatus": (
+        _API_KCM, ((36, ALPHA, False, False),), None, ("DynamicResourceAllocation",)),
+    "DRAWorkloadResourceClaims": (
+        _ALL, ((36, ALPHA, False, False), (37, BETA, False, False)),
+        None, ("DynamicResourceAllocation", "GenericWorkload")),
+    "DRADerivedAttributes": (
+        _API_SCHED, ((37, ALPHA, False, False),), None, ("DynamicResourceAllocation",)),
+    "DRADeviceCompatibilityGroups": (
+        _API_SCHED, ((37, ALPHA, False, False),), None, ("DynamicResourceAllocation",)),
+    "DRAFractionalCapacityRange": (
+        _API_SCHED, ((37, BETA, True, False),), None, ("DynamicResourceAllocation",)),
+    "DRAOptionalNodeOperations": (
+        _API_SCHED, ((37, ALPHA, False, False),), None, ("DynamicResourceAllocation",)),
+    "KubeletPodResourcesDynamicResources": (
+        (KUBELET,),
+        ((27, ALPHA, False, False), (34, BETA, True, False), (36, GA, True, True)),
+        37, ()),
+    "ResourceHealthStatus": (
+        _API_KUBELET, ((31, ALPHA, False, False), (36, BETA, True, False)),
+        None, ("DynamicResourceAllocation",)),
+    "ResourceHealthStatusMessage": (
+        _API_KUBELET, ((36, BETA, True, False),), None, ("ResourceHealthStatus",)),
+    # Not a DRA gate; listed because DRAWorkloadResourceClaims depends on it.
+    "GenericWorkload": (
+        _ALL, ((35, ALPHA, False, False), (37, BETA, False, False)), None, ()),
+}
+
+# Gates whose API objects live in a resource.k8s.io version that is off by default:
+# gate -> {minor: version to add to --runtime-config when the gate is enabled}.
+_GATE_API_VERSIONS = {
+    "DRADeviceTaints": {33: "v1alpha3", 34: "v1alpha3"},  # DeviceTaintRule, before it had its own gate
+    "DRADeviceTaintRules": {35: "v1alpha3", 36: "v1beta2"},
+    "DRAResourcePoolStatus": {36: "v1alpha3", 37: "v1alpha3"},
+}
 
 
 class VersionError(ValueError):
@@ -95,3 +212,202 @@ def preferred_api_version(served_versions):
         if candidate in served_versions:
             return candidate
     return None
+
+
+def is_provisional(version):
+    """Whether the catalog's entry for this release comes from unreleased upstream code."""
+    return require_supported(version) in PROVISIONAL_MINORS
+
+
+def _state_at(history, minor):
+    state = None
+    for entry in history:
+        if entry[0] <= minor:
+            state = entry
+    return state
+
+
+def gate_info(version, name):
+    """What a release knows about one gate, or None when its binaries do not know the name.
+
+    Returns a dict: stage, default, locked, components, depends_on.
+    """
+    minor = require_supported(version)
+    spec = _GATES.get(name)
+    if spec is None:
+        return None
+    components, history, removed_in, depends_on = spec
+    state = _state_at(history, minor)
+    if state is None or (removed_in is not None and minor >= removed_in):
+        return None
+    return {"name": name, "stage": state[1], "default": state[2], "locked": state[3],
+            "components": list(components), "depends_on": list(depends_on)}
+
+
+def gate_catalog(version):
+    """Every gate this catalog knows that exists on the release: name -> gate_info()."""
+    require_supported(version)
+    catalog = {}
+    for name in sorted(_GATES):
+        info = gate_info(version, name)
+        if info is not None:
+            catalog[name] = info
+    return catalog
+
+
+def removed_gates(version):
+    """Gates that existed in an earlier release but are gone on this one: name -> removed in '1.N'."""
+    minor = require_supported(version)
+    return dict((name, "1.%d" % spec[2]) for name, spec in _GATES.items()
+                if spec[2] is not None and minor >= spec[2])
+
+
+def _not_yet(version, name):
+    """The first release that has the gate, when it is newer than this one."""
+    spec = _GATES.get(name)
+    if spec is None:
+        return None
+    first = spec[1][0][0]
+    return "1.%d" % first if require_supported(version) < first else None
+
+
+def gate_value(value):
+    """A feature gate value as a bool: accepts booleans and 'true'/'false' in any case."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "false"):
+        return text == "true"
+    raise ValueError("%r is not a feature gate value: use true or false" % (value,))
+
+
+def effective_gates(version, requested):
+    """The value every catalogued gate will have with `requested` applied (unknown names skipped)."""
+    values = dict((name, info["default"]) for name, info in gate_catalog(version).items())
+    for name, value in requested.items():
+        if name in values:
+            values[name] = gate_value(value)
+    return values
+
+
+def validate_gates(version, requested, component=None):
+    """Check requested feature gates against the release; return a list of error messages.
+
+    An empty list means every component of that release will accept the gates.
+    Each message names the gate, what is wrong, and what to do instead.
+    """
+    try:
+        minor = require_supported(version)
+    except VersionError as exc:
+        return [str(exc)]
+    errors = []
+    if component is not None and component not in COMPONENTS:
+        errors.append("unknown component %r: expected one of %s" % (component, ", ".join(COMPONENTS)))
+    catalog = gate_catalog(version)
+    removed = removed_gates(version)
+    values = {}
+    for name in sorted(requested):
+        try:
+            values[name] = gate_value(requested[name])
+        except ValueError as exc:
+            errors.append("feature gate %s: %s" % (name, exc))
+    for name in sorted(values):
+        value = values[name]
+        info = catalog.get(name)
+        if info is None:
+            if name in removed:
+                errors.append(
+                    "feature gate %s was removed in Kubernetes %s; on 1.%d every component refuses to start "
+                    "with it: remove it from the requested gates" % (name, removed[name], minor))
+            elif _not_yet(version, name):
+                errors.append(
+                    "feature gate %s does not exist before Kubernetes %s (this cluster is 1.%d): remove it, "
+                    "or upgrade the cluster first" % (name, _not_yet(version, name), minor))
+            else:
+                errors.append(
+                    "feature gate %s is unknown to the DRA catalog for Kubernetes 1.%d: check the spelling; "
+                    "known gates: %s" % (name, minor, ", ".join(sorted(catalog))))
+            continue
+        if info["locked"] and value != info["default"]:
+            errors.append(
+                "feature gate %s is locked to %s on Kubernetes 1.%d (%s): setting it to %s makes the "
+                "component refuse to start; remove it or set it to %s"
+                % (name, str(info["default"]).lower(), minor, info["stage"], str(value).lower(),
+                   str(info["default"]).lower()))
+    effective = effective_gates(version, values)
+    for name in sorted(values):
+        if not values[name] or name not in catalog:
+            continue
+        missing = [dep for dep in catalog[name]["depends_on"] if not effective.get(dep, False)]
+        if missing:
+            errors.append(
+                "feature gate %s needs %s enabled on Kubernetes 1.%d: add %s to the requested gates"
+                % (name, " and ".join(missing), minor, ", ".join("%s=true" % dep for dep in missing)))
+    return errors
+
+
+def runtime_config_for_gates(version, requested):
+    """Extra --runtime-config entries the enabled gates need for their API objects, as a dict."""
+    minor = require_supported(version)
+    entries = {}
+    for name, value in requested.items():
+        try:
+            enabled = gate_value(value)
+        except ValueError:
+            continue
+        api_version = _GATE_API_VERSIONS.get(name, {}).get(minor)
+        if enabled and api_version:
+            entries["%s/%s" % (RESOURCE_GROUP, api_version)] = "true"
+    return entries
+
+
+def validate_runtime_config(version, requested):
+    """Check resource.k8s.io entries of a --runtime-config map; return a list of error messages.
+
+    Entries of other API groups are not this catalog's business and pass unchecked.
+    """
+    try:
+        minor = require_supported(version)
+    except VersionError as exc:
+        return [str(exc)]
+    errors = []
+    known = _API_VERSIONS[minor]
+    for key in sorted(requested):
+        parts = str(key).split("/")
+        if parts[0] != RESOURCE_GROUP:
+            continue
+        if len(parts) < 2 or not parts[1]:
+            errors.append("runtime-config entry %s names no version: use %s/<version>, one of %s"
+                          % (key, RESOURCE_GROUP, ", ".join(known)))
+        elif parts[1] not in known:
+            errors.append(
+                "runtime-config entry %s: Kubernetes 1.%d has no %s/%s (it has %s); kube-apiserver refuses "
+                "to start with it: remove it" % (key, minor, RESOURCE_GROUP, parts[1], ", ".join(known)))
+        if str(requested[key]).strip().lower() not in ("true", "false"):
+            errors.append("runtime-config entry %s=%s: the value must be true or false" % (key, requested[key]))
+    return errors
+
+
+def dra_settings(version, extra_gates=None):
+    """What the feature_gates role writes on a release: the gates and runtime-config DRA needs
+    plus the requested gates (and the API versions they need), and the validation errors.
+
+    Returns a dict: gates, runtime_config, errors, provisional.
+    """
+    extra_gates = dict(extra_gates or {})
+    errors = validate_gates(version, extra_gates)
+    if errors:
+        return {"gates": {}, "runtime_config": {}, "errors": errors, "provisional": False}
+    gates = gates_for_dra(version)
+    for name in gates:
+        if name in extra_gates and not gate_value(extra_gates[name]):
+            errors.append("feature gate %s=false switches DRA off on Kubernetes %s: remove it from the "
+                          "requested gates (this role only enables DRA)" % (name, version))
+    if errors:
+        return {"gates": {}, "runtime_config": {}, "errors": errors, "provisional": False}
+    gates.update(dict((name, gate_value(value)) for name, value in extra_gates.items()))
+    errors = validate_gates(version, gates)
+    runtime_config = runtime_config_for_dra(version)
+    runtime_config.update(runtime_config_for_gates(version, gates))
+    return {"gates": gates, "runtime_config": runtime_config, "errors": errors,
+            "provisional": is_provisional(version)}

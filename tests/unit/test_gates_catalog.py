@@ -1,0 +1,139 @@
+"""The per-release DRA gate table and the validation built on it."""
+import pytest
+
+from ansible_collections.dra.admin.plugins.module_utils import _gates
+
+
+def test_dynamic_resource_allocation_follows_its_release_history():
+    stages = dict((minor, _gates.gate_info("1.%d" % minor, "DynamicResourceAllocation"))
+                  for minor in _gates.SUPPORTED_MINORS)
+    assert [stages[m]["stage"] for m in (30, 31, 32, 33, 34, 35, 36, 37)] == [
+        "alpha", "alpha", "beta", "beta", "GA", "GA", "GA", "GA"]
+    assert [stages[m]["default"] for m in (30, 32, 33, 34)] == [False, False, False, True]
+    assert not stages[34]["locked"] and stages[35]["locked"] and stages[37]["locked"]
+    assert stages[33]["components"] == list(_gates.COMPONENTS)
+
+
+@pytest.mark.parametrize("version,gate,stage,default,locked", [
+    ("1.32", "DRAAdminAccess", "alpha", False, False),
+    ("1.34", "DRAAdminAccess", "beta", True, False),
+    ("1.36", "DRAAdminAccess", "GA", True, True),
+    ("1.33", "DRAResourceClaimDeviceStatus", "beta", True, False),
+    ("1.36", "DRAPrioritizedList", "GA", True, False),
+    ("1.37", "DRAPrioritizedList", "GA", True, True),
+    ("1.36", "DRADeviceTaintRules", "beta", False, False),
+    ("1.36", "DRAResourceClaimGranularStatusAuthorization", "beta", True, False),
+    ("1.34", "DRASchedulerFilterTimeout", "beta", True, False),
+    ("1.36", "KubeletPodResourcesDynamicResources", "GA", True, True),
+])
+def test_gate_states(version, gate, stage, default, locked):
+    info = _gates.gate_info(version, gate)
+    assert (info["stage"], info["default"], info["locked"]) == (stage, default, locked)
+
+
+def test_gates_appear_and_disappear_with_releases():
+    assert "DRAControlPlaneController" not in _gates.gate_catalog("1.30")
+    assert "DRAControlPlaneController" in _gates.gate_catalog("1.31")
+    assert "DRAControlPlaneController" not in _gates.gate_catalog("1.32")
+    assert _gates.removed_gates("1.32") == {"DRAControlPlaneController": "1.32"}
+    assert "DynamicResourceAllocation" in _gates.gate_catalog("1.37")
+    assert _gates.gate_info("1.33", "DRAConsumableCapacity") is None
+    assert sorted(_gates.gate_catalog("1.30")) == ["DynamicResourceAllocation", "KubeletPodResourcesDynamicResources"]
+
+
+def test_scheduler_only_gate_names_its_component():
+    assert _gates.gate_info("1.35", "DRASchedulerFilterTimeout")["components"] == ["kube-scheduler"]
+
+
+def test_valid_request_has_no_errors():
+    assert _gates.validate_gates("v1.33.13", {"DynamicResourceAllocation": True, "DRAAdminAccess": "true"}) == []
+    assert _gates.validate_gates("v1.36.3", {"DRADeviceTaintRules": True}) == []
+    assert _gates.validate_gates("v1.36.3", {"DynamicResourceAllocation": "True"}) == []
+
+
+def test_unknown_gate_is_refused_with_known_names():
+    errors = _gates.validate_gates("1.36", {"DRAAdminAcess": True})
+    assert len(errors) == 1
+    assert "DRAAdminAcess is unknown" in errors[0] and "DRAAdminAccess" in errors[0]
+
+
+def test_removed_gate_is_refused_naming_the_release():
+    errors = _gates.validate_gates("1.33", {"DRAControlPlaneController": True})
+    assert errors == [errors[0]] and "removed in Kubernetes 1.32" in errors[0]
+    assert "remove it" in errors[0]
+
+
+def test_gate_from_a_newer_release_is_refused():
+    errors = _gates.validate_gates("1.33", {"DynamicResourceAllocation": True, "DRAConsumableCapacity": True})
+    assert len(errors) == 1 and "does not exist before Kubernetes 1.34" in errors[0]
+
+
+def test_locked_gate_set_to_the_other_value_is_refused():
+    errors = _gates.validate_gates("1.35", {"DynamicResourceAllocation": False})
+    assert len(errors) == 1
+    assert "DynamicResourceAllocation is locked to true on Kubernetes 1.35" in errors[0]
+    assert "set it to true" in errors[0]
+    # same value as the lock is fine; before the lock any value is
+    assert _gates.validate_gates("1.35", {"DynamicResourceAllocation": True}) == []
+    assert _gates.validate_gates("1.34", {"DynamicResourceAllocation": False}) == []
+
+
+def test_dependency_that_stays_off_is_refused():
+    errors = _gates.validate_gates("1.35", {"DRADeviceTaintRules": True})
+    assert len(errors) == 1 and "needs DRADeviceTaints enabled" in errors[0]
+    assert "DRADeviceTaints=true" in errors[0]
+    assert _gates.validate_gates("1.35", {"DRADeviceTaintRules": True, "DRADeviceTaints": True}) == []
+    errors = _gates.validate_gates("1.33", {"DRAAdminAccess": True})
+    assert len(errors) == 1 and "needs DynamicResourceAllocation" in errors[0]
+
+
+def test_bad_values_and_versions():
+    errors = _gates.validate_gates("1.36", {"DRADeviceTaints": "yes"})
+    assert len(errors) == 1 and "'yes' is not a feature gate value" in errors[0]
+    assert "not supported" in _gates.validate_gates("1.29", {})[0]
+    assert "unknown component" in _gates.validate_gates("1.36", {}, component="kube-proxy")[0]
+
+
+def test_runtime_config_validation():
+    assert _gates.validate_runtime_config("1.33", {"resource.k8s.io/v1beta2": "true", "api/all": "true"}) == []
+    errors = _gates.validate_runtime_config("1.36", {"resource.k8s.io/v1alpha2": "true"})
+    assert len(errors) == 1 and "has no resource.k8s.io/v1alpha2" in errors[0]
+    assert "must be true or false" in _gates.validate_runtime_config("1.36", {"resource.k8s.io/v1": "on"})[0]
+
+
+def test_gates_that_need_an_api_version_add_it():
+    assert _gates.runtime_config_for_gates("1.36", {"DRADeviceTaintRules": True}) == {
+        "resource.k8s.io/v1beta2": "true"}
+    assert _gates.runtime_config_for_gates("1.36", {"DRADeviceTaintRules": False}) == {}
+    assert _gates.runtime_config_for_gates("1.37", {"DRADeviceTaintRules": True}) == {}
+
+
+def test_dra_settings_per_release():
+    old = _gates.dra_settings("v1.33.13")
+    assert old == {"gates": {"DynamicResourceAllocation": True},
+                   "runtime_config": {"resource.k8s.io/v1beta1": "true", "resource.k8s.io/v1beta2": "true"},
+                   "errors": [], "provisional": False}
+    new = _gates.dra_settings("v1.36.3")
+    assert new["gates"] == {} and new["runtime_config"] == {} and new["errors"] == []
+    asked = _gates.dra_settings("v1.36.3", {"DRADeviceTaintRules": True, "DRAResourcePoolStatus": True})
+    assert asked["gates"] == {"DRADeviceTaintRules": True, "DRAResourcePoolStatus": True}
+    assert asked["runtime_config"] == {"resource.k8s.io/v1beta2": "true", "resource.k8s.io/v1alpha3": "true"}
+    assert _gates.dra_settings("1.37")["provisional"] is True
+
+
+def test_dra_settings_refuse_switching_dra_off_or_bad_gates():
+    off = _gates.dra_settings("v1.33.13", {"DynamicResourceAllocation": False})
+    assert off["gates"] == {} and "switches DRA off" in off["errors"][0]
+    bad = _gates.dra_settings("v1.36.3", {"DRAControlPlaneController": True})
+    assert bad["gates"] == {} and "removed in Kubernetes 1.32" in bad["errors"][0]
+
+
+def test_every_history_is_ordered_and_every_dependency_is_catalogued():
+    for name, (components, history, removed_in, depends_on) in _gates._GATES.items():
+        minors = [entry[0] for entry in history]
+        assert minors == sorted(minors), name
+        assert set(components) <= set(_gates.COMPONENTS), name
+        for dep in depends_on:
+            assert dep in _gates._GATES, (name, dep)
+        for entry in history:
+            assert not entry[3] or entry[2] is True or entry[1] != "GA", name
