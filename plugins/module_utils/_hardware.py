@@ -450,6 +450,9 @@ def parse_nvidia_smi(text):
             continue
         fields = [f.strip() for f in line.split(",")]
         item = "line %d" % number
+        if len(fields) > len(_NVIDIA_FIELDS) and fields[0].isdigit():
+            # No quoting in nvidia-smi CSV: a comma in the product name splits it.
+            fields = fields[:2] + [", ".join(fields[2:-2])] + fields[-2:]
         if len(fields) != len(_NVIDIA_FIELDS):
             problems.append({"section": "nvidia", "item": item, "path": None,
                              "error": "expected %d comma-separated fields (%s), got %d: %r"
