@@ -203,18 +203,31 @@ def holds_devices(view):
     return view["state"] in (ALLOCATED, RESERVED, DEALLOCATING)
 
 
+def _empty_counts():
+    return {PENDING: 0, ALLOCATED: 0, RESERVED: 0, DEALLOCATING: 0, "orphaned": 0, "total": 0}
+
+
+def _count(counts, view):
+    counts[view["state"]] += 1
+    counts["orphaned"] += 1 if view["orphaned"] else 0
+    counts["total"] += 1
+
+
 def summarize_by_node(views):
     """{node: counts}; claims without a node go under their scope marker (<cluster-wide>, <unallocated>)."""
     summary = {}
     for view in views:
-        keys = view["nodes"] or ["<%s>" % view["node_scope"]]
-        for key in keys:
-            counts = summary.setdefault(key, {PENDING: 0, ALLOCATED: 0, RESERVED: 0, DEALLOCATING: 0,
-                                              "orphaned": 0, "total": 0})
-            counts[view["state"]] += 1
-            counts["orphaned"] += 1 if view["orphaned"] else 0
-            counts["total"] += 1
+        for key in view["nodes"] or ["<%s>" % view["node_scope"]]:
+            _count(summary.setdefault(key, _empty_counts()), view)
     return summary
+
+
+def claim_totals(views):
+    """Counts by state over every view."""
+    totals = _empty_counts()
+    for view in views:
+        _count(totals, view)
+    return totals
 
 
 def blocking_message(node, views):

@@ -153,13 +153,10 @@ api_requests:
 from ansible_collections.dra.admin.plugins.module_utils.api import (
     AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
 )
+from ansible_collections.dra.admin.plugins.module_utils.claims import ClaimsError, gather_claim_views
 from ansible_collections.dra.admin.plugins.module_utils._claims import (
-    blocking_message, claim_selected, claim_view, holds_devices, pool_nodes, summarize_by_node,
+    blocking_message, claim_totals, summarize_by_node,
 )
-
-
-class ClaimsInfoError(Exception):
-    pass
 
 
 def argument_spec():
@@ -175,53 +172,6 @@ def argument_spec():
     return spec
 
 
-def node_label_index(api):
-    return dict((n["metadata"]["name"], n["metadata"].get("labels") or {})
-                for n in api.list_items("/api/v1/nodes", metadata_only=True))
-
-
-def live_pod_uids(api, namespaces):
-    paths = ["/api/v1/namespaces/%s/pods" % ns for ns in namespaces] or ["/api/v1/pods"]
-    return set(p["metadata"]["uid"] for path in paths for p in api.list_items(path, metadata_only=True))
-
-
-def claim_items(api, version, namespaces, label_selector):
-    query = {"labelSelector": label_selector} if label_selector else {}
-    if not namespaces:
-        return api.list_items(api.resource_path("resourceclaims", version=version), query)
-    return (c for ns in namespaces
-            for c in api.list_items(api.resource_path("resourceclaims", namespace=ns, version=version), query))
-
-
-def totals_of(summary_views):
-    totals = {"pending": 0, "allocated": 0, "reserved": 0, "deallocating": 0, "orphaned": 0, "total": 0}
-    for view in summary_views:
-        totals[view["state"]] += 1
-        totals["orphaned"] += 1 if view["orphaned"] else 0
-        totals["total"] += 1
-    return totals
-
-
-def gather(api, params):
-    version = api.resource_api_version()
-    node = params["node"]
-    nodes = node_label_index(api)
-    if node is not None and node not in nodes:
-        known = sorted(nodes)
-        raise ClaimsInfoError("node %r does not exist (the cluster has %d nodes%s); check the name with "
-                              "'kubectl get nodes'" % (node, len(known), (": " + ", ".join(known[:10])) if known else ""))
-    pools_index = pool_nodes(api.list_items(api.resource_path("resourceslices", version=version)))
-    pods = live_pod_uids(api, params["namespaces"])
-    views = []
-    for item in claim_items(api, version, params["namespaces"], params["label_selector"]):
-        view = claim_view(item, nodes, pods, pools_index)
-        if claim_selected(view, node=node, driver=params["driver"]):
-            views.append(view)
-    views.sort(key=lambda v: (v["namespace"] or "", v["name"] or ""))
-    blocking = [v for v in views if node is not None and holds_devices(v)]
-    return version, views, blocking
-
-
 def main():
     module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
     params = module.params
@@ -229,13 +179,15 @@ def main():
         module.fail_json(msg="fail_if_any_on_node needs node: name the node whose claims must all be released")
     api = DraApi(module)
     try:
-        version, views, blocking = gather(api, params)
-    except (DraApiError, ClaimsInfoError) as exc:
+        version, views, blocking = gather_claim_views(
+            api, node=params["node"], namespaces=params["namespaces"], driver=params["driver"],
+            label_selector=params["label_selector"])
+    except (DraApiError, ClaimsError) as exc:
         module.fail_json(msg=str(exc), api_requests=api.requests)
     result = dict(
         changed=False, resource_api_version=version,
         claims=views if params["include_claims"] else [],
-        summary=summarize_by_node(views), totals=totals_of(views),
+        summary=summarize_by_node(views), totals=claim_totals(views),
         blocking=["%s/%s" % (v["namespace"], v["name"]) for v in blocking],
         api_requests=api.requests,
     )

@@ -1,0 +1,150 @@
+# -*- coding: utf-8 -*-
+# Copyright: dra.admin contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Drain planning: which pods on a node go when, under kubectl-drain rules plus DRA order.
+
+Order (the good-practices page: drain the DRA driver as late as possible):
+  1. pods that consume ResourceClaims;
+  2. the other evictable pods;
+  3. (after no claim on the node is allocated or reserved) the DRA driver pods.
+
+Pure functions over Pod / DaemonSet JSON.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+TERMINAL_PHASES = ("Succeeded", "Failed")
+CORDON_ANNOTATION = "dra.admin/cordoned-before-drain"
+DEFAULT_EXCLUSION_LABEL = "dra.admin/driver-excluded"
+
+
+def pod_key(pod):
+    meta = pod.get("metadata") or {}
+    return "%s/%s" % (meta.get("namespace"), meta.get("name"))
+
+
+def controller_of(pod):
+    for ref in (pod.get("metadata") or {}).get("ownerReferences") or []:
+        if ref.get("controller"):
+            return ref
+    return None
+
+
+def is_mirror(pod):
+    return MIRROR_ANNOTATION in ((pod.get("metadata") or {}).get("annotations") or {})
+
+
+def is_daemonset_pod(pod):
+    ref = controller_of(pod)
+    return bool(ref) and ref.get("kind") == "DaemonSet"
+
+
+def uses_emptydir(pod):
+    return any("emptyDir" in v for v in (pod.get("spec") or {}).get("volumes") or [])
+
+
+def is_terminal(pod):
+    return (pod.get("status") or {}).get("phase") in TERMINAL_PHASES
+
+
+def claim_names(pod):
+    """Names of the ResourceClaims a pod uses (direct references and claims generated from templates)."""
+    names = set()
+    for ref in (pod.get("spec") or {}).get("resourceClaims") or []:
+        if ref.get("resourceClaimName"):
+            names.add(ref["resourceClaimName"])
+    for status in (pod.get("status") or {}).get("resourceClaimStatuses") or []:
+        if status.get("resourceClaimName"):
+            names.add(status["resourceClaimName"])
+    return sorted(names)
+
+
+def uses_claims(pod):
+    return bool((pod.get("spec") or {}).get("resourceClaims"))
+
+
+def is_driver_pod(pod, driver_daemonsets, driver_labels):
+    """A pod of one of the driver DaemonSets (namespace/name), or matching every driver label."""
+    ref = controller_of(pod)
+    meta = pod.get("metadata") or {}
+    if ref and ref.get("kind") == "DaemonSet" and "%s/%s" % (meta.get("namespace"), ref.get("name")) in driver_daemonsets:
+        return True
+    labels = meta.get("labels") or {}
+    return bool(driver_labels) and all(labels.get(k) == v for k, v in driver_labels.items())
+
+
+def plan_drain(pods, driver_daemonsets=(), driver_labels=None, evict_daemonset_pods=False,
+               delete_emptydir_data=False, force=False):
+    """Split a node's pods into the drain phases.
+
+    Returns a dict with lists of pods: claim_pods, other_pods, driver_pods, skipped
+    (mirror and DaemonSet pods left in place, with reasons) and blocked (pods that
+    need an explicit option, with the option to give).
+    """
+    plan = {"claim_pods": [], "other_pods": [], "driver_pods": [], "skipped": [], "blocked": [], "unmanaged": []}
+    driver_daemonsets = set(driver_daemonsets or ())
+    for pod in pods:
+        key = pod_key(pod)
+        if is_driver_pod(pod, driver_daemonsets, driver_labels or {}):
+            plan["driver_pods"].append(pod)
+        elif is_mirror(pod):
+            plan["skipped"].append({"pod": key, "reason": "mirror (static) pod"})
+        elif is_daemonset_pod(pod) and not evict_daemonset_pods:
+            plan["skipped"].append({"pod": key, "reason": "DaemonSet pod (set evict_daemonset_pods to evict)"})
+        elif not is_terminal(pod) and controller_of(pod) is None and not force:
+            plan["blocked"].append({"pod": key, "reason": "not managed by a controller: it would not come "
+                                                          "back; set force=true to delete it"})
+        elif not is_terminal(pod) and uses_emptydir(pod) and not delete_emptydir_data:
+            plan["blocked"].append({"pod": key, "reason": "uses emptyDir: its data is lost; set "
+                                                          "delete_emptydir_data=true to evict it"})
+        else:
+            if controller_of(pod) is None and not is_terminal(pod):
+                plan["unmanaged"].append(key)
+            plan["claim_pods" if uses_claims(pod) else "other_pods"].append(pod)
+    return plan
+
+
+def excludes_label(daemonset, key):
+    """Whether a DaemonSet's required node affinity keeps its pods off nodes labelled `key`.
+
+    Every nodeSelectorTerm must carry `key DoesNotExist` or `key NotIn [...]`
+    (terms are ORed, so one term without it would still admit the node).
+    """
+    affinity = (((((daemonset.get("spec") or {}).get("template") or {}).get("spec") or {})
+                 .get("affinity") or {}).get("nodeAffinity") or {})
+    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    terms = required.get("nodeSelectorTerms") or []
+    if not terms:
+        return False
+    for term in terms:
+        if not any(e.get("key") == key and e.get("operator") in ("DoesNotExist", "NotIn")
+                   for e in term.get("matchExpressions") or []):
+            return False
+    return True
+
+
+def pod_ready(pod):
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Ready":
+            return cond.get("status") == "True"
+    return False
+
+
+def eviction_body(pod, grace_period=None):
+    meta = pod.get("metadata") or {}
+    body = {"apiVersion": "policy/v1", "kind": "Eviction",
+            "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")}}
+    if grace_period is not None:
+        body["deleteOptions"] = {"gracePeriodSeconds": grace_period}
+    return body
+
+
+def backoff_delays(initial=0.5, factor=2.0, ceiling=5.0):
+    """Retry delays for PDB refusals: 0.5, 1, 2, 4, 5, 5, ... seconds."""
+    delay = initial
+    while True:
+        yield delay
+        delay = min(delay * factor, ceiling)

@@ -1,0 +1,356 @@
+# -*- coding: utf-8 -*-
+# Copyright: dra.admin contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Ordered node drain and return to service, against the API (see _drain for the plan).
+
+Requests per node are proportional to the pods on it: pods are listed with a
+field selector on the node, claims and pods are then polled by name. The
+cluster-wide claim list runs twice per drain (preflight and final check),
+never per poll.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from ansible_collections.dra.admin.plugins.module_utils.api import DraApiError
+from ansible_collections.dra.admin.plugins.module_utils.claims import gather_claim_views
+from ansible_collections.dra.admin.plugins.module_utils._claims import (
+    claim_view, holds_devices,
+)
+from ansible_collections.dra.admin.plugins.module_utils._drain import (
+    CORDON_ANNOTATION, backoff_delays, claim_names, eviction_body, excludes_label, plan_drain,
+    pod_key, pod_ready,
+)
+
+MERGE_PATCH = "application/merge-patch+json"
+MAX_PARALLEL_EVICTIONS = 16
+
+
+class DrainError(Exception):
+    """The drain stopped; `details` says what blocks it. The node stays cordoned."""
+
+    def __init__(self, message, details=None):
+        super(DrainError, self).__init__(message)
+        self.details = details or {}
+
+
+class NodeDrain(object):
+    def __init__(self, api, params, check_mode=False, clock=time.time, sleep=time.sleep):
+        self.api = api
+        self.p = params
+        self.node = params["node"]
+        self.check_mode = check_mode
+        self.clock = clock
+        self.sleep = sleep
+        self.started = clock()
+        self.deadline = self.started + params["timeout"]
+        self.events = []
+        self.phases = {}
+        self.warnings = []
+        self.changed = False
+
+    # ------------------------------------------------------------------ helpers
+    def event(self, text):
+        self.events.append("%6.1fs %s" % (self.clock() - self.started, text))
+
+    def phase(self, name, since):
+        self.phases[name] = round(self.clock() - since, 2)
+
+    def remaining(self):
+        return self.deadline - self.clock()
+
+    def get_node(self):
+        node = self.api.get_or_none("/api/v1/nodes/%s" % self.node)
+        if node is None:
+            raise DrainError("node %r does not exist; check the name with 'kubectl get nodes'" % self.node)
+        return node
+
+    def patch_node(self, patch):
+        self.api.request("PATCH", "/api/v1/nodes/%s" % self.node, body=patch, content_type=MERGE_PATCH)
+        self.changed = True
+
+    def pods_on_node(self):
+        return list(self.api.list_items("/api/v1/pods", {"fieldSelector": "spec.nodeName=%s" % self.node}))
+
+    def pod_gone(self, pod):
+        meta = pod["metadata"]
+        current = self.api.get_or_none("/api/v1/namespaces/%s/pods/%s" % (meta["namespace"], meta["name"]))
+        return current is None or current["metadata"]["uid"] != meta["uid"]
+
+    def driver_daemonsets(self):
+        """The driver DaemonSets, each checked to keep its pods off nodes with the exclusion label."""
+        found = []
+        for ref in self.p["driver_daemonsets"]:
+            namespace, _, name = ref.partition("/")
+            ds = self.api.get_or_none("/apis/apps/v1/namespaces/%s/daemonsets/%s" % (namespace, name))
+            if ds is None:
+                raise DrainError("driver DaemonSet %s not found; give driver_daemonsets as namespace/name" % ref)
+            if not excludes_label(ds, self.p["exclusion_label"]):
+                raise DrainError(
+                    "driver DaemonSet %s does not keep its pods off nodes labelled %s, so the drain could not "
+                    "take the driver off the node last. Add a required node affinity '%s DoesNotExist' to "
+                    "every nodeSelectorTerm (role dra.admin.driver does), or set exclusion_label to the key "
+                    "it uses." % (ref, self.p["exclusion_label"], self.p["exclusion_label"]))
+            found.append(ds)
+        return found
+
+    # ------------------------------------------------------------------ drain
+    def drain(self):
+        t0 = self.clock()
+        node = self.get_node()
+        self.driver_daemonsets()
+        pods = self.pods_on_node()
+        plan = plan_drain(pods, driver_daemonsets=self.p["driver_daemonsets"],
+                          driver_labels=self.p["driver_pod_labels"],
+                          evict_daemonset_pods=self.p["evict_daemonset_pods"],
+                          delete_emptydir_data=self.p["delete_emptydir_data"], force=self.p["force"])
+        version, _views, held = gather_claim_views(self.api, node=self.node)
+        self.phase("preflight", t0)
+        was_cordoned = bool((node.get("spec") or {}).get("unschedulable"))
+        labels = node["metadata"].get("labels") or {}
+        summary = self.plan_summary(plan, held, was_cordoned, labels)
+        if plan["blocked"]:
+            raise DrainError("pods on %s need an explicit option before the drain can start: %s. Nothing was "
+                             "changed." % (self.node, "; ".join("%s (%s)" % (b["pod"], b["reason"])
+                                                                 for b in plan["blocked"])),
+                             {"blocked_pods": plan["blocked"]})
+        if self.check_mode:
+            self.changed = summary["would_change"]
+            return summary
+        if self.p["force"] and plan["unmanaged"]:
+            self.warnings.append("force=true: evicting pods no controller will recreate: %s"
+                                 % ", ".join(plan["unmanaged"]))
+        t = self.clock()
+        self.cordon(node, was_cordoned)
+        self.phase("cordon", t)
+
+        t = self.clock()
+        self.evict_all(plan["claim_pods"], "claim pod")
+        self.phase("evict_claim_pods", t)
+
+        t = self.clock()
+        self.evict_all(plan["other_pods"], "pod")
+        self.phase("evict_other_pods", t)
+
+        t = self.clock()
+        self.wait_claims_released(version, held, plan["claim_pods"])
+        self.phase("wait_claims_released", t)
+
+        t = self.clock()
+        self.remove_driver(labels, plan["driver_pods"])
+        self.phase("remove_driver", t)
+        summary.update(phases=self.phases, events=self.events)
+        return summary
+
+    def plan_summary(self, plan, held, was_cordoned, labels):
+        order = ([pod_key(p) for p in plan["claim_pods"]] + [pod_key(p) for p in plan["other_pods"]])
+        label_set = labels.get(self.p["exclusion_label"]) == "true"
+        would_change = bool(order or plan["driver_pods"] or not was_cordoned or not label_set)
+        return {
+            "node": self.node, "was_cordoned": was_cordoned, "would_change": would_change,
+            "eviction_order": order,
+            "claim_pods": [pod_key(p) for p in plan["claim_pods"]],
+            "other_pods": [pod_key(p) for p in plan["other_pods"]],
+            "driver_pods": [pod_key(p) for p in plan["driver_pods"]],
+            "skipped_pods": plan["skipped"],
+            "claims_held_at_start": ["%s/%s" % (v["namespace"], v["name"]) for v in held],
+        }
+
+    def cordon(self, node, was_cordoned):
+        annotations = node["metadata"].get("annotations") or {}
+        patch = {}
+        if not was_cordoned:
+            patch["spec"] = {"unschedulable": True}
+        if CORDON_ANNOTATION not in annotations:
+            patch["metadata"] = {"annotations": {CORDON_ANNOTATION: "true" if was_cordoned else "false"}}
+        if patch:
+            self.patch_node(patch)
+            self.event("cordoned %s" % self.node)
+
+    def evict_all(self, pods, what):
+        if not pods:
+            return
+        self.changed = True
+        workers = min(MAX_PARALLEL_EVICTIONS, len(pods))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            outcomes = list(pool.map(self.evict_and_wait, pods))
+        failures = [o for o in outcomes if o]
+        if failures:
+            raise DrainError(
+                "could not evict %d %s(s) from %s within the timeout: %s. The node stays cordoned and the "
+                "DRA driver was not touched. Next: relax the PodDisruptionBudget(s) named, or raise timeout."
+                % (len(failures), what, self.node, "; ".join(f["message"] for f in failures)),
+                {"blocking_pods": [f["pod"] for f in failures],
+                 "pod_disruption_budgets": sorted(set(b for f in failures for b in f["pdbs"]))})
+        self.event("evicted %d %s(s)" % (len(pods), what))
+
+    def evict_and_wait(self, pod):
+        """Evict one pod, retrying PDB refusals with backoff; then wait until it is gone. None on success."""
+        meta = pod["metadata"]
+        path = "/api/v1/namespaces/%s/pods/%s/eviction" % (meta["namespace"], meta["name"])
+        delays = backoff_delays()
+        body = eviction_body(pod, self.p["grace_period"])
+        last = None
+        while True:
+            try:
+                self.api.request("POST", path, body=body, content_type="application/json")
+                break
+            except DraApiError as exc:
+                if exc.status == 404:
+                    return None
+                if exc.status != 429:
+                    return {"pod": pod_key(pod), "message": "%s: %s" % (pod_key(pod), exc), "pdbs": []}
+                last = str(exc)
+                if self.remaining() <= 0:
+                    pdbs = self.pdbs_for(pod)
+                    return {"pod": pod_key(pod), "pdbs": pdbs,
+                            "message": "%s refused by PodDisruptionBudget %s (%s)"
+                                       % (pod_key(pod), ", ".join(pdbs) or "?", last)}
+                self.sleep(min(next(delays), max(self.remaining(), 0.1)))
+        while not self.pod_gone(pod):
+            if self.remaining() <= 0:
+                return {"pod": pod_key(pod), "pdbs": [],
+                        "message": "%s evicted but still terminating" % pod_key(pod)}
+            self.sleep(self.p["poll_interval"])
+        return None
+
+    def pdbs_for(self, pod):
+        """Names of the PodDisruptionBudgets in the pod's namespace whose selector matches it."""
+        labels = pod["metadata"].get("labels") or {}
+        names = []
+        path = "/apis/policy/v1/namespaces/%s/poddisruptionbudgets" % pod["metadata"]["namespace"]
+        for pdb in self.api.list_items(path):
+            selector = (pdb.get("spec") or {}).get("selector") or {}
+            # matchExpressions are not evaluated here: such a PDB is named as a possible cause.
+            if all(labels.get(k) == v for k, v in (selector.get("matchLabels") or {}).items()):
+                names.append("%s/%s" % (pdb["metadata"]["namespace"], pdb["metadata"]["name"]))
+        return names
+
+    def wait_claims_released(self, version, held, claim_pods):
+        """Poll the node's known claims by name until none is allocated or reserved; then one final LIST."""
+        watched = set((v["namespace"], v["name"]) for v in held)
+        for pod in claim_pods:
+            for name in claim_names(pod):
+                watched.add((pod["metadata"]["namespace"], name))
+        last_report = 0
+        while True:
+            still = self.claims_still_held(version, watched)
+            if not still:
+                _, _, remaining = gather_claim_views(self.api, node=self.node)
+                if not remaining:
+                    self.event("no ResourceClaim allocated or reserved on %s" % self.node)
+                    return
+                watched.update((v["namespace"], v["name"]) for v in remaining)
+                still = remaining
+            if self.clock() - last_report >= 5:
+                last_report = self.clock()
+                self.event("waiting for %d claim(s): %s" % (len(still), describe_claims(still)))
+            if self.remaining() <= 0:
+                raise DrainError(
+                    "%d ResourceClaim(s) still allocated or reserved on %s after the timeout: %s. The node stays "
+                    "cordoned and the DRA driver was not touched, so it can still unprepare them. Next: check "
+                    "the consumers listed, then run the drain again." % (len(still), self.node, describe_claims(still)),
+                    {"claims": ["%s/%s" % (v["namespace"], v["name"]) for v in still]})
+            self.sleep(self.p["poll_interval"])
+
+    def claims_still_held(self, version, watched):
+        still = []
+        for namespace, name in sorted(watched):
+            claim = self.api.get_or_none(self.api.resource_path("resourceclaims", namespace=namespace, name=name,
+                                                                version=version))
+            if claim is None:
+                continue
+            view = claim_view(claim, {}, set(), {})
+            on_node = not view["nodes"] or self.node in view["nodes"]
+            if holds_devices(view) and on_node:
+                view["missing_consumers"] = []
+                still.append(view)
+        return still
+
+    def remove_driver(self, labels, driver_pods):
+        key = self.p["exclusion_label"]
+        if labels.get(key) != "true":
+            self.patch_node({"metadata": {"labels": {key: "true"}}})
+            self.event("labelled %s %s=true: driver DaemonSet pods leave the node" % (self.node, key))
+        for pod in driver_pods:
+            while not self.pod_gone(pod):
+                if self.remaining() <= 0:
+                    raise DrainError("driver pod %s still on %s after the timeout; every claim was released. "
+                                     "Check the DaemonSet's node affinity for %s." % (pod_key(pod), self.node, key),
+                                     {"driver_pods": [pod_key(pod)]})
+                self.sleep(self.p["poll_interval"])
+            self.changed = True
+            self.event("driver pod %s gone" % pod_key(pod))
+
+    # ------------------------------------------------------------------ return to service
+    def return_to_service(self):
+        node = self.get_node()
+        self.driver_daemonsets()
+        labels = node["metadata"].get("labels") or {}
+        annotations = node["metadata"].get("annotations") or {}
+        cordoned = bool((node.get("spec") or {}).get("unschedulable"))
+        was_cordoned = annotations.get(CORDON_ANNOTATION) == "true"
+        uncordon = cordoned and (self.p["uncordon"] == "always" or
+                                 (self.p["uncordon"] == "if_drain_cordoned" and not was_cordoned))
+        summary = {"node": self.node, "was_cordoned": was_cordoned,
+                   "would_change": self.p["exclusion_label"] in labels or uncordon or CORDON_ANNOTATION in annotations,
+                   "uncordon": uncordon}
+        if self.check_mode:
+            self.changed = summary["would_change"]
+            return summary
+        t = self.clock()
+        if self.p["exclusion_label"] in labels:
+            self.patch_node({"metadata": {"labels": {self.p["exclusion_label"]: None}}})
+            self.event("removed label %s" % self.p["exclusion_label"])
+        self.wait_driver_ready()
+        self.wait_slices_published()
+        self.phase("driver_back", t)
+        t = self.clock()
+        patch = {}
+        if uncordon:
+            patch["spec"] = {"unschedulable": None}
+        if CORDON_ANNOTATION in annotations:
+            patch["metadata"] = {"annotations": {CORDON_ANNOTATION: None}}
+        if patch:
+            self.patch_node(patch)
+            self.event("uncordoned %s" % self.node if uncordon else "left %s cordoned" % self.node)
+        self.phase("uncordon", t)
+        summary.update(phases=self.phases, events=self.events)
+        return summary
+
+    def wait_driver_ready(self):
+        if not (self.p["driver_daemonsets"] or self.p["driver_pod_labels"]):
+            return
+        while True:
+            plan = plan_drain(self.pods_on_node(), driver_daemonsets=self.p["driver_daemonsets"],
+                              driver_labels=self.p["driver_pod_labels"])
+            ready = [p for p in plan["driver_pods"] if pod_ready(p) and not p["metadata"].get("deletionTimestamp")]
+            if ready:
+                self.event("driver pod(s) ready: %s" % ", ".join(pod_key(p) for p in ready))
+                return
+            if self.remaining() <= 0:
+                raise DrainError("no ready DRA driver pod on %s after the timeout; the node stays cordoned. "
+                                 "Check the driver DaemonSet's rollout and its pod logs." % self.node)
+            self.sleep(self.p["poll_interval"])
+
+    def wait_slices_published(self):
+        for driver in self.p["drivers"]:
+            query = {"fieldSelector": "spec.nodeName=%s,spec.driver=%s" % (self.node, driver)}
+            while not list(self.api.list_items(self.api.resource_path("resourceslices"), query)):
+                if self.remaining() <= 0:
+                    raise DrainError("driver %s publishes no ResourceSlice for %s after the timeout; the node "
+                                     "stays cordoned. Check the driver pod's logs." % (driver, self.node))
+                self.sleep(self.p["poll_interval"])
+            self.event("%s publishes ResourceSlices for %s" % (driver, self.node))
+
+
+def describe_claims(views):
+    parts = []
+    for view in views:
+        who = ", ".join("%s/%s" % (c["resource"], c["name"]) for c in view["consumers"]) or "no consumer"
+        parts.append("%s/%s [%s] by %s" % (view["namespace"], view["name"], view["state"], who))
+    return "; ".join(parts)

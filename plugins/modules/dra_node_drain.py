@@ -1,0 +1,252 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: dra.admin contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: dra_node_drain
+short_description: Drain a node in DRA order (claim workloads, verify, driver last) and return it to service
+version_added: 0.1.0
+description:
+  - O(state=drained) drains a node in the order the DRA good-practices page asks for
+    (1) cordon, remembering whether the node was already cordoned (annotation C(dra.admin/cordoned-before-drain));
+    (2) evict the pods that consume ResourceClaims through the Eviction API, concurrently, retrying
+    PodDisruptionBudget refusals (HTTP 429) with backoff until O(timeout);
+    (3) evict the remaining evictable pods under C(kubectl drain) rules;
+    (4) wait until no ResourceClaim is allocated or reserved on the node;
+    (5) only then take the DRA driver off the node by labelling it with O(exclusion_label), which the driver
+    DaemonSet's node affinity excludes, and wait until the driver pods are gone.
+  - O(state=in_service) reverses it, removes the label, waits for a ready driver pod and for the node's
+    ResourceSlices of O(drivers), then uncordons (by default only when the drain cordoned it).
+  - On any timeout or error the node stays cordoned, the driver is not touched while a claim on the node is still
+    allocated or reserved, and the message lists the blocking pods, PodDisruptionBudgets or claims.
+  - Nothing is deleted without the Eviction API. Pods no controller manages are only evicted with O(force=true),
+    and then with a warning.
+  - Check mode returns the eviction order and changes nothing.
+author:
+  - dra.admin maintainers
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+options:
+  node:
+    description: The node to drain or return to service.
+    type: str
+    required: true
+  state:
+    description: V(drained) to drain, V(in_service) to return the node to service.
+    type: str
+    choices: [drained, in_service]
+    default: drained
+  driver_daemonsets:
+    description:
+      - The DRA driver DaemonSets as C(namespace/name). Their pods are removed last, by O(exclusion_label).
+      - Each must have a required node affinity with O(exclusion_label) C(DoesNotExist) (or C(NotIn)) in every
+        term; the module refuses to start otherwise, before changing anything.
+    type: list
+    elements: str
+    default: []
+  driver_pod_labels:
+    description: Labels that identify driver pods not found through O(driver_daemonsets).
+    type: dict
+    default: {}
+  drivers:
+    description: Driver names whose ResourceSlices must be published again before O(state=in_service) uncordons.
+    type: list
+    elements: str
+    default: []
+  exclusion_label:
+    description: Node label key (value V(true)) that keeps the driver DaemonSet off the node.
+    type: str
+    default: dra.admin/driver-excluded
+  timeout:
+    description: Seconds the whole operation may take.
+    type: int
+    default: 600
+  poll_interval:
+    description: Seconds between polls of pods and claims.
+    type: float
+    default: 1.0
+  grace_period:
+    description: Grace period for evicted pods, in seconds. Default is each pod's own.
+    type: int
+  evict_daemonset_pods:
+    description: Also evict pods of DaemonSets other than the driver (C(kubectl drain) leaves them).
+    type: bool
+    default: false
+  delete_emptydir_data:
+    description: Evict pods that use C(emptyDir) volumes (their data is lost).
+    type: bool
+    default: false
+  force:
+    description: Evict pods that no controller manages (they will not come back).
+    type: bool
+    default: false
+  uncordon:
+    description:
+      - With O(state=in_service), V(if_drain_cordoned) uncordons only when the node was schedulable before the
+        drain; V(always) uncordons anyway; V(never) leaves it cordoned.
+    type: str
+    choices: [if_drain_cordoned, always, never]
+    default: if_drain_cordoned
+requirements:
+  - kubernetes >= 24.2.0
+  - PyYAML >= 3.11
+"""
+
+EXAMPLES = r"""
+- name: Drain a GPU node, DRA driver last
+  dra.admin.dra_node_drain:
+    node: gpu-node-7
+    driver_daemonsets: [dra-system/gpu-driver]
+    timeout: 900
+  register: drain
+
+- name: Time of each phase
+  ansible.builtin.debug:
+    var: drain.phases
+
+- name: What would be evicted, in which order
+  dra.admin.dra_node_drain:
+    node: gpu-node-7
+    driver_daemonsets: [dra-system/gpu-driver]
+  check_mode: true
+
+- name: Return the node to service once the driver publishes its devices again
+  dra.admin.dra_node_drain:
+    node: gpu-node-7
+    state: in_service
+    driver_daemonsets: [dra-system/gpu-driver]
+    drivers: [gpu.example.com]
+"""
+
+RETURN = r"""
+node:
+  description: The node.
+  returned: always
+  type: str
+was_cordoned:
+  description: Whether the node was cordoned before the drain.
+  returned: always
+  type: bool
+eviction_order:
+  description: Pods in the order they are evicted (claim pods first).
+  returned: state=drained
+  type: list
+  elements: str
+claim_pods:
+  description: Pods that consume ResourceClaims.
+  returned: state=drained
+  type: list
+  elements: str
+other_pods:
+  description: Other evictable pods.
+  returned: state=drained
+  type: list
+  elements: str
+driver_pods:
+  description: DRA driver pods on the node (removed last).
+  returned: state=drained
+  type: list
+  elements: str
+skipped_pods:
+  description: Pods left in place (mirror pods, other DaemonSet pods) with the reason.
+  returned: state=drained
+  type: list
+  elements: dict
+claims_held_at_start:
+  description: Claims allocated or reserved on the node when the drain started.
+  returned: state=drained
+  type: list
+  elements: str
+phases:
+  description: Seconds spent in each phase.
+  returned: success, not in check mode
+  type: dict
+  sample: {preflight: 0.12, cordon: 0.01, evict_claim_pods: 5.3, evict_other_pods: 0.0,
+           wait_claims_released: 0.4, remove_driver: 1.1}
+events:
+  description: Progress lines with seconds since start (what was still held, by whom).
+  returned: success, not in check mode
+  type: list
+  elements: str
+details:
+  description: On failure, the blocking pods, PodDisruptionBudgets or claims.
+  returned: failure
+  type: dict
+api_requests:
+  description: Number of API requests made.
+  returned: always
+  type: int
+"""
+
+from ansible_collections.dra.admin.plugins.module_utils.api import (
+    AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
+)
+from ansible_collections.dra.admin.plugins.module_utils.claims import ClaimsError
+from ansible_collections.dra.admin.plugins.module_utils.drain import DrainError, NodeDrain
+from ansible_collections.dra.admin.plugins.module_utils._drain import DEFAULT_EXCLUSION_LABEL
+
+
+def argument_spec():
+    spec = auth_argument_spec()
+    spec.update(
+        node=dict(type="str", required=True),
+        state=dict(type="str", choices=["drained", "in_service"], default="drained"),
+        driver_daemonsets=dict(type="list", elements="str", default=[]),
+        driver_pod_labels=dict(type="dict", default={}),
+        drivers=dict(type="list", elements="str", default=[]),
+        exclusion_label=dict(type="str", default=DEFAULT_EXCLUSION_LABEL),
+        timeout=dict(type="int", default=600),
+        poll_interval=dict(type="float", default=1.0),
+        grace_period=dict(type="int"),
+        evict_daemonset_pods=dict(type="bool", default=False),
+        delete_emptydir_data=dict(type="bool", default=False),
+        force=dict(type="bool", default=False),
+        uncordon=dict(type="str", choices=["if_drain_cordoned", "always", "never"], default="if_drain_cordoned"),
+    )
+    return spec
+
+
+def input_errors(params):
+    errors = []
+    if params["timeout"] <= 0:
+        errors.append("timeout must be a positive number of seconds, got %s" % params["timeout"])
+    if params["poll_interval"] <= 0:
+        errors.append("poll_interval must be positive, got %s" % params["poll_interval"])
+    if params["grace_period"] is not None and params["grace_period"] < 0:
+        errors.append("grace_period must be 0 or more seconds, got %s" % params["grace_period"])
+    for ref in params["driver_daemonsets"]:
+        if ref.count("/") != 1 or not all(ref.split("/")):
+            errors.append("driver_daemonsets entry %r must be namespace/name" % ref)
+    return errors
+
+
+def main():
+    module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
+    params = module.params
+    errors = input_errors(params)
+    if errors:
+        module.fail_json(msg="; ".join(errors))
+    api = DraApi(module)
+    drain = NodeDrain(api, params, check_mode=module.check_mode)
+    try:
+        if params["state"] == "drained":
+            result = drain.drain()
+        else:
+            result = drain.return_to_service()
+    except (DrainError, DraApiError, ClaimsError) as exc:
+        module.fail_json(msg=str(exc), details=getattr(exc, "details", {}), changed=drain.changed,
+                         events=drain.events, phases=drain.phases, api_requests=api.requests)
+    for warning in drain.warnings:
+        module.warn(warning)
+    result.pop("would_change", None)
+    module.exit_json(changed=drain.changed, api_requests=api.requests, **result)
+
+
+if __name__ == "__main__":
+    main()
