@@ -450,6 +450,11 @@ def parse_nvidia_smi(text):
             continue
         fields = [f.strip() for f in line.split(",")]
         item = "line %d" % number
+        if len(fields) == 1:
+            # A message instead of a row, e.g. "Unable to determine the device handle for GPU...".
+            problems.append({"section": "nvidia", "item": item, "path": None,
+                             "error": "nvidia-smi: %s" % line.strip()[:300]})
+            continue
         if len(fields) > len(_NVIDIA_FIELDS) and fields[0].isdigit():
             # No quoting in nvidia-smi CSV: a comma in the product name splits it.
             fields = fields[:2] + [", ".join(fields[2:-2])] + fields[-2:]
@@ -479,18 +484,26 @@ def parse_nvidia_smi(text):
 
 
 def nvidia_report(command, rc, stdout, stderr):
-    """The `nvidia` section from one nvidia-smi run (command None when the tool is absent)."""
+    """The `nvidia` section from one nvidia-smi run (command None when the tool is absent).
+
+    A non-zero exit with no GPU rows (driver not loaded, library mismatch) makes
+    the section unavailable with the tool's first message as the reason; rows
+    printed before a failure are kept.
+    """
     if command is None:
         return {"available": False, "command": None, "gpus": [], "errors": [],
                 "reason": "nvidia-smi not found"}
-    report = {"available": True, "command": command, "gpus": [], "errors": [], "reason": None}
+    gpus, problems = parse_nvidia_smi(stdout)
+    report = {"available": True, "command": command, "gpus": gpus, "errors": problems, "reason": None}
     if rc != 0:
-        message = (stderr or "").strip() or (stdout or "").strip() or "no output"
-        report["available"] = False
-        report["reason"] = "nvidia-smi exited with %s: %s" % (rc, message.splitlines()[0][:300])
-        report["errors"].append({"section": "nvidia", "item": command, "path": None, "error": report["reason"]})
-        return report
-    report["gpus"], report["errors"] = parse_nvidia_smi(stdout)
+        lines = [text.strip() for text in ((stderr or "") + "\n" + (stdout or "")).splitlines()
+                 if text.strip() and "," not in text]
+        message = "nvidia-smi exited with %s: %s" % (rc, lines[0][:300] if lines else "no message")
+        if not gpus:
+            report["available"] = False
+            report["reason"] = message
+            problems = []
+        report["errors"] = [{"section": "nvidia", "item": command, "path": None, "error": message}] + problems
     return report
 
 
