@@ -1,0 +1,238 @@
+"""dra_node_drain on the real cluster: order proven from the API, PDBs, idempotency, return to service.
+
+KWOK runs with a pod-delete stage that honours the grace period, so pod
+termination takes real time, as with a kubelet.
+"""
+import threading
+import time
+
+import pytest
+
+from api_recorder import ApiRecorder
+from dra_objects import claim_template
+
+DRIVER_NS = "dra-system"
+DRIVER_DS = "dra-driver"
+EXCLUSION = "dra.admin/driver-excluded"
+TOLERATE_KWOK = [{"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}]
+
+
+def driver_daemonset():
+    return {
+        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": {"name": DRIVER_DS, "namespace": DRIVER_NS},
+        "spec": {
+            "selector": {"matchLabels": {"app": DRIVER_DS}},
+            "template": {
+                "metadata": {"labels": {"app": DRIVER_DS}},
+                "spec": {
+                    "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [{"matchExpressions": [
+                            {"key": EXCLUSION, "operator": "DoesNotExist"}]}]}}},
+                    "tolerations": TOLERATE_KWOK,
+                    "terminationGracePeriodSeconds": 1,
+                    "containers": [{"name": "plugin", "image": "registry.invalid/driver:none"}],
+                },
+            },
+        },
+    }
+
+
+def claim_deployment(namespace, name, node, replicas, template, grace=2, labels=None):
+    labels = labels or {"app": name}
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "replicas": replicas, "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": {
+                "nodeSelector": {"kubernetes.io/hostname": node},
+                "tolerations": TOLERATE_KWOK,
+                "terminationGracePeriodSeconds": grace,
+                "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}],
+                "containers": [{"name": "main", "image": "registry.invalid/app:none",
+                                "resources": {"claims": [{"name": "gpu"}]}}]}},
+        },
+    }
+
+
+def plain_deployment(namespace, name, node, replicas=1):
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": namespace},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                 "template": {"metadata": {"labels": {"app": name}}, "spec": {
+                     "nodeSelector": {"kubernetes.io/hostname": node}, "tolerations": TOLERATE_KWOK,
+                     "terminationGracePeriodSeconds": 1,
+                     "containers": [{"name": "main", "image": "registry.invalid/app:none"}]}}},
+    }
+
+
+def pods_on(cluster, namespace, node, label=None):
+    args = ["pods", "-n", namespace, "--field-selector", f"spec.nodeName={node}"]
+    if label:
+        args += ["-l", label]
+    return [p for p in cluster.get_json(*args)["items"] if not p["metadata"].get("deletionTimestamp")]
+
+
+def running_count(cluster, namespace, node, want, label=None):
+    def probe():
+        pods = [p for p in pods_on(cluster, namespace, node, label) if p["status"].get("phase") == "Running"]
+        return pods if len(pods) >= want else None
+    return cluster.wait_until(probe, 120, f"{want} running pods on {node}")
+
+
+def node_state(cluster, node):
+    n = cluster.get_json("node", node)
+    return {"labels": n["metadata"].get("labels", {}), "unschedulable": n["spec"].get("unschedulable", False),
+            "taints": n["spec"].get("taints", []),
+            "annotations": {k: v for k, v in n["metadata"].get("annotations", {}).items()
+                            if k.startswith("dra.admin/")}}
+
+
+@pytest.fixture(scope="module")
+def driver(cluster):
+    cluster.kubectl("create", "namespace", DRIVER_NS, check=False)
+    cluster.apply(driver_daemonset())
+    nodes = [n["metadata"]["name"] for n in cluster.get_json("nodes")["items"]]
+    for node in nodes:
+        running_count(cluster, DRIVER_NS, node, 1)
+    return nodes
+
+
+@pytest.fixture
+def drain_node(cluster, driver):
+    """A node for one test, restored afterwards whatever the test did."""
+    node = driver[-1]
+    before = node_state(cluster, node)
+    yield node
+    cluster.kubectl("label", "node", node, f"{EXCLUSION}-", check=False)
+    cluster.kubectl("annotate", "node", node, "dra.admin/cordoned-before-drain-", check=False)
+    if not before["unschedulable"]:
+        cluster.kubectl("uncordon", node, check=False)
+    running_count(cluster, DRIVER_NS, node, 1)
+
+
+def drain_args(node, **extra):
+    args = {"node": node, "driver_daemonsets": [f"{DRIVER_NS}/{DRIVER_DS}"], "timeout": 120,
+            "poll_interval": 0.5}
+    args.update(extra)
+    return args
+
+
+def test_drain_order_proven_from_api_then_return_to_service(cluster, namespace, drain_node):
+    api = cluster.resource_version
+    node = drain_node
+    before = node_state(cluster, node)
+    cluster.apply([claim_template(api, namespace, "one-gpu"),
+                   claim_deployment(namespace, "trainer", node, 3, "one-gpu"),
+                   plain_deployment(namespace, "web", node)])
+    claim_pods = running_count(cluster, namespace, node, 3, "app=trainer")
+    running_count(cluster, namespace, node, 1, "app=web")
+    driver_pod = pods_on(cluster, DRIVER_NS, node)[0]
+    claims = sorted(f"{namespace}/{s['resourceClaimName']}" for p in claim_pods
+                    for s in p["status"]["resourceClaimStatuses"])
+
+    planned = cluster.run_module("dra.admin.dra_node_drain", drain_args(node), check=True)
+    assert planned["changed"] is True
+    assert planned["eviction_order"][:3] == sorted(planned["claim_pods"]) or \
+        set(planned["eviction_order"][:3]) == set(planned["claim_pods"])
+    assert len(planned["claim_pods"]) == 3 and len(planned["other_pods"]) == 1
+    assert planned["driver_pods"] == [f"{DRIVER_NS}/{driver_pod['metadata']['name']}"]
+    assert node_state(cluster, node) == before, "check mode changed the node"
+
+    recorder = ApiRecorder(cluster.kubeconfig)
+    recorder.watch_pods(namespace)
+    recorder.watch_pods(DRIVER_NS)
+    recorder.watch_claims(namespace, api)
+    time.sleep(1.5)
+    try:
+        result = cluster.run_module("dra.admin.dra_node_drain", drain_args(node))
+    finally:
+        recorder.stop()
+    assert result["changed"] is True
+    assert set(result["phases"]) == {"preflight", "cordon", "evict_claim_pods", "evict_other_pods",
+                                     "wait_claims_released", "remove_driver"}
+    assert result["phases"]["evict_claim_pods"] >= 1.5, "grace period of 2 s was not honoured"
+
+    evicted = [recorder.deletion_started("pod", f"{namespace}/{p['metadata']['name']}") for p in claim_pods]
+    released = [recorder.released(c) for c in claims]
+    driver_gone = recorder.deletion_started("pod", f"{DRIVER_NS}/{driver_pod['metadata']['name']}")
+    web_evicted = [recorder.deletion_started("pod", k) for _, kind, _, k, _ in recorder.events
+                   if kind == "pod" and k.startswith(f"{namespace}/web-")]
+    assert None not in evicted and None not in released and driver_gone is not None, recorder.events[-5:]
+    assert max(evicted) < max(released) < driver_gone
+    assert min(w for w in web_evicted if w) > min(evicted)
+
+    after = node_state(cluster, node)
+    assert after["unschedulable"] is True and after["labels"][EXCLUSION] == "true"
+    assert pods_on(cluster, DRIVER_NS, node) == []
+
+    again = cluster.run_module("dra.admin.dra_node_drain", drain_args(node))
+    assert again["changed"] is False and again["eviction_order"] == []
+
+    back = cluster.run_module("dra.admin.dra_node_drain",
+                              drain_args(node, state="in_service", drivers=["gpu.example.com"]))
+    assert back["changed"] is True and back["uncordon"] is True
+    assert node_state(cluster, node) == before
+    running_count(cluster, DRIVER_NS, node, 1)
+    assert cluster.run_module("dra.admin.dra_node_drain", drain_args(node, state="in_service"))["changed"] is False
+
+
+def test_pdb_that_allows_later_is_waited_for(cluster, namespace, drain_node):
+    api = cluster.resource_version
+    node = drain_node
+    cluster.apply([claim_template(api, namespace, "one-gpu"),
+                   claim_deployment(namespace, "guarded", node, 2, "one-gpu", grace=1)])
+    running_count(cluster, namespace, node, 2, "app=guarded")
+    cluster.apply({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                   "metadata": {"name": "guard", "namespace": namespace},
+                   "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "guarded"}}}})
+    time.sleep(2)
+
+    def relax():
+        time.sleep(6)
+        cluster.kubectl("patch", "pdb", "-n", namespace, "guard", "--type=merge", "-p",
+                        '{"spec":{"minAvailable":0}}')
+
+    relaxer = threading.Thread(target=relax)
+    relaxer.start()
+    started = time.monotonic()
+    result = cluster.run_module("dra.admin.dra_node_drain", drain_args(node))
+    relaxer.join()
+    assert result["changed"] is True and time.monotonic() - started >= 6
+    assert result["phases"]["evict_claim_pods"] >= 5
+
+
+def test_pdb_that_never_allows_fails_with_node_cordoned_and_driver_untouched(cluster, namespace, drain_node):
+    api = cluster.resource_version
+    node = drain_node
+    cluster.apply([claim_template(api, namespace, "one-gpu"),
+                   claim_deployment(namespace, "precious", node, 1, "one-gpu", grace=1),
+                   {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                    "metadata": {"name": "never", "namespace": namespace},
+                    "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "precious"}}}}])
+    running_count(cluster, namespace, node, 1, "app=precious")
+    driver_pod = pods_on(cluster, DRIVER_NS, node)[0]
+    time.sleep(2)
+    failed = cluster.run_module("dra.admin.dra_node_drain", drain_args(node, timeout=8), expect_failure=True)
+    assert f"{namespace}/never" in failed["msg"]
+    assert failed["details"]["pod_disruption_budgets"] == [f"{namespace}/never"]
+    state = node_state(cluster, node)
+    assert state["unschedulable"] is True and EXCLUSION not in state["labels"]
+    still = pods_on(cluster, DRIVER_NS, node)
+    assert [p["metadata"]["uid"] for p in still] == [driver_pod["metadata"]["uid"]]
+
+
+def test_bad_input_changes_nothing(cluster, drain_node):
+    node = drain_node
+    before = node_state(cluster, node)
+    failed = cluster.run_module("dra.admin.dra_node_drain", drain_args("no-such-node"), expect_failure=True)
+    assert "node 'no-such-node' does not exist" in failed["msg"]
+    failed = cluster.run_module("dra.admin.dra_node_drain", drain_args(node, driver_daemonsets=["kube-system/absent"]),
+                                expect_failure=True)
+    assert "driver DaemonSet kube-system/absent not found" in failed["msg"]
+    failed = cluster.run_module("dra.admin.dra_node_drain", drain_args(node, exclusion_label="other/key"),
+                                expect_failure=True)
+    assert "does not keep its pods off nodes labelled other/key" in failed["msg"]
+    failed = cluster.run_module("dra.admin.dra_node_drain", drain_args(node, timeout=0), expect_failure=True)
+    assert "timeout must be a positive number" in failed["msg"]
+    assert node_state(cluster, node) == before
