@@ -1,0 +1,214 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: dra.admin contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: kubelet_config
+short_description: Merge settings and feature gates into the kubelet's configuration file
+version_added: 0.1.0
+description:
+  - Merges keys into a KubeletConfiguration file (by default C(/var/lib/kubelet/config.yaml), where
+    kubeadm writes it), for example C(featureGates), C(kubeAPIQPS) and C(kubeAPIBurst).
+  - Mappings merge key by key (gates already in C(featureGates) stay unless named); a null value
+    removes a key.
+  - Only the top-level entries that change are rewritten; every other line keeps its exact text,
+    and a new key goes where sorting puts it when the file's keys are sorted (as kubeadm writes them).
+  - With O(kubernetes_version), the feature gates are checked against the collection's version catalog
+    first; an unknown gate, a removed gate or a gate locked to the other value fails the task and
+    nothing is written.
+  - Writes atomically after a backup. The kubelet reads the file only at start; restarting it is the
+    caller's business (the C(dra.admin.feature_gates) role does it).
+author:
+  - dra.admin maintainers
+options:
+  path:
+    description:
+      - The kubelet configuration file.
+    type: path
+    default: /var/lib/kubelet/config.yaml
+  merge:
+    description:
+      - Keys to merge into the file, for example V({kubeAPIQPS: 50, kubeAPIBurst: 100}).
+      - Nested mappings merge recursively; a null value removes the key.
+    type: dict
+    default: {}
+  feature_gates:
+    description:
+      - Feature gates to merge into C(featureGates), gate name to V(true) or V(false); null removes a gate.
+      - Do not also give C(featureGates) in O(merge).
+    type: dict
+    default: {}
+  kubernetes_version:
+    description:
+      - Version of the kubelet (for example V(v1.33.13)). When given, O(feature_gates) are validated
+        against that release before anything is written.
+    type: str
+  backup:
+    description:
+      - Copy the file into O(backup_dir) before changing it.
+    type: bool
+    default: true
+  backup_dir:
+    description:
+      - Where backups go.
+    type: path
+    default: /etc/kubernetes/dra-admin-backups
+attributes:
+  check_mode:
+    support: full
+    description: Reports what would change and the diff; writes nothing.
+  diff_mode:
+    support: full
+    description: The file's text before and after.
+requirements:
+  - PyYAML >= 3.11
+"""
+
+EXAMPLES = r"""
+- name: Enable DRA in the kubelet of a 1.33 node
+  dra.admin.kubelet_config:
+    kubernetes_version: v1.33.13
+    feature_gates:
+      DynamicResourceAllocation: true
+  register: kubelet
+
+- name: Restart the kubelet when its configuration changed
+  ansible.builtin.service:
+    name: kubelet
+    state: restarted
+  when: kubelet is changed
+
+- name: Kubelet client QPS and Burst
+  dra.admin.kubelet_config:
+    merge:
+      kubeAPIQPS: 50
+      kubeAPIBurst: 100
+"""
+
+RETURN = r"""
+changed:
+  description: Whether the file changed (or would change, in check mode).
+  returned: always
+  type: bool
+path:
+  description: The configuration file.
+  returned: always
+  type: str
+  sample: /var/lib/kubelet/config.yaml
+config:
+  description: The configuration after the change.
+  returned: always
+  type: dict
+  sample: {kind: KubeletConfiguration, featureGates: {DynamicResourceAllocation: true}}
+feature_gates:
+  description: The C(featureGates) map after the change.
+  returned: always
+  type: dict
+  sample: {DynamicResourceAllocation: true}
+backup_file:
+  description: The backup written before the change.
+  returned: changed and backup and not check mode
+  type: str
+  sample: /etc/kubernetes/dra-admin-backups/config.yaml.20250101T120000.000000
+"""
+
+import os
+import shutil
+import tempfile
+import time
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.common.text.converters import to_native
+
+from ansible_collections.dra.admin.plugins.module_utils import _flags
+from ansible_collections.dra.admin.plugins.module_utils._gates import validate_gates
+
+KIND = "KubeletConfiguration"
+
+
+def argument_spec():
+    return dict(
+        path=dict(type="path", default="/var/lib/kubelet/config.yaml"),
+        merge=dict(type="dict", default={}),
+        feature_gates=dict(type="dict", default={}),
+        kubernetes_version=dict(type="str"),
+        backup=dict(type="bool", default=True),
+        backup_dir=dict(type="path", default="/etc/kubernetes/dra-admin-backups"),
+    )
+
+
+def read_text(path):
+    if not os.path.exists(path):
+        raise _flags.ManifestError(
+            "kubelet configuration %s does not exist: is the kubelet set up by kubeadm on this node? "
+            "Give the file's path in the path option (see the kubelet's --config flag)" % path)
+    if not os.path.isfile(path):
+        raise _flags.ManifestError("%s is not a regular file: give the kubelet configuration file's path" % path)
+    with open(path, "rb") as handle:
+        return handle.read().decode("utf-8")
+
+
+def plan(params):
+    """Everything but IO: (current text, new text, changed, before, after)."""
+    path = params["path"]
+    gates = dict(params["feature_gates"])
+    if isinstance(params["merge"].get("featureGates"), dict):
+        gates.update(params["merge"]["featureGates"])
+    if params["kubernetes_version"]:
+        errors = validate_gates(params["kubernetes_version"],
+                                dict((k, v) for k, v in gates.items() if v is not None), "kubelet")
+        if errors:
+            raise _flags.ManifestError("%s: nothing written: %s" % (path, "; ".join(errors)))
+    text = read_text(path)
+    new_text, changed, before, after = _flags.edit_config_text(
+        text, KIND, params["merge"], params["feature_gates"], where=path)
+    return text, new_text, changed, before, after
+
+
+def backup_file(path, backup_dir):
+    """Copy `path` into `backup_dir` (created 0700) under a timestamped name; return the copy's path."""
+    if not os.path.isdir(backup_dir):
+        os.makedirs(backup_dir, 0o700)
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + ".%06d" % (int(time.time() * 1e6) % 1000000)
+    target = os.path.join(backup_dir, "%s.%s" % (os.path.basename(path), stamp))
+    shutil.copy2(path, target)
+    return target
+
+
+def write_atomically(module, path, text):
+    handle, temp = tempfile.mkstemp(dir=module.tmpdir)
+    with os.fdopen(handle, "wb") as out:
+        out.write(text.encode("utf-8"))
+    module.atomic_move(temp, path)
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    if not _flags.HAS_YAML:
+        module.fail_json(msg=missing_required_lib("PyYAML"))
+    path = module.params["path"]
+    try:
+        text, new_text, changed, before, after = plan(module.params)
+    except (_flags.ManifestError, ValueError) as exc:
+        module.fail_json(msg=to_native(exc), path=path, changed=False)
+    result = dict(changed=changed, path=path, config=after, feature_gates=after.get("featureGates") or {})
+    if changed and module._diff:
+        result["diff"] = dict(before=text, after=new_text, before_header=path, after_header=path)
+    if changed and not module.check_mode:
+        try:
+            if module.params["backup"]:
+                result["backup_file"] = backup_file(path, module.params["backup_dir"])
+            write_atomically(module, path, new_text)
+        except (IOError, OSError) as exc:
+            module.fail_json(msg="writing %s failed: %s" % (path, to_native(exc)), **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
