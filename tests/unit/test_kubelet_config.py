@@ -1,0 +1,72 @@
+"""kubelet_config: the module run through AnsibleModule on a copy of a real kubeadm kubelet config."""
+import json
+import os
+import shutil
+
+import pytest
+import yaml
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.dra.admin.plugins.modules import kubelet_config
+
+from conftest import FIXTURES
+
+SOURCE = os.path.join(FIXTURES, "kubeadm-v1.36.3", "kubelet-config.yaml")
+
+
+def run_module(capsys, args, check_mode=False, diff=False):
+    params = dict(args, _ansible_check_mode=check_mode, _ansible_diff=diff)
+    with patch_module_args(params):
+        with pytest.raises(SystemExit):
+            kubelet_config.main()
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.fixture
+def config(tmp_path):
+    path = tmp_path / "config.yaml"
+    shutil.copy(SOURCE, str(path))
+    return path
+
+
+def test_merge_gates_and_qps_then_idempotent(capsys, config, tmp_path):
+    args = {"path": str(config), "backup_dir": str(tmp_path / "bak"), "kubernetes_version": "v1.33.13",
+            "feature_gates": {"DynamicResourceAllocation": True}, "merge": {"kubeAPIQPS": 50, "kubeAPIBurst": 100}}
+    first = run_module(capsys, args, diff=True)
+    assert first["changed"] is True
+    written = yaml.safe_load(config.read_text())
+    assert written["featureGates"] == {"DynamicResourceAllocation": True}
+    assert written["kubeAPIQPS"] == 50 and written["kubeAPIBurst"] == 100
+    assert written["staticPodPath"] == "/etc/kubernetes/manifests"
+    assert first["feature_gates"] == {"DynamicResourceAllocation": True}
+    with open(first["backup_file"]) as handle, open(SOURCE) as source:
+        assert handle.read() == source.read()
+    assert first["diff"]["after"] == config.read_text()
+    second = run_module(capsys, args)
+    assert second["changed"] is False
+
+
+def test_check_mode_writes_nothing(capsys, config, tmp_path):
+    result = run_module(capsys, {"path": str(config), "backup_dir": str(tmp_path / "bak"),
+                                 "merge": {"kubeAPIQPS": 75}}, check_mode=True, diff=True)
+    assert result["changed"] is True and "kubeAPIQPS: 75" in result["diff"]["after"]
+    with open(SOURCE) as source:
+        assert config.read_text() == source.read()
+    assert not (tmp_path / "bak").exists()
+
+
+def test_gates_given_in_merge_are_validated_too(capsys, config):
+    result = run_module(capsys, {"path": str(config), "kubernetes_version": "1.35",
+                                 "merge": {"featureGates": {"DynamicResourceAllocation": False}}})
+    assert result["failed"] is True and "locked to true on Kubernetes 1.35" in result["msg"]
+    with open(SOURCE) as source:
+        assert config.read_text() == source.read()
+
+
+def test_missing_file_and_wrong_kind(capsys, tmp_path):
+    missing = run_module(capsys, {"path": str(tmp_path / "none.yaml"), "merge": {"kubeAPIQPS": 1}})
+    assert missing["failed"] is True and "none.yaml does not exist" in missing["msg"]
+    other = tmp_path / "other.yaml"
+    other.write_text("kind: KubeProxyConfiguration\n")
+    result = run_module(capsys, {"path": str(other), "merge": {"kubeAPIQPS": 1}})
+    assert result["failed"] is True and "expected KubeletConfiguration" in result["msg"]
