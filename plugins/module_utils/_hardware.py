@@ -317,6 +317,9 @@ def summarize_pci(devices):
 
 def _device_address(root, class_entry, errors, section, item):
     """The PCI address a class device (sys/class/<x>/<name>) belongs to, via its `device` link."""
+    if os.path.lexists(class_entry) and not os.path.exists(class_entry):
+        errors.add(section, item, class_entry, "class entry points nowhere (device removed?)")
+        return None
     link = os.path.join(class_entry, "device")
     if not os.path.lexists(link):
         return None
@@ -519,7 +522,7 @@ def discover(root="/", include=SECTIONS, nvidia=None):
     errors = Errors(root)
     facts = {"root": root, "sections": [s for s in SECTIONS if s in include]}
     if not os.path.isdir(root):
-        errors.add("root", root, root, "root is not a directory")
+        errors.items.append({"section": "root", "item": root, "path": None, "error": "root is not a directory"})
         facts["errors"] = errors.items
         return facts
     if "pci" in include:

@@ -337,6 +337,9 @@ def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True,
                            required_by={"compare_slices": "node_name"})
     params = module.params
+    if not os.path.isdir(params["root"]):
+        module.fail_json(msg="root %s is not a directory: give the directory that holds the node's sys/ and proc/ "
+                             "(/ on the node itself)" % params["root"])
     nvidia = run_nvidia_smi(module, params["nvidia_smi"]) if "nvidia" in params["include"] else None
     facts = discover(params["root"], params["include"], nvidia)
     result = {"dra_hardware": facts}
