@@ -29,7 +29,7 @@ description:
     component when the file changes; waiting for it is the caller's business (the
     C(dra.admin.feature_gates) role does it).
 author:
-  - dra.admin maintainers
+  - dra.admin maintainers (@dra-admin)
 options:
   path:
     description:
@@ -70,6 +70,16 @@ options:
       - Version of the component (for example V(v1.33.13)). When given, O(feature_gates) and
         O(runtime_config) are validated against that release before anything is written.
     type: str
+  enable_dra:
+    description:
+      - Also merge what DRA needs on O(kubernetes_version) according to the version catalog
+        (C(DynamicResourceAllocation=true) on 1.30 to 1.33, nothing from 1.34) and, for the
+        C(kube-apiserver) container, the C(resource.k8s.io) versions to serve with C(--runtime-config)
+        (those DRA needs and those the gates in O(feature_gates) need, such as V(v1beta2) for
+        C(DRADeviceTaintRules) on 1.36).
+      - Requires O(kubernetes_version).
+    type: bool
+    default: false
   backup:
     description:
       - Copy the manifest into O(backup_dir) before changing it.
@@ -147,6 +157,16 @@ flags_before:
   description: The flags before the change, same form as RV(flags).
   returned: always
   type: dict
+dra_feature_gates:
+  description: The gates O(enable_dra) added (empty without it).
+  returned: always
+  type: dict
+  sample: {DynamicResourceAllocation: true}
+dra_runtime_config:
+  description: The C(--runtime-config) entries O(enable_dra) added (empty without it, or for other containers).
+  returned: always
+  type: dict
+  sample: {resource.k8s.io/v1beta1: "true"}
 feature_gates:
   description: The C(--feature-gates) map after the change.
   returned: always
@@ -173,7 +193,9 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.dra.admin.plugins.module_utils import _flags
-from ansible_collections.dra.admin.plugins.module_utils._gates import validate_gates, validate_runtime_config
+from ansible_collections.dra.admin.plugins.module_utils._gates import (
+    gates_for_dra, runtime_config_for_dra, runtime_config_for_gates, validate_gates, validate_runtime_config,
+)
 
 
 def argument_spec():
@@ -185,6 +207,7 @@ def argument_spec():
         feature_gates=dict(type="dict", default={}),
         runtime_config=dict(type="dict", default={}),
         kubernetes_version=dict(type="str"),
+        enable_dra=dict(type="bool", default=False),
         backup=dict(type="bool", default=True),
         backup_dir=dict(type="path", default="/etc/kubernetes/dra-admin-backups"),
     )
@@ -218,21 +241,45 @@ def read_text(path):
         return handle.read().decode("utf-8")
 
 
+def dra_additions(version, container, feature_gates):
+    """(gates, runtime-config entries) the catalog says DRA needs for this container on this release."""
+    gates = gates_for_dra(version)
+    runtime_config = {}
+    if container == "kube-apiserver":
+        runtime_config = runtime_config_for_dra(version)
+        wanted = dict(gates)
+        wanted.update(dict((k, v) for k, v in feature_gates.items() if v is not None))
+        runtime_config.update(runtime_config_for_gates(version, wanted))
+    return gates, runtime_config
+
+
 def plan(params):
-    """Everything but IO: (current text, new text, changed, before flags, after flags, container name)."""
+    """Everything but IO: (current text, new text, changed, before flags, after flags, container name, additions)."""
     path = params["path"]
+    version = params["kubernetes_version"]
     if params["backup"]:
         check_backup_dir(path, params["backup_dir"])
-    if params["kubernetes_version"]:
-        errors = validate_request(params["kubernetes_version"], params["feature_gates"], params["runtime_config"])
+    if params["enable_dra"] and not version:
+        raise _flags.ManifestError("enable_dra needs kubernetes_version: give the component's version, e.g. v1.33.13")
+    text = read_text(path)
+    container = _flags.find_container(_flags.load_manifest(text, path), params["container"], path).get("name")
+    feature_gates = dict(params["feature_gates"])
+    runtime_config = dict(params["runtime_config"])
+    added = ({}, {})
+    if params["enable_dra"]:
+        added = dra_additions(version, container, feature_gates)
+        for name, value in added[0].items():
+            feature_gates.setdefault(name, value)
+        for key, value in added[1].items():
+            runtime_config.setdefault(key, value)
+    if version:
+        errors = validate_request(version, feature_gates, runtime_config)
         if errors:
             raise _flags.ManifestError("%s: nothing written: %s" % (path, "; ".join(errors)))
-    text = read_text(path)
     new_text, changed, before, after = _flags.edit_manifest_text(
         text, params["container"], params["set_flags"], params["remove_flags"],
-        params["feature_gates"], params["runtime_config"], where=path)
-    container = _flags.find_container(_flags.load_manifest(text, path), params["container"], path).get("name")
-    return text, new_text, changed, before, after, container
+        feature_gates, runtime_config, where=path)
+    return text, new_text, changed, before, after, container, added
 
 
 def backup_file(path, backup_dir):
@@ -266,12 +313,13 @@ def main():
         module.fail_json(msg=missing_required_lib("PyYAML"))
     path = module.params["path"]
     try:
-        text, new_text, changed, before, after, container = plan(module.params)
+        text, new_text, changed, before, after, container, added = plan(module.params)
     except (_flags.ManifestError, ValueError) as exc:
         module.fail_json(msg=to_native(exc), path=path, changed=False)
     result = dict(changed=changed, path=path, container=container, flags=dict(after), flags_before=dict(before),
                   feature_gates=map_value(after, "feature-gates"),
-                  runtime_config=map_value(after, "runtime-config"))
+                  runtime_config=map_value(after, "runtime-config"),
+                  dra_feature_gates=added[0], dra_runtime_config=added[1])
     if changed and module._diff:
         result["diff"] = dict(before=text, after=new_text, before_header=path, after_header=path)
     if changed and not module.check_mode:

@@ -25,7 +25,7 @@ description:
   - Writes atomically after a backup. The kubelet reads the file only at start; restarting it is the
     caller's business (the C(dra.admin.feature_gates) role does it).
 author:
-  - dra.admin maintainers
+  - dra.admin maintainers (@dra-admin)
 options:
   path:
     description:
@@ -34,7 +34,7 @@ options:
     default: /var/lib/kubelet/config.yaml
   merge:
     description:
-      - Keys to merge into the file, for example V({kubeAPIQPS: 50, kubeAPIBurst: 100}).
+      - Keys to merge into the file, for example C(kubeAPIQPS) and C(kubeAPIBurst).
       - Nested mappings merge recursively; a null value removes the key.
     type: dict
     default: {}
@@ -49,6 +49,12 @@ options:
       - Version of the kubelet (for example V(v1.33.13)). When given, O(feature_gates) are validated
         against that release before anything is written.
     type: str
+  enable_dra:
+    description:
+      - Also merge the gates DRA needs on O(kubernetes_version) according to the version catalog
+        (C(DynamicResourceAllocation=true) on 1.30 to 1.33, nothing from 1.34). Requires O(kubernetes_version).
+    type: bool
+    default: false
   backup:
     description:
       - Copy the file into O(backup_dir) before changing it.
@@ -106,6 +112,11 @@ config:
   returned: always
   type: dict
   sample: {kind: KubeletConfiguration, featureGates: {DynamicResourceAllocation: true}}
+dra_feature_gates:
+  description: The gates O(enable_dra) added (empty without it).
+  returned: always
+  type: dict
+  sample: {DynamicResourceAllocation: true}
 feature_gates:
   description: The C(featureGates) map after the change.
   returned: always
@@ -127,7 +138,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.dra.admin.plugins.module_utils import _flags
-from ansible_collections.dra.admin.plugins.module_utils._gates import validate_gates
+from ansible_collections.dra.admin.plugins.module_utils._gates import gates_for_dra, validate_gates
 
 KIND = "KubeletConfiguration"
 
@@ -138,6 +149,7 @@ def argument_spec():
         merge=dict(type="dict", default={}),
         feature_gates=dict(type="dict", default={}),
         kubernetes_version=dict(type="str"),
+        enable_dra=dict(type="bool", default=False),
         backup=dict(type="bool", default=True),
         backup_dir=dict(type="path", default="/etc/kubernetes/dra-admin-backups"),
     )
@@ -155,20 +167,28 @@ def read_text(path):
 
 
 def plan(params):
-    """Everything but IO: (current text, new text, changed, before, after)."""
+    """Everything but IO: (current text, new text, changed, before, after, gates enable_dra added)."""
     path = params["path"]
-    gates = dict(params["feature_gates"])
-    if isinstance(params["merge"].get("featureGates"), dict):
-        gates.update(params["merge"]["featureGates"])
-    if params["kubernetes_version"]:
+    version = params["kubernetes_version"]
+    if params["enable_dra"] and not version:
+        raise _flags.ManifestError("enable_dra needs kubernetes_version: give the kubelet's version, e.g. v1.33.13")
+    added = gates_for_dra(version) if params["enable_dra"] else {}
+    feature_gates = dict(params["feature_gates"])
+    merge = dict(params["merge"])
+    target = merge["featureGates"] if isinstance(merge.get("featureGates"), dict) else feature_gates
+    for name, value in added.items():
+        target.setdefault(name, value)
+    gates = dict(feature_gates)
+    if isinstance(merge.get("featureGates"), dict):
+        gates.update(merge["featureGates"])
+    if version:
         errors = validate_gates(params["kubernetes_version"],
                                 dict((k, v) for k, v in gates.items() if v is not None), "kubelet")
         if errors:
             raise _flags.ManifestError("%s: nothing written: %s" % (path, "; ".join(errors)))
     text = read_text(path)
-    new_text, changed, before, after = _flags.edit_config_text(
-        text, KIND, params["merge"], params["feature_gates"], where=path)
-    return text, new_text, changed, before, after
+    new_text, changed, before, after = _flags.edit_config_text(text, KIND, merge, feature_gates, where=path)
+    return text, new_text, changed, before, after, added
 
 
 def backup_file(path, backup_dir):
@@ -194,10 +214,11 @@ def main():
         module.fail_json(msg=missing_required_lib("PyYAML"))
     path = module.params["path"]
     try:
-        text, new_text, changed, before, after = plan(module.params)
+        text, new_text, changed, before, after, added = plan(module.params)
     except (_flags.ManifestError, ValueError) as exc:
         module.fail_json(msg=to_native(exc), path=path, changed=False)
-    result = dict(changed=changed, path=path, config=after, feature_gates=after.get("featureGates") or {})
+    result = dict(changed=changed, path=path, config=after, feature_gates=after.get("featureGates") or {},
+                  dra_feature_gates=added)
     if changed and module._diff:
         result["diff"] = dict(before=text, after=new_text, before_header=path, after_header=path)
     if changed and not module.check_mode:

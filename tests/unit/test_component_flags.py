@@ -123,3 +123,27 @@ def test_unsupported_version_is_refused(capsys, node):
     result = run_module(capsys, {"path": str(path), "kubernetes_version": "v1.29.0",
                                  "feature_gates": {"DynamicResourceAllocation": True}})
     assert result["failed"] is True and "supported releases are 1.30 to 1.37" in result["msg"]
+
+
+def test_enable_dra_adds_what_the_catalog_says_per_release_and_container(capsys, node):
+    apiserver = node["manifests"] / "kube-apiserver.yaml"
+    result = run_module(capsys, {"path": str(apiserver), "backup": False, "kubernetes_version": "v1.33.13",
+                                 "enable_dra": True})
+    assert result["dra_feature_gates"] == {"DynamicResourceAllocation": True}
+    assert result["runtime_config"] == {"resource.k8s.io/v1beta1": "true", "resource.k8s.io/v1beta2": "true"}
+    scheduler = node["manifests"] / "kube-scheduler.yaml"
+    result = run_module(capsys, {"path": str(scheduler), "backup": False, "kubernetes_version": "v1.33.13",
+                                 "enable_dra": True})
+    assert result["feature_gates"] == {"DynamicResourceAllocation": "true"}
+    assert "runtime-config" not in result["flags"]  # only kube-apiserver takes --runtime-config
+    on_136 = run_module(capsys, {"path": str(scheduler), "backup": False, "kubernetes_version": "v1.36.3",
+                                 "enable_dra": True, "feature_gates": {"DynamicResourceAllocation": None}})
+    assert on_136["dra_feature_gates"] == {} and on_136["feature_gates"] == {}
+    taints = run_module(capsys, {"path": str(apiserver), "backup": False, "kubernetes_version": "v1.36.3",
+                                 "enable_dra": True, "feature_gates": {"DRADeviceTaintRules": True}})
+    assert taints["dra_runtime_config"] == {"resource.k8s.io/v1beta2": "true"}
+
+
+def test_enable_dra_needs_a_version(capsys, node):
+    result = run_module(capsys, {"path": str(node["manifests"] / "kube-apiserver.yaml"), "enable_dra": True})
+    assert result["failed"] is True and "enable_dra needs kubernetes_version" in result["msg"]

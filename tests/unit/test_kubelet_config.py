@@ -70,3 +70,13 @@ def test_missing_file_and_wrong_kind(capsys, tmp_path):
     other.write_text("kind: KubeProxyConfiguration\n")
     result = run_module(capsys, {"path": str(other), "merge": {"kubeAPIQPS": 1}})
     assert result["failed"] is True and "expected KubeletConfiguration" in result["msg"]
+
+
+def test_enable_dra_on_133_and_on_136(capsys, config):
+    old = run_module(capsys, {"path": str(config), "backup": False, "kubernetes_version": "v1.33.13",
+                              "enable_dra": True})
+    assert old["changed"] is True and old["dra_feature_gates"] == {"DynamicResourceAllocation": True}
+    assert yaml.safe_load(config.read_text())["featureGates"] == {"DynamicResourceAllocation": True}
+    new = run_module(capsys, {"path": str(config), "backup": False, "kubernetes_version": "v1.36.3",
+                              "enable_dra": True})
+    assert new["changed"] is False and new["dra_feature_gates"] == {}
