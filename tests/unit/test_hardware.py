@@ -455,3 +455,13 @@ def test_this_machine_pci_devices_are_exactly_sysfs():
         expected = os.path.basename(os.readlink(driver)) if os.path.islink(driver) else None
         assert device["driver"] == expected
     assert [e for e in facts["errors"] if e["section"] == "pci"] == []
+
+
+@pytest.mark.parametrize("gpus", [0, 1, 3, 12])
+def test_generated_gpu_node_with_other_gpu_counts(tmp_path, gpus):
+    make_trees.gpu_node(str(tmp_path), gpus)
+    facts = _hardware.discover(str(tmp_path))
+    found = [d for d in facts["pci_devices"] if d["type"] == "gpu"]
+    assert len(found) == gpus and facts["errors"] == []
+    assert len(facts["render_nodes"]) == gpus
+    assert sorted(d["numa_node"] for d in found) == [0] * ((gpus + 1) // 2) + [1] * (gpus // 2)
