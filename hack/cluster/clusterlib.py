@@ -167,8 +167,12 @@ def stop_pid(pid, timeout=10):
         pass
 
 
-def stop_cluster(st, env, kwokctl_bin):
-    """Stop the plugins (by recorded pid), the kwokctl cluster, and remove the state."""
+def stop_cluster(st, env, kwokctl_bin, keep_logs=False):
+    """Stop the plugins (by recorded pid), the kwokctl cluster, and remove the state.
+
+    With keep_logs, the state directory (component and plugin logs) is moved to
+    <state>.failed instead of being removed, and its path returned.
+    """
     import shutil
     import subprocess
     state = read_state(st) or {}
@@ -180,4 +184,10 @@ def stop_cluster(st, env, kwokctl_bin):
                         "--kubeconfig", st["kubeconfig"]],
                        env=dict(env, KWOK_WORKDIR=st["kwok_workdir"]), stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL)
+    if keep_logs and os.path.isdir(st["dir"]):
+        kept = st["dir"] + ".failed"
+        shutil.rmtree(kept, ignore_errors=True)
+        os.replace(st["dir"], kept)
+        return kept
     shutil.rmtree(st["dir"], ignore_errors=True)
+    return None
