@@ -1,0 +1,335 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: dra.admin contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: dra_driver_plan_info
+short_description: Decide and render a DRA driver's DaemonSet, upgrade strategy, RBAC and DeviceClasses
+version_added: 0.1.0
+description:
+  - Validates the inputs (image or chart, health port 1-65535 not colliding with another container port,
+    upgrade settings) and fails with every problem before anything is installed.
+  - Reads the nodes and finds the ones the driver will run on (node selector, required node affinity and taints,
+    as the DaemonSet controller decides); the drain exclusion label (O(exclusion_label) C(DoesNotExist)) is
+    added to every nodeSelectorTerm. Fails when no node is selected.
+  - Chooses the update strategy from the selected nodes' C(status.nodeInfo.kubeletVersion) - C(maxSurge 1,
+    maxUnavailable 0) (seamless upgrade) when the driver supports it and every kubelet is 1.33 or newer,
+    otherwise C(maxUnavailable) O(max_unavailable) with a warning saying why (or a failure with
+    O(seamless_upgrade=required)).
+  - With O(method=template) renders the ServiceAccount, the driver ClusterRole and binding (the driver persona
+    of M(dra.admin.dra_rbac_plan_info)) and the DaemonSet with gRPC liveness and startup probes
+    (service C(liveness)) on O(health_port). With O(method=helm) renders the chart values (the role's overlay on
+    O(chart_values) for known charts), and with O(rendered) checks the DaemonSet Helm rendered.
+  - Renders the DeviceClasses for the driver in the newest served C(resource.k8s.io) version.
+  - Read-only; role M(dra.admin.driver) applies the result.
+author:
+  - dra.admin maintainers
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+options:
+  driver: {description: The DRA driver name its ResourceSlices carry (for example C(gpu.example.com))., type: str, required: true}
+  method:
+    description: C(template) for the built-in DaemonSet, C(helm) for a chart.
+    type: str
+    choices: [template, helm]
+    default: template
+  namespace: {description: Namespace of the driver., type: str, default: dra-system}
+  daemonset_name: {description: DaemonSet (and service account) name; default derived from O(driver)., type: str}
+  image: {description: Kubelet plugin image (O(method=template))., type: str}
+  image_pull_policy: {description: Image pull policy., type: str, default: IfNotPresent}
+  command: {description: Container command., type: list, elements: str, default: []}
+  args: {description: Container arguments., type: list, elements: str, default: []}
+  env: {description: Extra environment variables (name to value)., type: dict, default: {}}
+  health_port: {description: Port of the driver's gRPC health service (1-65535)., type: raw, default: 51515}
+  container_ports:
+    description: Other container ports (for example metrics), as C({name, containerPort}) dicts.
+    type: list
+    elements: dict
+    default: []
+  plugin_dir: {description: Kubelet plugins directory on the host., type: str, default: /var/lib/kubelet/plugins}
+  registrar_dir: {description: Kubelet plugin registration directory on the host., type: str,
+                  default: /var/lib/kubelet/plugins_registry}
+  cdi_dir: {description: CDI spec directory on the host., type: str, default: /var/run/cdi}
+  privileged: {description: Run the plugin container privileged., type: bool, default: true}
+  resources: {description: Container resources., type: dict, default: {}}
+  priority_class: {description: Pod priority class., type: str, default: system-node-critical}
+  termination_grace_period: {description: Pod termination grace period in seconds., type: int, default: 30}
+  labels: {description: Extra labels on the DaemonSet and its pods., type: dict, default: {}}
+  pod_annotations: {description: Pod annotations (a change rolls the DaemonSet)., type: dict, default: {}}
+  node_selector: {description: Node labels the driver's nodes must have., type: dict, default: {}}
+  node_affinity:
+    description: Required nodeSelectorTerms (ORed); the exclusion label is added to each.
+    type: list
+    elements: dict
+    default: []
+  tolerations: {description: Pod tolerations., type: list, elements: dict, default: []}
+  exclusion_label: {description: Node label that keeps the driver off a node (the drain role sets it)., type: str,
+                    default: dra.admin/driver-excluded}
+  liveness:
+    description: Liveness probe timing C({period, failure_threshold, timeout}).
+    type: dict
+    default: {period: 10, failure_threshold: 3, timeout: 5}
+  startup:
+    description: Startup probe timing C({period, failure_threshold, timeout}).
+    type: dict
+    default: {period: 1, failure_threshold: 600, timeout: 5}
+  seamless_upgrade:
+    description:
+      - C(auto) uses a seamless upgrade when possible and falls back to O(max_unavailable) with a warning;
+        C(required) fails instead of falling back; C(disabled) always uses O(max_unavailable).
+    type: str
+    choices: [auto, required, disabled]
+    default: auto
+  supports_seamless_upgrade:
+    description:
+      - Whether the driver hands over with C(kubeletplugin.RollingUpdate) and its pod UID. For known charts the
+        chart's own answer is used when this is not set; for the built-in template the default is V(true).
+    type: bool
+  max_unavailable: {description: C(maxUnavailable) when not upgrading seamlessly (integer or percentage)., type: raw, default: 1}
+  device_classes:
+    description: DeviceClasses C({name, expression, config}); the expression is ANDed with the driver match.
+    type: list
+    elements: dict
+    default: []
+  chart_ref: {description: Chart reference (O(method=helm))., type: str}
+  chart_kind:
+    description: Values layout of the chart; C(auto) detects it from the chart name.
+    type: str
+    choices: [auto, dra-example-driver, nvidia, other]
+    default: auto
+  chart_values: {description: The user's chart values., type: dict, default: {}}
+  rendered:
+    description: Manifests Helm rendered from RV(chart_values) (output of C(kubernetes.core.helm_template));
+      the driver DaemonSet in them is checked.
+    type: raw
+requirements:
+  - kubernetes >= 24.2.0
+  - PyYAML >= 3.11
+"""
+
+EXAMPLES = r"""
+- name: Plan the example driver from the built-in template
+  dra.admin.dra_driver_plan_info:
+    driver: gpu.example.com
+    image: registry.k8s.io/dra-example-driver/dra-example-driver:v0.4.0
+    command: [dra-example-kubeletplugin]
+    node_selector: {example.com/gpu: "true"}
+    device_classes: [{name: gpu.example.com}]
+  register: plan
+
+- name: Apply it
+  kubernetes.core.k8s:
+    definition: "{{ plan.manifests }}"
+"""
+
+RETURN = r"""
+kubernetes_version: {description: API server version., returned: always, type: str}
+resource_api_version: {description: C(resource.k8s.io) version of the DeviceClasses., returned: always, type: str}
+daemonset_name: {description: The DaemonSet name (template) or the name expected from the chart., returned: always, type: str}
+selected_nodes: {description: Nodes the driver will run on., returned: always, type: list, elements: str}
+excluded_nodes: {description: Other nodes with the reason., returned: always, type: dict}
+kubelet_versions: {description: Kubelet version of each selected node., returned: always, type: dict}
+strategy: {description: The DaemonSet updateStrategy., returned: always, type: dict,
+           sample: {type: RollingUpdate, rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}}
+seamless: {description: Whether the upgrade is seamless., returned: always, type: bool}
+strategy_reason: {description: Why this strategy., returned: always, type: str}
+warnings_list: {description: The warnings also given to Ansible., returned: always, type: list, elements: str}
+affinity: {description: The node affinity with the exclusion label in every term., returned: always, type: dict}
+manifests: {description: Objects to apply for O(method=template) (ServiceAccount, ClusterRole, ClusterRoleBinding,
+             DaemonSet)., returned: always, type: list, elements: dict}
+device_classes: {description: DeviceClass manifests., returned: always, type: list, elements: dict}
+chart: {description: For O(method=helm), C(kind) (known chart or null), C(values) and C(health_ports)., returned: always, type: dict}
+rendered_problems: {description: Problems of the DaemonSet in O(rendered)., returned: when O(rendered) is given, type: list, elements: str}
+"""
+
+from ansible_collections.dra.admin.plugins.module_utils.api import (
+    AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
+)
+from ansible_collections.dra.admin.plugins.module_utils._driver import (
+    KNOWN_CHARTS, DriverInputError, NoSelectedNodesError, SeamlessUpgradeError, build_daemonset,
+    build_device_classes, chart_kind, chart_values, check_daemonset, daemonsets_in, decide_strategy,
+    default_daemonset_name, kubelet_version, node_affinity, object_labels, select_nodes, validate_inputs,
+    with_exclusion,
+)
+from ansible_collections.dra.admin.plugins.module_utils._gates import RESOURCE_GROUP
+from ansible_collections.dra.admin.plugins.module_utils._rbac import driver_rules, granular_status, served_resource_names
+
+
+def argument_spec():
+    spec = auth_argument_spec()
+    spec.update(
+        driver=dict(type="str", required=True),
+        method=dict(type="str", choices=["template", "helm"], default="template"),
+        namespace=dict(type="str", default="dra-system"),
+        daemonset_name=dict(type="str"),
+        image=dict(type="str"),
+        image_pull_policy=dict(type="str", default="IfNotPresent"),
+        command=dict(type="list", elements="str", default=[]),
+        args=dict(type="list", elements="str", default=[]),
+        env=dict(type="dict", default={}),
+        health_port=dict(type="raw", default=51515),
+        container_ports=dict(type="list", elements="dict", default=[]),
+        plugin_dir=dict(type="str", default="/var/lib/kubelet/plugins"),
+        registrar_dir=dict(type="str", default="/var/lib/kubelet/plugins_registry"),
+        cdi_dir=dict(type="str", default="/var/run/cdi"),
+        privileged=dict(type="bool", default=True),
+        resources=dict(type="dict", default={}),
+        priority_class=dict(type="str", default="system-node-critical"),
+        termination_grace_period=dict(type="int", default=30),
+        labels=dict(type="dict", default={}),
+        pod_annotations=dict(type="dict", default={}),
+        node_selector=dict(type="dict", default={}),
+        node_affinity=dict(type="list", elements="dict", default=[]),
+        tolerations=dict(type="list", elements="dict", default=[]),
+        exclusion_label=dict(type="str", default="dra.admin/driver-excluded"),
+        liveness=dict(type="dict", default={"period": 10, "failure_threshold": 3, "timeout": 5}),
+        startup=dict(type="dict", default={"period": 1, "failure_threshold": 600, "timeout": 5}),
+        seamless_upgrade=dict(type="str", choices=["auto", "required", "disabled"], default="auto"),
+        supports_seamless_upgrade=dict(type="bool"),
+        max_unavailable=dict(type="raw", default=1),
+        device_classes=dict(type="list", elements="dict", default=[]),
+        chart_ref=dict(type="str"),
+        chart_kind=dict(type="str", choices=["auto", "dra-example-driver", "nvidia", "other"], default="auto"),
+        chart_values=dict(type="dict", default={}),
+        rendered=dict(type="raw"),
+    )
+    return spec
+
+
+def served_resources(api):
+    return served_resource_names([api.get_or_none("/apis/%s/%s" % (RESOURCE_GROUP, v))
+                                  for v in api.served_resource_versions()])
+
+
+def rendered_documents(rendered):
+    """Manifests from helm_template output: a YAML string (several documents) or a list."""
+    if rendered is None:
+        return []
+    if isinstance(rendered, list):
+        return [d for d in rendered if isinstance(d, dict)]
+    import yaml
+    return [d for d in yaml.safe_load_all(str(rendered)) if isinstance(d, dict)]
+
+
+def driver_rbac(params, served, granular):
+    name = "dra-kubeletplugin:%s" % params["driver"]
+    labels = object_labels(params["daemonset_name"], params["driver"])
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount",
+         "metadata": {"name": params["service_account"], "namespace": params["namespace"], "labels": labels}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+         "metadata": {"name": name, "labels": labels},
+         "rules": driver_rules(served, [params["driver"]], granular)},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": name, "labels": labels},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+         "subjects": [{"kind": "ServiceAccount", "name": params["service_account"],
+                       "namespace": params["namespace"]}]},
+    ]
+
+
+def plan(api, params, warn):
+    params = dict(params)
+    params["daemonset_name"] = params.get("daemonset_name") or default_daemonset_name(params.get("driver"))
+    problems = validate_inputs(params)
+    if problems:
+        raise DriverInputError(problems)
+    params["service_account"] = params["daemonset_name"]
+    kind = chart_kind(params.get("chart_ref"), params["chart_kind"]) if params["method"] == "helm" else None
+    supports = params.get("supports_seamless_upgrade")
+    if supports is None:
+        supports = KNOWN_CHARTS[kind]["seamless"] if kind else params["method"] == "template"
+
+    nodes = list(api.list_items("/api/v1/nodes"))
+    terms = params["node_affinity"]
+    if params["method"] == "helm" and kind and not terms:
+        user_affinity = params["chart_values"]
+        for key in KNOWN_CHARTS[kind]["affinity_path"]:
+            user_affinity = (user_affinity or {}).get(key) if isinstance(user_affinity, dict) else None
+        terms = (((user_affinity or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+                 or {}).get("nodeSelectorTerms") or list(KNOWN_CHARTS[kind]["node_terms"])
+    full_terms = with_exclusion(terms, params["exclusion_label"])
+    selected, excluded = select_nodes(nodes, params["node_selector"], full_terms, params["tolerations"])
+    if not selected:
+        raise NoSelectedNodesError(
+            "no node matches the driver's selection (node_selector %s, node_affinity %s, exclusion label %s, "
+            "tolerations %s); nothing was installed. Nodes and why they were left out: %s"
+            % (params["node_selector"] or "{}", terms or "[]", params["exclusion_label"],
+               params["tolerations"] or "[]",
+               "; ".join("%s: %s" % (k, v) for k, v in sorted(excluded.items())) or "the cluster has no nodes"))
+    by_name = dict((n["metadata"]["name"], n) for n in nodes)
+    chosen = [by_name[name] for name in selected]
+    decision = decide_strategy(chosen, params["seamless_upgrade"], supports, params["max_unavailable"])
+    warnings = []
+    if decision["warning"]:
+        warnings.append(decision["warning"])
+        warn(decision["warning"])
+    if params["method"] == "helm" and not kind:
+        message = ("chart %s has no known values layout: the role cannot set its update strategy, node affinity "
+                   "or health port; the rendered DaemonSet is checked instead (set chart_kind, or those values "
+                   "in chart_values)" % params["chart_ref"])
+        warnings.append(message)
+        warn(message)
+
+    version = api.server_version().get("gitVersion")
+    served = served_resources(api)
+    api_version = api.resource_api_version()
+    result = {
+        "kubernetes_version": version, "resource_api_version": api_version,
+        "daemonset_name": params["daemonset_name"], "namespace": params["namespace"],
+        "selected_nodes": selected, "excluded_nodes": excluded,
+        "kubelet_versions": dict((name, kubelet_version(by_name[name])) for name in selected),
+        "strategy": decision["strategy"], "seamless": decision["seamless"], "strategy_reason": decision["reason"],
+        "warnings_list": warnings, "affinity": node_affinity(terms, params["exclusion_label"]),
+        "manifests": [], "chart": {},
+        "device_classes": build_device_classes(params["driver"], params["device_classes"], api_version),
+    }
+    if params["method"] == "template":
+        params["node_affinity"] = terms
+        daemonset = build_daemonset(params, decision["strategy"])
+        result["manifests"] = driver_rbac(params, served, granular_status(version)) + [daemonset]
+        result["health_ports"] = [int(params["health_port"])]
+    else:
+        values, health_ports = chart_values(kind, params["chart_values"], params, decision["strategy"])
+        result["chart"] = {"kind": kind, "values": values, "health_ports": health_ports}
+        result["health_ports"] = health_ports
+        if params.get("rendered") is not None:
+            daemonsets = daemonsets_in(rendered_documents(params["rendered"]))
+            if not daemonsets:
+                result["rendered_problems"] = ["the chart rendered no DaemonSet"]
+            else:
+                result["daemonset_name"] = daemonsets[0]["metadata"]["name"]
+                problems = []
+                if len(daemonsets) > 1:
+                    problems.append("the chart rendered %d DaemonSets (%s): the role handles one driver DaemonSet per "
+                                    "release" % (len(daemonsets), ", ".join(x["metadata"]["name"] for x in daemonsets)))
+                for daemonset in daemonsets:
+                    problems.extend(check_daemonset(daemonset, params["exclusion_label"], health_ports if kind else [],
+                                                    decision["strategy"] if kind else None))
+                result["rendered_problems"] = problems
+    return result
+
+
+def main():
+    module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
+    api = DraApi(module)
+    try:
+        result = plan(api, module.params, module.warn)
+    except DriverInputError as exc:
+        module.fail_json(msg="invalid driver settings, nothing was installed: %s" % exc, problems=exc.problems)
+    except (NoSelectedNodesError, SeamlessUpgradeError, DraApiError) as exc:
+        module.fail_json(msg=str(exc), api_requests=api.requests)
+    if result.get("rendered_problems"):
+        module.fail_json(msg="the chart's DaemonSet is not safe to install, nothing was installed: %s"
+                         % "; ".join(result["rendered_problems"]), **result)
+    module.exit_json(changed=False, api_requests=api.requests, **result)
+
+
+if __name__ == "__main__":
+    main()

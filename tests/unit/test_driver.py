@@ -1,0 +1,280 @@
+"""Driver DaemonSet logic: inputs, node selection, upgrade strategy, manifests, chart values, checks."""
+import copy
+
+import pytest
+
+from ansible_collections.dra.admin.plugins.module_utils import _driver as d
+from ansible_collections.dra.admin.plugins.module_utils._drain import DEFAULT_EXCLUSION_LABEL, excludes_label
+
+EXCL = DEFAULT_EXCLUSION_LABEL
+KWOK_TAINT = {"key": "kwok.x-k8s.io/node", "value": "fake", "effect": "NoSchedule"}
+KWOK_TOLERATION = {"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def node(name, labels=None, kubelet="v1.36.3", taints=None, unschedulable=False):
+    return {"metadata": {"name": name, "labels": dict({"kubernetes.io/hostname": name}, **(labels or {}))},
+            "spec": {"taints": taints if taints is not None else [KWOK_TAINT], "unschedulable": unschedulable},
+            "status": {"nodeInfo": {"kubeletVersion": kubelet}}}
+
+
+def params(**extra):
+    base = {"driver": "gpu.example.com", "method": "template", "namespace": "dra-system",
+            "daemonset_name": "gpu-example-com-kubeletplugin", "image": "registry.example/driver:v1",
+            "image_pull_policy": "IfNotPresent", "command": ["dra-example-kubeletplugin"], "args": ["-v", "4"],
+            "env": {"NUM_DEVICES": 4}, "health_port": 51515,
+            "container_ports": [{"name": "metrics", "containerPort": 8080}],
+            "plugin_dir": "/var/lib/kubelet/plugins", "registrar_dir": "/var/lib/kubelet/plugins_registry",
+            "cdi_dir": "/var/run/cdi", "privileged": True, "resources": {}, "priority_class": "system-node-critical",
+            "service_account": "gpu-example-com-kubeletplugin", "termination_grace_period": 30,
+            "node_selector": {}, "node_affinity": [], "tolerations": [KWOK_TOLERATION],
+            "exclusion_label": EXCL, "seamless_upgrade": "auto", "max_unavailable": 1}
+    base.update(extra)
+    return base
+
+
+# --- inputs -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("port", [0, 65536, -1, "abc", "51515x", None, True, 1.5])
+def test_invalid_health_port_is_refused(port):
+    problems = d.validate_inputs(params(health_port=port))
+    assert any("health_port must be a port number 1-65535" in p for p in problems), problems
+
+
+@pytest.mark.parametrize("port", [1, 65535, "51515", 8081])
+def test_valid_health_ports_pass(port):
+    assert d.validate_inputs(params(health_port=port)) == []
+
+
+def test_health_port_colliding_with_another_container_port():
+    problems = d.validate_inputs(params(health_port=8080))
+    assert problems == ["health_port 8080 collides with another container port of the driver (8080): pick a free "
+                        "port for the gRPC health service"]
+
+
+def test_missing_image_or_chart_named():
+    assert any("image is required with method template" in p for p in d.validate_inputs(params(image="")))
+    assert any("chart_ref is required with method helm" in p
+               for p in d.validate_inputs(params(method="helm", image="", chart_ref=None)))
+    assert d.validate_inputs(params(method="helm", image="", chart_ref="./charts/x")) == []
+
+
+def test_every_problem_is_reported_at_once():
+    problems = d.validate_inputs(params(image="", health_port=0, max_unavailable=0, env={"POD_UID": "x"},
+                                        plugin_dir="relative", driver="Not_A_Driver"))
+    assert len(problems) == 6, problems
+    assert any("POD_UID" in p for p in problems)
+    assert any("max_unavailable" in p for p in problems)
+    assert any("plugin_dir must be an absolute host path" in p for p in problems)
+
+
+@pytest.mark.parametrize("value,ok", [(1, True), ("2", True), ("25%", True), ("100%", True), (0, False),
+                                      ("0%", False), ("101%", False), ("x", False), (True, False)])
+def test_max_unavailable(value, ok):
+    assert (d.max_unavailable_problem(value) is None) is ok
+
+
+def test_default_daemonset_name_is_a_valid_name():
+    assert d.default_daemonset_name("gpu.example.com") == "gpu-example-com-kubeletplugin"
+    assert d.validate_inputs(params(daemonset_name=d.default_daemonset_name("a" * 63))) == []
+
+
+# --- selection ----------------------------------------------------------------------------
+
+def test_exclusion_label_is_added_to_every_term():
+    terms = [{"matchExpressions": [{"key": "gpu", "operator": "In", "values": ["a"]}]},
+             {"matchExpressions": [{"key": "gpu", "operator": "In", "values": ["b"]}]}]
+    original = copy.deepcopy(terms)
+    result = d.with_exclusion(terms, EXCL)
+    assert terms == original, "input must not be modified"
+    assert len(result) == 2
+    for term in result:
+        assert {"key": EXCL, "operator": "DoesNotExist"} in term["matchExpressions"]
+    assert d.with_exclusion([], EXCL) == [{"matchExpressions": [{"key": EXCL, "operator": "DoesNotExist"}]}]
+    assert d.with_exclusion(result, EXCL) == result, "adding twice must not duplicate"
+
+
+def test_select_nodes_follows_selector_affinity_taints_and_exclusion():
+    nodes = [node("a", {"gpu": "yes"}), node("b", {"gpu": "yes", EXCL: "true"}), node("c"),
+             node("d", {"gpu": "yes"}, taints=[{"key": "dedicated", "value": "x", "effect": "NoExecute"}]),
+             node("e", {"gpu": "yes"}, unschedulable=True,
+                  taints=[KWOK_TAINT, {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}])]
+    terms = d.with_exclusion([], EXCL)
+    selected, excluded = d.select_nodes(nodes, {"gpu": "yes"}, terms, [KWOK_TOLERATION])
+    assert selected == ["a", "e"], "cordoned nodes keep their DaemonSet pods"
+    assert "exclusion" in excluded["b"] and "nodeSelector gpu=yes" in excluded["c"]
+    assert excluded["d"] == "taints not tolerated: dedicated=x:NoExecute"
+
+
+@pytest.mark.parametrize("expression,labels,expected", [
+    ({"key": "k", "operator": "In", "values": ["1", "2"]}, {"k": "2"}, True),
+    ({"key": "k", "operator": "In", "values": ["1"]}, {}, False),
+    ({"key": "k", "operator": "NotIn", "values": ["1"]}, {}, True),
+    ({"key": "k", "operator": "NotIn", "values": ["1"]}, {"k": "1"}, False),
+    ({"key": "k", "operator": "Exists"}, {"k": ""}, True),
+    ({"key": "k", "operator": "DoesNotExist"}, {"k": ""}, False),
+    ({"key": "k", "operator": "Gt", "values": ["3"]}, {"k": "4"}, True),
+    ({"key": "k", "operator": "Lt", "values": ["3"]}, {"k": "4"}, False),
+    ({"key": "k", "operator": "Gt", "values": ["3"]}, {"k": "x"}, False),
+])
+def test_term_operators(expression, labels, expected):
+    assert d.term_matches({"matchExpressions": [expression]}, {"metadata": {"name": "n", "labels": labels}}) is expected
+
+
+def test_match_fields_on_name_and_empty_term():
+    n = {"metadata": {"name": "n1", "labels": {}}}
+    assert d.term_matches({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}, n)
+    assert not d.term_matches({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n2"]}]}, n)
+    assert not d.term_matches({}, n)
+
+
+# --- strategy -----------------------------------------------------------------------------
+
+def test_seamless_when_every_kubelet_is_new_enough():
+    result = d.decide_strategy([node("a", kubelet="v1.33.0"), node("b", kubelet="v1.36.3")])
+    assert result["seamless"] is True and result["warning"] is None
+    assert result["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+
+
+def test_one_old_kubelet_falls_back_with_a_warning_naming_it():
+    result = d.decide_strategy([node("a"), node("old", kubelet="v1.32.9")], max_unavailable="25%")
+    assert result["seamless"] is False
+    assert result["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": "25%"}}
+    assert "old runs v1.32.9" in result["warning"] and "kubelet >= 1.33" in result["warning"]
+
+
+def test_unreadable_kubelet_version_counts_as_old():
+    result = d.decide_strategy([node("a", kubelet="kwok-v0.8.0")])
+    assert not result["seamless"] and "a runs kwok-v0.8.0" in result["warning"]
+
+
+def test_required_seamless_with_old_kubelet_is_an_error():
+    with pytest.raises(d.SeamlessUpgradeError) as err:
+        d.decide_strategy([node("a"), node("b", kubelet="v1.31.1")], mode="required")
+    assert "b runs v1.31.1" in str(err.value) and "seamless_upgrade=auto" in str(err.value)
+
+
+def test_driver_without_support_falls_back_or_fails_when_required():
+    result = d.decide_strategy([node("a")], driver_supports=False, max_unavailable=2)
+    assert result["strategy"]["rollingUpdate"] == {"maxSurge": 0, "maxUnavailable": 2}
+    assert "does not support seamless upgrades" in result["warning"]
+    with pytest.raises(d.SeamlessUpgradeError):
+        d.decide_strategy([node("a")], mode="required", driver_supports=False)
+
+
+def test_disabled_uses_max_unavailable_without_warning():
+    result = d.decide_strategy([node("a")], mode="disabled", max_unavailable=3)
+    assert result["warning"] is None and result["strategy"]["rollingUpdate"] == {"maxSurge": 0, "maxUnavailable": 3}
+
+
+# --- manifests ----------------------------------------------------------------------------
+
+def test_daemonset_has_probes_paths_downward_env_affinity_and_strategy():
+    strategy = d.decide_strategy([node("a")])["strategy"]
+    ds = d.build_daemonset(params(node_affinity=[
+        {"matchExpressions": [{"key": "gpu", "operator": "Exists"}]},
+        {"matchExpressions": [{"key": "accel", "operator": "Exists"}]}]), strategy)
+    assert ds["spec"]["updateStrategy"] == strategy
+    assert excludes_label(ds, EXCL), "the drain role's check must accept the DaemonSet"
+    container = ds["spec"]["template"]["spec"]["containers"][0]
+    assert container["livenessProbe"] == {"grpc": {"port": 51515, "service": "liveness"}, "periodSeconds": 10,
+                                          "failureThreshold": 3, "timeoutSeconds": 5}
+    assert container["startupProbe"]["grpc"] == {"port": 51515, "service": "liveness"}
+    assert container["startupProbe"]["failureThreshold"] == 600
+    env = dict((e["name"], e.get("value") or e["valueFrom"]["fieldRef"]["fieldPath"]) for e in container["env"])
+    assert env["POD_UID"] == "metadata.uid" and env["NODE_NAME"] == "spec.nodeName"
+    assert env["HEALTHCHECK_PORT"] == "51515" and env["NUM_DEVICES"] == "4" and env["DRIVER_NAME"] == "gpu.example.com"
+    assert [p["containerPort"] for p in container["ports"]] == [51515, 8080]
+    volumes = dict((v["name"], v["hostPath"]["path"]) for v in ds["spec"]["template"]["spec"]["volumes"])
+    assert volumes == {"plugins-registry": "/var/lib/kubelet/plugins_registry", "plugins": "/var/lib/kubelet/plugins",
+                       "cdi": "/var/run/cdi"}
+    mounts = dict((m["name"], m["mountPath"]) for m in container["volumeMounts"])
+    assert mounts == volumes
+    assert ds["spec"]["selector"]["matchLabels"].items() <= ds["spec"]["template"]["metadata"]["labels"].items()
+    assert d.check_daemonset(ds, EXCL, [51515], strategy, require_startup=True) == []
+
+
+def test_check_daemonset_names_what_is_missing():
+    strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+    ds = d.build_daemonset(params(), strategy)
+    broken = copy.deepcopy(ds)
+    spec = broken["spec"]["template"]["spec"]
+    spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"].append(
+        {"matchExpressions": [{"key": "gpu", "operator": "Exists"}]})
+    del spec["containers"][0]["livenessProbe"]
+    broken["spec"]["updateStrategy"] = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
+    problems = d.check_daemonset(broken, EXCL, [51515], strategy)
+    assert len(problems) == 3
+    assert "DoesNotExist" in problems[0] and "livenessProbe on port 51515" in problems[1]
+    assert "updateStrategy" in problems[2]
+
+
+def test_device_classes_match_the_driver_and_add_expressions():
+    classes = d.build_device_classes("gpu.example.com", [
+        {"name": "gpu.example.com"}, {"name": "big-gpu", "expression": "device.capacity['gpu.example.com'].memory"
+                                                                       ".compareTo(quantity('40Gi')) >= 0"}], "v1")
+    assert [c["metadata"]["name"] for c in classes] == ["gpu.example.com", "big-gpu"]
+    assert classes[0]["apiVersion"] == "resource.k8s.io/v1"
+    assert classes[0]["spec"]["selectors"] == [{"cel": {"expression": 'device.driver == "gpu.example.com"'}}]
+    assert len(classes[1]["spec"]["selectors"]) == 2
+
+
+# --- charts -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("ref,kind", [
+    ("tests/charts/dra-example-driver", "dra-example-driver"),
+    ("oci://registry.k8s.io/dra-example-driver/charts/dra-example-driver", "dra-example-driver"),
+    ("dra-example-driver-0.4.0.tgz", "dra-example-driver"),
+    ("nvidia/nvidia-dra-driver-gpu", "nvidia"),
+    ("./something-else", None),
+])
+def test_chart_kind(ref, kind):
+    assert d.chart_kind(ref) == kind
+
+
+def test_example_chart_values_overlay_keeps_user_values():
+    strategy = d.decide_strategy([node("a")])["strategy"]
+    user = {"image": {"tag": "v9"}, "kubeletPlugin": {"numDevices": 2, "containers": {"plugin": {"metricsPort": 9090}}}}
+    values, ports = d.chart_values("dra-example-driver", user, params(health_port=50000,
+                                                                      node_selector={"gpu": "yes"}), strategy)
+    assert ports == [50000]
+    plugin = values["kubeletPlugin"]
+    assert plugin["numDevices"] == 2 and plugin["containers"]["plugin"] == {"metricsPort": 9090, "healthcheckPort": 50000}
+    assert plugin["updateStrategy"] == strategy and plugin["nodeSelector"] == {"gpu": "yes"}
+    assert values["image"] == {"tag": "v9"} and values["driverName"] == "gpu.example.com"
+    assert excludes_label({"spec": {"template": {"spec": {"affinity": plugin["affinity"]}}}}, EXCL)
+
+
+def test_nvidia_overlay_keeps_the_chart_gpu_node_terms_with_exclusion():
+    strategy = d.decide_strategy([node("a")], driver_supports=False)["strategy"]
+    values, ports = d.chart_values("nvidia", {}, params(health_port=51516), strategy)
+    terms = values["kubeletPlugin"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"]
+    assert len(terms) == 5 and all({"key": EXCL, "operator": "DoesNotExist"} in t["matchExpressions"] for t in terms)
+    assert ports == [51516, 51515]
+    containers = values["kubeletPlugin"]["containers"]
+    assert containers["gpus"]["healthcheckPort"] == 51516 and containers["computeDomains"]["healthcheckPort"] == 51515
+    assert "driverName" not in values
+    with pytest.raises(d.DriverInputError) as err:
+        d.chart_values("nvidia", {}, params(health_port=51515), strategy)
+    assert "collides with the health port of another container" in str(err.value)
+
+
+def test_unknown_chart_values_untouched():
+    user = {"a": {"b": 1}}
+    values, ports = d.chart_values(None, user, params(), {"type": "RollingUpdate"})
+    assert values == user and ports == [51515]
+
+
+# --- rollout ------------------------------------------------------------------------------
+
+def test_rollout_state():
+    ds = {"metadata": {"generation": 3}, "status": {"observedGeneration": 3, "desiredNumberScheduled": 3,
+                                                    "updatedNumberScheduled": 3, "numberAvailable": 3,
+                                                    "numberReady": 3}}
+    assert d.rollout_state(ds)["done"] is True
+    ds["status"]["numberAvailable"] = 2
+    ds["status"]["numberUnavailable"] = 1
+    state = d.rollout_state(ds)
+    assert state["done"] is False and state["text"] == "3/3 pods updated, 2/3 available"
+    ds["status"].update(numberAvailable=3, numberUnavailable=0, observedGeneration=2)
+    assert d.rollout_state(ds)["done"] is False
