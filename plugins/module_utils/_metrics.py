@@ -369,6 +369,22 @@ def series_selector(query, target_matchers=None):
     return series_name(query) + ("{%s}" % inner if inner else "")
 
 
+def expression(query, workqueue_depth_selector=None):
+    """The query's PromQL; the depth query's target matchers can be replaced (None keeps the page's)."""
+    if query["id"] != "workqueue_depth" or workqueue_depth_selector is None:
+        return query["expression"]
+    matchers = (workqueue_depth_selector.strip().rstrip(",") + ", ") if workqueue_depth_selector.strip() else ""
+    return 'sum(workqueue_depth{%sname="resource_claim"})' % matchers
+
+
+def selector_for_prometheus(query, workqueue_depth_selector=None):
+    """Selector of the series a query reads, with the same target matchers as expression()."""
+    if query["id"] == "workqueue_depth" and workqueue_depth_selector is not None:
+        matchers = (workqueue_depth_selector.strip().rstrip(",") + ", ") if workqueue_depth_selector.strip() else ""
+        return 'workqueue_depth{%sname="resource_claim"}' % matchers
+    return series_selector(query)
+
+
 def measurement(value=None, state=None, detail="", window=None):
     """A measurement of one query: a number (state ``ok``) or why there is none."""
     if state is None:
@@ -391,7 +407,7 @@ def measure_scrapes(query, first, second, interval):
     now = select(second, name, matchers)
     if not now:
         return measurement(state="missing-metric", window=window,
-                           detail=_missing_detail(query, [s.name for s in second]))
+                           detail=missing_detail(query, [s.name for s in second]))
     if query["kind"] == "gauge":
         return measurement(sum(s.value for s in now), window=window)
     before = select(first, name, matchers)
@@ -408,7 +424,8 @@ def measure_scrapes(query, first, second, interval):
     return measurement(value, window=window)
 
 
-def _missing_detail(query, names_present):
+def missing_detail(query, names_present):
+    """Why a query has no series, given the metric names that are present."""
     present = set(names_present)
     families = set(present)
     for name in present:
@@ -421,10 +438,10 @@ def _missing_detail(query, names_present):
                 "Kubernetes >= 1.30" % (query["metric"], older[0]))
     name = series_name(query)
     if name in present:
-        return ("%s is exposed but no series matches %s%s" % (name, series_selector(query),
-                _absent_reason(query)))
-    return "%s is not exposed by any scraped %s endpoint%s" % (query["metric"], query["component"],
-                                                              _absent_reason(query))
+        return "%s is exposed but no series matches %s%s" % (
+            name, series_selector(query), _absent_reason(query))
+    return "%s is not exposed by any scraped %s endpoint%s" % (
+        query["metric"], query["component"], _absent_reason(query))
 
 
 def _absent_reason(query):
@@ -432,12 +449,9 @@ def _absent_reason(query):
         return " (is the ResourceClaim controller running, i.e. DRA enabled in kube-controller-manager?)"
     if query["group"] in ("kubelet", "plugin"):
         return " (the series appears after the first claim is prepared on a node)"
+    if query["id"] == "scheduler_e2e_p99":
+        return " (the series appears after the first pod is scheduled)"
     return ""
-
-
-def missing_detail(query, names_present):
-    """Why a query has no series, given the metric names that are present."""
-    return _missing_detail(query, names_present)
 
 
 # ---------------------------------------------------------------------------
@@ -652,9 +666,10 @@ def diagnose(measurements, thresholds=None, current_qps=None, current_burst=None
         windows = set(values[q]["window"] for q, _o, _t in clause if values[q]["window"])
         if windows:
             evidence["window"] = sorted(windows)[0]
-        reason = ", ".join("%s %s (%s %s %s)" % (QUERY_BY_ID[q]["title"], _fmt(values[q]["value"]),
-                                                  _OP_WORDS[op], _fmt(limits[t]), QUERY_BY_ID[q]["unit"])
-                           for q, op, t in clause)
+        reason = ", ".join(
+            "%s %s (%s %s %s)" % (QUERY_BY_ID[q]["title"], _fmt(values[q]["value"]), _OP_WORDS[op],
+                                  _fmt(limits[t]), QUERY_BY_ID[q]["unit"])
+            for q, op, t in clause)
         findings.append({
             "id": check["id"],
             "kind": "problem",
@@ -670,7 +685,8 @@ def diagnose(measurements, thresholds=None, current_qps=None, current_burst=None
 def _state_words(state):
     return {"missing-metric": "metric missing",
             "no-data": "no data yet",
-            "unreachable": "source unreachable"}.get(state, state)
+            "unreachable": "source unreachable",
+            "query-error": "query failed"}.get(state, state)
 
 
 def _state_advice(state, query):
@@ -680,6 +696,9 @@ def _state_advice(state, query):
     if state == "no-data":
         return ("Wait until %s has observed work for a full window (5m for Prometheus, the scrape interval "
                 "otherwise), then run again." % query["component"])
+    if state == "query-error":
+        return ("Prometheus rejected the query; check the workqueue depth selector and the Prometheus "
+                "version, then run again.")
     return "Fix access to the metrics source of %s, then run again." % query["component"]
 
 
