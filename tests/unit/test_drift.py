@@ -16,6 +16,9 @@ CPU_NODE = os.path.join(HW, "trees", "cpu-node")
 STANDIN = os.path.join(HW, "bin", "nvidia-smi")
 NODE = "gpu-node-17"
 
+sys.path.insert(0, HW)
+import make_trees  # noqa: E402
+
 
 def nvidia(mode):
     env = dict(os.environ, DRA_TEST_NVIDIA_SMI_MODE=mode)
@@ -308,3 +311,51 @@ def test_inputs_are_not_modified(gpu_facts, uuids):
     before_slices, before_facts = copy.deepcopy(slices), copy.deepcopy(gpu_facts)
     _drift.compare_node(gpu_facts, slices, NODE, NVIDIA + EXAMPLE)
     assert slices == before_slices and gpu_facts == before_facts
+
+
+# --- slices recorded from the local cluster's example driver ---------------------------------
+
+RECORDED = ["example-driver-v1.36.3-v1.json", "example-driver-v1.33.13-v1beta2.json",
+            "example-driver-v1.33.13-v1beta1.json"]
+
+
+def recorded(name):
+    with open(os.path.join(HW, "slices", name)) as handle:
+        return json.load(handle)["items"]
+
+
+@pytest.mark.parametrize("name", RECORDED)
+def test_recorded_slices_against_recorded_trees(gpu_facts, cpu_facts, name):
+    slices = recorded(name)
+    nodes = sorted(s["spec"]["nodeName"] for s in slices)
+    assert nodes == ["node-000000", "node-000001"]
+    published = len(slices[0]["spec"]["devices"])
+    entry = only(_drift.compare_node(gpu_facts, slices, "node-000000", EXAMPLE))
+    assert (entry["published"], entry["hardware"]) == (published, 8)
+    assert entry["status"] == ("clean" if published == 8 else "missing" if published < 8 else "extra")
+    entry = only(_drift.compare_node(cpu_facts, slices, "node-000001", EXAMPLE))
+    assert (entry["extra"], entry["status"]) == (published, "extra")
+
+
+@pytest.mark.parametrize("name", RECORDED)
+def test_recorded_devices_expose_their_attributes(name):
+    slices = recorded(name)
+    profile = _drift.driver_profile("gpu.example.com")
+    devices = _drift.published_devices(_drift.node_slices(slices, "node-000001", "gpu.example.com"),
+                                       "node-000001", profile)
+    assert [d["attributes"]["index"] for d in devices] == list(range(len(devices)))
+    assert all(d["attributes"]["uuid"].startswith("gpu-") and d["attributes"]["model"] for d in devices)
+    assert {d["attributes"]["driverVersion"] for d in devices} == {"1.0.0"}
+
+
+def test_recorded_slice_republished_with_fewer_devices(tmp_path):
+    slices = recorded(RECORDED[0])
+    newer = copy.deepcopy([s for s in slices if s["spec"]["nodeName"] == "node-000000"][0])
+    newer["spec"]["pool"]["generation"] += 1
+    newer["spec"]["devices"] = newer["spec"]["devices"][:5]
+    make_trees.gpu_node(str(tmp_path), 5)
+    facts = _hardware.discover(str(tmp_path), include=["pci"])
+    entry = only(_drift.compare_node(facts, slices + [newer], "node-000000", EXAMPLE))
+    assert (entry["hardware"], entry["published"], entry["status"]) == (5, 5, "clean")
+    entry = only(_drift.compare_node(facts, slices, "node-000000", EXAMPLE))
+    assert (entry["extra"], entry["status"]) == (3, "extra")
