@@ -34,7 +34,7 @@ class Cluster:
         self.state_dir = st["dir"]
         self.bin_dir = os.path.dirname(clusterlib.component_bin("kubernetes", version, "kubectl"))
         self.env = dict(os.environ, K8S_AUTH_KUBECONFIG=self.kubeconfig, KUBECONFIG=self.kubeconfig,
-                        PATH=self.bin_dir + os.pathsep + os.environ["PATH"],
+                        PATH=os.pathsep.join([self.bin_dir, os.path.dirname(sys.executable), os.environ["PATH"]]),
                         ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
                         ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".tmp", "collections"))
         self._resource_version = None
@@ -75,8 +75,9 @@ class Cluster:
     # --- ansible -------------------------------------------------------
     def run_module(self, module, args=None, check=False, expect_failure=False):
         """Run one module ad hoc against the cluster; return its result dict."""
-        cmd = ["ansible", "localhost", "-i", os.path.join(ROOT, "inventory", "local.yml"), "-m", module,
-               "-a", json.dumps(args or {})]
+        cmd = ["ansible", "localhost", "-i", os.path.join(ROOT, "inventory", "local.yml"), "-m", module]
+        if args:
+            cmd += ["-a", json.dumps(args)]
         if check:
             cmd.append("--check")
         env = dict(self.env, ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="json")
@@ -125,5 +126,8 @@ def namespace(cluster, request):
     name = "it-" + request.node.name.lower().replace("_", "-").replace("[", "-").replace("]", "")[:40]
     name = "".join(c for c in name.replace(".", "-") if c.isalnum() or c == "-").strip("-")[:55]
     cluster.kubectl("create", "namespace", name)
+    # Pods are admitted once the controller-manager has made the namespace's default ServiceAccount.
+    cluster.wait_until(lambda: cluster.kubectl("get", "serviceaccount", "default", "-n", name,
+                                               check=False).returncode == 0, 30, f"ServiceAccount {name}/default")
     yield name
     cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
