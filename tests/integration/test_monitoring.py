@@ -1,0 +1,272 @@
+"""Monitoring against the real local cluster: the role's rules loaded by Debian's Prometheus
+scraping kube-controller-manager and kube-scheduler, and dra_metrics_advice telling a
+throttled ResourceClaim controller (QPS 2 / burst 3) from a tuned one (75 / 150) under the
+same burst of pods with claims. The role's Kubernetes delivery goes to a PrometheusRule CRD."""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+
+import pytest
+import yaml
+
+from dra_objects import claim_template, pod
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BURST_PODS = 30
+
+
+def free_port():
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return port
+
+
+def pid_listening_on(port):
+    out = subprocess.run(["ss", "-Hltnp", "sport = :%d" % port], capture_output=True, text=True, check=True).stdout
+    for part in out.split("pid=")[1:]:
+        return int(part.split(",")[0])
+    return None
+
+
+def pki(cluster):
+    return os.path.join(cluster.state_dir, "kwok", "clusters", cluster.name, "pki")
+
+
+class ControllerManager:
+    """Restart the cluster's kube-controller-manager with other client rate limits (same binary, same flags)."""
+
+    def __init__(self, cluster, workdir):
+        self.cluster = cluster
+        self.port = cluster.port + 1
+        pid = pid_listening_on(self.port)
+        assert pid, "no kube-controller-manager listening on %d" % self.port
+        with open("/proc/%d/cmdline" % pid, "rb") as handle:
+            self.original = [a.decode() for a in handle.read().split(b"\0") if a]
+        self.cwd = os.readlink("/proc/%d/cwd" % pid)
+        self.pid = pid
+        self.workdir = workdir
+        self.proc = None
+
+    def _stop(self):
+        os.kill(self.pid, signal.SIGTERM)
+        deadline = time.time() + 30
+        while time.time() < deadline and pid_listening_on(self.port):
+            time.sleep(0.3)
+        assert not pid_listening_on(self.port), "kube-controller-manager did not stop"
+
+    def start(self, qps, burst):
+        self._stop()
+        args = [a for a in self.original if not a.startswith(("--kube-api-qps", "--kube-api-burst"))]
+        if qps is not None:
+            args += ["--kube-api-qps=%s" % qps, "--kube-api-burst=%s" % burst]
+        log = open(os.path.join(self.workdir, "kcm-%s.log" % qps), "w")
+        self.proc = subprocess.Popen(args, cwd=self.cwd, stdout=log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        self.cluster.wait_until(lambda: pid_listening_on(self.port), 60, "kube-controller-manager listening")
+        self.pid = pid_listening_on(self.port)
+        # kwokctl stops the control plane by its pid files: keep them pointing at the running process.
+        pid_file = os.path.join(self.cluster.state_dir, "kwok", "clusters", self.cluster.name, "pids",
+                                "kube-controller-manager.pid")
+        if os.path.exists(pid_file):
+            with open(pid_file, "w") as handle:
+                handle.write(str(self.pid))
+
+    def restore(self):
+        self.start(None, None)
+
+
+class Prometheus:
+    """Debian's prometheus scraping the cluster's control plane with the role's rule file."""
+
+    def __init__(self, cluster, rules_dir, workdir):
+        self.port = free_port()
+        self.url = "http://127.0.0.1:%d" % self.port
+        keys = pki(cluster)
+        tls = {"insecure_skip_verify": True, "cert_file": os.path.join(keys, "admin.crt"),
+               "key_file": os.path.join(keys, "admin.key")}
+        config = {
+            "global": {"scrape_interval": "2s", "evaluation_interval": "2s"},
+            "rule_files": [os.path.join(rules_dir, "*.yml")],
+            "scrape_configs": [
+                {"job_name": "kube-controller-manager", "scheme": "https", "tls_config": tls,
+                 "static_configs": [{"targets": ["127.0.0.1:%d" % (cluster.port + 1)],
+                                     "labels": {"endpoint": "kube-controller-manager"}}]},
+                {"job_name": "kube-scheduler", "scheme": "https", "tls_config": tls,
+                 "static_configs": [{"targets": ["127.0.0.1:%d" % (cluster.port + 2)],
+                                     "labels": {"endpoint": "kube-scheduler"}}]},
+            ]}
+        self.dir = tempfile.mkdtemp(dir=workdir)
+        with open(os.path.join(self.dir, "prometheus.yml"), "w") as handle:
+            yaml.safe_dump(config, handle)
+        binary = shutil.which("prometheus")
+        assert binary, "prometheus is not on PATH: run hack/install-test-deps"
+        self.log = open(os.path.join(self.dir, "prometheus.log"), "w")
+        self.proc = subprocess.Popen(
+            [binary, "--config.file=" + os.path.join(self.dir, "prometheus.yml"),
+             "--storage.tsdb.path=" + os.path.join(self.dir, "data"), "--web.listen-address=127.0.0.1:%d" % self.port],
+            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
+        cluster.wait_until(self.ready, 60, "prometheus ready")
+
+    def ready(self):
+        try:
+            return urllib.request.urlopen(self.url + "/-/ready", timeout=2).status == 200
+        except OSError:
+            return False
+
+    def api(self, path, **params):
+        url = self.url + path + ("?" + urllib.parse.urlencode(params) if params else "")
+        return json.loads(urllib.request.urlopen(url, timeout=10).read())["data"]
+
+    def value(self, query):
+        result = self.api("/api/v1/query", query=query)["result"]
+        return float(result[0]["value"][1]) if result else None
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(30)
+        self.log.close()
+
+
+def render_rules(cluster, rules_dir):
+    play = [{"hosts": "localhost", "gather_facts": False, "roles": [{
+        "role": "dra.admin.monitoring",
+        "vars": {"dra_monitoring_delivery": "files", "dra_monitoring_rules_dir": rules_dir,
+                 "dra_monitoring_promtool": "promtool"}}]}]
+    path = os.path.join(rules_dir, "..", "render.yml")
+    with open(path, "w") as handle:
+        yaml.safe_dump(play, handle)
+    res = cluster.run_playbook(path)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+
+
+def claim_burst(cluster, namespace):
+    api = cluster.resource_version
+    cluster.apply([claim_template(api, namespace, "one-gpu")]
+                  + [pod(namespace, "burst-%02d" % i, template="one-gpu") for i in range(BURST_PODS)])
+
+    def all_claims_created():
+        claims = cluster.get_json("resourceclaims.%s.resource.k8s.io" % api, "-n", namespace)["items"]
+        return len(claims) == BURST_PODS
+    cluster.wait_until(all_claims_created, 300, "%d generated claims" % BURST_PODS, interval=2)
+
+
+def advice(cluster, prometheus, qps, burst):
+    return cluster.run_module("dra.admin.dra_metrics_advice", {
+        "prometheus_url": prometheus.url, "checks": ["controller", "scheduler"],
+        "current_qps": qps, "current_burst": burst})
+
+
+@pytest.fixture
+def workdir():
+    path = tempfile.mkdtemp(prefix="dra-monitoring-")
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def run_phase(cluster, namespace, workdir, kcm, qps, burst):
+    kcm.start(qps, burst)
+    rules_dir = os.path.join(workdir, "rules-%s" % qps)
+    os.makedirs(rules_dir)
+    render_rules(cluster, rules_dir)
+    prometheus = Prometheus(cluster, rules_dir, workdir)
+    try:
+        groups = [g["name"] for g in prometheus.api("/api/v1/rules")["groups"]]
+        assert sorted(groups) == ["dra-admin.alerts", "dra-admin.recording"]
+        # Two scrapes of the fresh kube-controller-manager before the burst, so rate() sees all of it.
+        cluster.wait_until(lambda: prometheus.value('count_over_time(workqueue_adds_total{name="resource_claim"}[1m])')
+                           and prometheus.value(
+                               'count_over_time(workqueue_adds_total{name="resource_claim"}[1m])') >= 2,
+                           60, "two scrapes of kube-controller-manager")
+        claim_burst(cluster, namespace)
+        cluster.wait_until(lambda: prometheus.value("dra:resource_claim_workqueue_work_duration_seconds:p99_5m")
+                           is not None and prometheus.value("dra:resource_claim_workqueue_adds:rate5m") > 0,
+                           60, "recorded work duration")
+        time.sleep(5)  # the last syncs of the burst are scraped and recorded
+        return advice(cluster, prometheus, qps, burst), prometheus.value(
+            "dra:resource_claim_workqueue_work_duration_seconds:p99_5m")
+    finally:
+        prometheus.stop()
+
+
+def test_throttled_controller_gets_qps_advice_and_tuned_one_does_not(cluster, workdir):
+    kcm = ControllerManager(cluster, workdir)
+    namespaces = ["it-monitoring-throttled", "it-monitoring-tuned"]
+    try:
+        cluster.kubectl("create", "namespace", namespaces[0])
+        throttled, p99_throttled = run_phase(cluster, namespaces[0], workdir, kcm, 2, 3)
+        cluster.kubectl("delete", "namespace", namespaces[0], "--wait=true", "--timeout=180s")
+        cluster.kubectl("create", "namespace", namespaces[1])
+        tuned, p99_tuned = run_phase(cluster, namespaces[1], workdir, kcm, 75, 150)
+    finally:
+        for name in namespaces:
+            cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+        kcm.restore()
+
+    found = dict((f["id"], f) for f in throttled["findings"])
+    assert "resource-claim-controller-not-performing" in found, json.dumps(throttled, indent=1)[:3000]
+    finding = found["resource-claim-controller-not-performing"]
+    assert "raise kube-controller-manager --kube-api-qps from 2 to 75 and --kube-api-burst from 3 to 150" \
+        in finding["advice"]
+    assert finding["evidence"]["workqueue_work_duration_p99"] >= 1.0
+    assert p99_throttled >= 1.0
+    assert throttled["healthy"] is False
+
+    assert tuned["measurements"]["workqueue_work_duration_p99"]["state"] == "ok", json.dumps(tuned, indent=1)[:3000]
+    assert tuned["measurements"]["workqueue_add_rate"]["value"] > 0
+    assert p99_tuned < 1.0
+    ids = [f["id"] for f in tuned["findings"]]
+    assert "resource-claim-controller-not-performing" not in ids, json.dumps(tuned, indent=1)[:3000]
+    assert "resource-claim-controller-concurrency-insufficient" not in ids
+
+
+PROMETHEUS_RULE_CRD = {
+    # A minimal stand-in for prometheus-operator's CRD: same group, kind and scope.
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "prometheusrules.monitoring.coreos.com"},
+    "spec": {"group": "monitoring.coreos.com", "scope": "Namespaced",
+             "names": {"plural": "prometheusrules", "singular": "prometheusrule", "kind": "PrometheusRule",
+                       "listKind": "PrometheusRuleList"},
+             "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                 "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}}
+
+
+def test_role_delivers_prometheusrule_and_dashboard_configmap(cluster, namespace, workdir):
+    play_vars = {"dra_monitoring_namespace": namespace, "dra_monitoring_rule_labels": {"release": "kps"}}
+    play = [{"hosts": "localhost", "gather_facts": False,
+             "roles": [{"role": "dra.admin.monitoring", "vars": play_vars}]}]
+    path = os.path.join(workdir, "deliver.yml")
+    with open(path, "w") as handle:
+        yaml.safe_dump(play, handle)
+
+    # Without the CRD, auto falls back to files; asking for kubernetes fails with the way out.
+    res = cluster.run_playbook(path, "-e", json.dumps({"dra_monitoring_delivery": "kubernetes"}))
+    assert res.returncode != 0 and "does not serve the CRD" in res.stdout
+    cluster.apply(PROMETHEUS_RULE_CRD)
+    cluster.wait_until(lambda: cluster.kubectl("get", "prometheusrules", "-n", namespace, check=False).returncode == 0,
+                       60, "PrometheusRule CRD served")
+    try:
+        res = cluster.run_playbook(path, "--check")
+        assert res.returncode == 0, res.stdout[-3000:]
+        assert cluster.get_json("prometheusrules", "-n", namespace)["items"] == []
+        res = cluster.run_playbook(path)
+        assert res.returncode == 0, res.stdout[-3000:]
+        assert "changed=2" in res.stdout
+        rule = cluster.get_json("prometheusrule", "-n", namespace, "dra-admin")
+        assert rule["metadata"]["labels"]["release"] == "kps"
+        assert [g["name"] for g in rule["spec"]["groups"]] == ["dra-admin.recording", "dra-admin.alerts"]
+        cm = cluster.get_json("configmap", "-n", namespace, "dra-admin-dashboard")
+        assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
+        assert len(json.loads(cm["data"]["dra-admin.json"])["panels"]) == 9
+        res = cluster.run_playbook(path)
+        assert res.returncode == 0 and "changed=0" in res.stdout, res.stdout[-3000:]
+    finally:
+        cluster.kubectl("delete", "crd", "prometheusrules.monitoring.coreos.com", "--wait=false", check=False)
