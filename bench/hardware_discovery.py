@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Benchmark: hardware discovery on a generated tree with N PCI functions.
 
     python bench/hardware_discovery.py [--devices 256] [--repeat 20]
@@ -36,7 +35,7 @@ SECTIONS = ["pci", "render_nodes", "rdma", "cpu", "numa"]
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--devices", type=int, default=256)
     parser.add_argument("--repeat", type=int, default=20)
     args = parser.parse_args()
@@ -45,7 +44,7 @@ def main():
         made = make_trees.large_tree(tmp, args.devices)
         timings = []
         facts = None
-        for _ in range(args.repeat + 1):
+        for dummy in range(args.repeat + 1):
             started = time.perf_counter()
             facts = _hardware.discover(tmp, include=SECTIONS)
             timings.append(time.perf_counter() - started)

@@ -273,7 +273,7 @@ def read_pci_device(root, address, errors):
                 vfs.append((int(name[6:]), link_name(os.path.join(base, name), errors, "pci", address)))
         device["sriov"] = {"total_vfs": total_vfs,
                            "num_vfs": read_int(os.path.join(base, "sriov_numvfs"), errors, "pci", address),
-                           "vfs": [vf for _, vf in sorted(vfs)]}
+                           "vfs": [vf for dummy, vf in sorted(vfs)]}
     device["physfn"] = link_name(os.path.join(base, "physfn"), errors, "pci", address)
     device["virtual_function"] = device["physfn"] is not None
     device["render_nodes"] = [n for n in list_dir(os.path.join(base, "drm"), errors, "pci", address)

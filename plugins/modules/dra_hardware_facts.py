@@ -28,7 +28,7 @@ description:
   - When O(compare_slices) is given, also compares the hardware with those ResourceSlices, per
     driver in O(drivers), and returns RV(ansible_facts.dra_hardware_drift).
 author:
-  - dra.admin maintainers
+  - dra.admin maintainers (@dra-admin)
 options:
   root:
     description:

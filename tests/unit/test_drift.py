@@ -22,7 +22,8 @@ import make_trees  # noqa: E402
 
 def nvidia(mode):
     env = dict(os.environ, DRA_TEST_NVIDIA_SMI_MODE=mode)
-    res = subprocess.run([STANDIN] + _hardware.NVIDIA_SMI_ARGS, env=env, capture_output=True, text=True)
+    res = subprocess.run([STANDIN] + _hardware.NVIDIA_SMI_ARGS, env=env, capture_output=True, encoding="utf-8",
+                         errors="replace", check=False)
     return _hardware.nvidia_report(STANDIN, res.returncode, res.stdout, res.stderr)
 
 
@@ -286,7 +287,7 @@ def test_module_compares_when_given_slices(tmp_path, uuids):
     args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
     env = dict(os.environ, PYTHONPATH=os.path.join(root, ".tmp", "collections"))
     res = subprocess.run([sys.executable, os.path.join(root, "plugins", "modules", "dra_hardware_facts.py"),
-                          str(args_file)], env=env, capture_output=True, text=True)
+                          str(args_file)], env=env, capture_output=True, text=True, check=False)
     result = json.loads(res.stdout)
     drift = result["ansible_facts"]["dra_hardware_drift"]
     assert drift["node"] == NODE and drift["drift"] is True
@@ -301,7 +302,7 @@ def test_module_requires_node_name_with_slices(tmp_path):
     args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {"root": CPU_NODE, "compare_slices": []}}))
     env = dict(os.environ, PYTHONPATH=os.path.join(root, ".tmp", "collections"))
     res = subprocess.run([sys.executable, os.path.join(root, "plugins", "modules", "dra_hardware_facts.py"),
-                          str(args_file)], env=env, capture_output=True, text=True)
+                          str(args_file)], env=env, capture_output=True, text=True, check=False)
     result = json.loads(res.stdout)
     assert result["failed"] and "node_name" in result["msg"]
 
