@@ -100,7 +100,8 @@ class Cluster:
 
 
 def _port_for(version):
-    return 32000 + 20 * int(version.split(".")[1])
+    """A port range per version (API server, components, then driver ports from +100), clear of `make up`."""
+    return 40000 + 1000 * VERSIONS.index(version)
 
 
 @pytest.fixture(scope="session", params=VERSIONS)
