@@ -18,7 +18,9 @@ from dra_objects import DRIVER
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HW = os.path.join(ROOT, "tests", "unit", "fixtures", "hardware")
-RECORDED_GPU_NODE = os.path.join(HW, "trees", "gpu-node")
+sys.path.insert(0, HW)
+import recorded  # noqa: E402  (unpacks the recorded trees)
+RECORDED_GPU_NODE = os.path.join(recorded.trees_dir(), "gpu-node")
 RECORDED_GPUS = 8
 sys.path.insert(0, HW)
 import make_trees  # noqa: E402

@@ -11,8 +11,10 @@ from ansible_collections.dra.admin.plugins.module_utils import _drift, _hardware
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HW = os.path.join(HERE, "fixtures", "hardware")
-GPU_NODE = os.path.join(HW, "trees", "gpu-node")
-CPU_NODE = os.path.join(HW, "trees", "cpu-node")
+sys.path.insert(0, HW)
+import recorded  # noqa: E402  (unpacks the recorded trees)
+GPU_NODE = os.path.join(recorded.trees_dir(), "gpu-node")
+CPU_NODE = os.path.join(recorded.trees_dir(), "cpu-node")
 STANDIN = os.path.join(HW, "bin", "nvidia-smi")
 NODE = "gpu-node-17"
 

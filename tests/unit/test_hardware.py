@@ -11,7 +11,9 @@ from ansible_collections.dra.admin.plugins.module_utils import _hardware
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HW = os.path.join(HERE, "fixtures", "hardware")
-TREES = os.path.join(HW, "trees")
+sys.path.insert(0, HW)
+import recorded  # noqa: E402  (unpacks the recorded trees)
+TREES = recorded.trees_dir()
 GPU_NODE = os.path.join(TREES, "gpu-node")
 CPU_NODE = os.path.join(TREES, "cpu-node")
 STANDIN = os.path.join(HW, "bin", "nvidia-smi")

@@ -12,8 +12,10 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 MODULE = os.path.join(ROOT, "plugins", "modules", "dra_hardware_facts.py")
 COLLECTIONS = os.path.join(ROOT, ".tmp", "collections")
 HW = os.path.join(HERE, "fixtures", "hardware")
-GPU_NODE = os.path.join(HW, "trees", "gpu-node")
-CPU_NODE = os.path.join(HW, "trees", "cpu-node")
+sys.path.insert(0, HW)
+import recorded  # noqa: E402  (unpacks the recorded trees)
+GPU_NODE = os.path.join(recorded.trees_dir(), "gpu-node")
+CPU_NODE = os.path.join(recorded.trees_dir(), "cpu-node")
 STANDIN_BIN = os.path.join(HW, "bin")
 
 
