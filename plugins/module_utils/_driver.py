@@ -562,7 +562,9 @@ def chart_kind(chart_ref, requested="auto"):
     """The KNOWN_CHARTS key of a chart reference, or None for a chart whose values are unknown."""
     if requested and requested != "auto":
         return requested if requested in KNOWN_CHARTS else None
-    name = str(chart_ref or "").rstrip("/").split("/")[-1]
+    if not chart_ref:
+        return None
+    name = str(chart_ref).rstrip("/").split("/")[-1]
     name = re.sub(r"-\d+(\.\d+)*([-+][0-9A-Za-z.-]+)?\.tgz$", "", name)
     name = re.sub(r"\.tgz$", "", name)
     for kind, info in KNOWN_CHARTS.items():

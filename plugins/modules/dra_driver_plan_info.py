@@ -148,6 +148,8 @@ chart: {description: For O(method=helm), C(kind) (known chart or null), C(values
 rendered_problems: {description: Problems of the DaemonSet in O(rendered)., returned: when O(rendered) is given, type: list, elements: str}
 """
 
+import os
+
 from ansible_collections.dra.admin.plugins.module_utils.api import (
     AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
 )
@@ -207,6 +209,16 @@ def served_resources(api):
                                   for v in api.served_resource_versions()])
 
 
+def local_chart_name(chart_ref):
+    """The name in Chart.yaml of a chart directory on this host, or None."""
+    path = os.path.join(str(chart_ref or ""), "Chart.yaml")
+    if not os.path.isfile(path):
+        return None
+    import yaml
+    with open(path) as handle:
+        return (yaml.safe_load(handle) or {}).get("name")
+
+
 def rendered_documents(rendered):
     """Manifests from helm_template output: a YAML string (several documents) or a list."""
     if rendered is None:
@@ -241,7 +253,9 @@ def plan(api, params, warn):
     if problems:
         raise DriverInputError(problems)
     params["service_account"] = params["daemonset_name"]
-    kind = chart_kind(params.get("chart_ref"), params["chart_kind"]) if params["method"] == "helm" else None
+    kind = None
+    if params["method"] == "helm" and params["chart_kind"] != "other":
+        kind = chart_kind(params.get("chart_ref"), params["chart_kind"]) or chart_kind(local_chart_name(params["chart_ref"]))
     supports = params.get("supports_seamless_upgrade")
     if supports is None:
         supports = KNOWN_CHARTS[kind]["seamless"] if kind else params["method"] == "template"

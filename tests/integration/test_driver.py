@@ -1,0 +1,383 @@
+"""Role dra.admin.driver on the real cluster: template and Helm installs, upgrades, fallbacks, bad input.
+
+KWOK runs the DaemonSet pods without containers; `HostPlugins` plays the container runtime:
+for every Running pod of the driver's DaemonSet it starts the real dra-example-kubeletplugin on
+the host with that pod's node name and UID (as the downward API would give it), and stops it when
+the pod goes. Those processes publish the ResourceSlices the role waits for.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import pytest
+
+from api_recorder import ApiRecorder
+from conftest import ROOT
+
+sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
+import clusterlib  # noqa: E402
+
+EXCLUSION = "dra.admin/driver-excluded"
+IMAGE = "registry.invalid/dra-example-driver"
+OLD_KUBELET = "v1.32.9"
+CHART = os.path.join(ROOT, "tests", "charts", "dra-example-driver")
+
+
+def plugin_binary():
+    versions = clusterlib.load_versions()
+    return clusterlib.component_bin("dra-example-driver", versions["DRA_EXAMPLE_DRIVER_VERSION"],
+                                    "dra-example-kubeletplugin")
+
+
+def helm_binary():
+    versions = clusterlib.load_versions()
+    return clusterlib.component_bin("helm", versions["HELM_VERSION"], "helm")
+
+
+class HostPlugins:
+    """The example driver's kubelet plugin on the host, one process per Running DaemonSet pod."""
+
+    def __init__(self, cluster, driver, namespace, skip_nodes=()):
+        self.cluster, self.driver, self.namespace = cluster, driver, namespace
+        # Unix socket paths are limited to 108 bytes: keep the directories short.
+        self.workdir = tempfile.mkdtemp(prefix="drv", dir="/tmp")
+        self.node_dirs = {}
+        self.skip_nodes = set(skip_nodes)
+        self.processes = {}  # pod uid -> (node, Popen)
+        self.started = []  # (node, pod uid)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(timeout=10)
+        for uid in list(self.processes):
+            self._kill(uid)
+        self.cluster.kubectl("delete", "resourceslices", "--field-selector", f"spec.driver={self.driver}",
+                             check=False)
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def _pods(self):
+        res = self.cluster.kubectl("get", "pods", "-n", self.namespace, "-l", f"dra.admin/driver={self.driver}",
+                                   "-o", "json", check=False)
+        if res.returncode != 0:
+            return []
+        items = json.loads(res.stdout)["items"]
+        if not items:  # charts label their pods their own way
+            res = self.cluster.kubectl("get", "pods", "-n", self.namespace, "-o", "json", check=False)
+            items = json.loads(res.stdout)["items"] if res.returncode == 0 else []
+        return items
+
+    def _start(self, pod):
+        node, uid = pod["spec"]["nodeName"], pod["metadata"]["uid"]
+        base = os.path.join(self.workdir, self.node_dirs.setdefault(node, str(len(self.node_dirs))))
+        for sub in ("r", "p", "c"):
+            os.makedirs(os.path.join(base, sub), exist_ok=True)
+        log = open(os.path.join(base, f"plugin-{uid}.log"), "w")
+        proc = subprocess.Popen(
+            [plugin_binary(), "--node-name", node, "--driver-name", self.driver, "--pod-uid", uid,
+             "--kubeconfig", self.cluster.kubeconfig, "--cdi-root", os.path.join(base, "c"),
+             "--kubelet-registrar-directory-path", os.path.join(base, "r"),
+             "--kubelet-plugins-directory-path", os.path.join(base, "p"),
+             "--num-devices", "2", "--healthcheck-port", "0", "--metrics-port", "-1"],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.processes[uid] = (node, proc)
+        self.started.append((node, uid))
+
+    def _kill(self, uid):
+        node, proc = self.processes.pop(uid)
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def _loop(self):
+        while not self._stop.is_set():
+            try:
+                pods = self._pods()
+            except Exception:  # a failed poll is retried
+                pods = []
+            live = {}
+            for pod in pods:
+                running = pod.get("status", {}).get("phase") == "Running"
+                if running and not pod["metadata"].get("deletionTimestamp"):
+                    live[pod["metadata"]["uid"]] = pod
+            for uid, pod in live.items():
+                if uid not in self.processes and pod["spec"]["nodeName"] not in self.skip_nodes:
+                    self._start(pod)
+            for uid in [u for u in self.processes if u not in live]:
+                self._kill(uid)
+            self._stop.wait(0.5)
+
+
+def set_kubelet(cluster, node, version):
+    cluster.kubectl("patch", "node", node, "--subresource=status", "--type=merge",
+                    "-p", json.dumps({"status": {"nodeInfo": {"kubeletVersion": version}}}))
+
+
+@pytest.fixture(scope="module")
+def nodes(cluster):
+    """Every node reports the cluster's kubelet version (KWOK reports kwok-<version>); restored after."""
+    def settled():
+        found = cluster.get_json("nodes")["items"]
+        # A new node carries node.kubernetes.io/not-ready:NoSchedule until the node controller sees it
+        # Ready; DaemonSet pods do not tolerate it, so wait as the DaemonSet controller would.
+        return found if not any(t["key"].startswith("node.kubernetes.io/") for n in found
+                                for t in n["spec"].get("taints", [])) else None
+    items = cluster.wait_until(settled, 120, "node controller to remove the not-ready taints")
+    before = {n["metadata"]["name"]: n["status"]["nodeInfo"]["kubeletVersion"] for n in items}
+    for name in before:
+        set_kubelet(cluster, name, cluster.version)
+    yield sorted(before)
+    for name, version in before.items():
+        set_kubelet(cluster, name, version)
+
+
+@pytest.fixture
+def driver_ns(cluster, request):
+    name = ("it-drv-" + request.node.name.split("[")[0].replace("test_", "").replace("_", "-"))[:50].rstrip("-")
+    yield name
+    cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+
+
+def role_vars(driver, namespace, **extra):
+    base = {"dra_driver_name": driver, "dra_driver_namespace": namespace, "dra_driver_image": f"{IMAGE}:v1",
+            "dra_driver_command": ["dra-example-kubeletplugin"], "dra_driver_termination_grace_period": 2,
+            "dra_driver_health_port": 51515, "dra_driver_container_ports": [{"name": "metrics", "containerPort": 8080}],
+            "dra_driver_wait_timeout": 90, "dra_driver_poll_interval": 1}
+    base.update(extra)
+    return base
+
+
+def playbook_run(cluster, playbook, vars_file, check=False):
+    """ansible-playbook with results as one-line JSON, so messages can be searched unwrapped."""
+    cmd = ["ansible-playbook", "-i", os.path.join(ROOT, "inventory", "local.yml"), str(playbook),
+           "-e", f"@{vars_file}"] + (["--check"] if check else [])
+    env = dict(cluster.env, ANSIBLE_CALLBACK_RESULT_FORMAT="json")
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT)
+
+
+def run_role(cluster, tmp_path, extra_vars, check=False):
+    playbook = tmp_path / "driver.yml"
+    playbook.write_text("- hosts: localhost\n  gather_facts: false\n  roles:\n    - dra.admin.driver\n")
+    vars_file = tmp_path / f"vars-{time.monotonic_ns()}.json"
+    vars_file.write_text(json.dumps(extra_vars))
+    return playbook_run(cluster, playbook, vars_file, check)
+
+
+def recap(res):
+    line = [ln for ln in res.stdout.splitlines() if ln.startswith("localhost")][-1]
+    return dict(part.split("=") for part in line.split(":", 1)[1].split())
+
+
+def daemonset(cluster, namespace, name):
+    return cluster.get_json("daemonset", "-n", namespace, name)
+
+
+def slices_by_node(cluster, driver):
+    items = cluster.get_json("resourceslices", "--field-selector", f"spec.driver={driver}")["items"]
+    return sorted({s["spec"]["nodeName"] for s in items})
+
+
+def assert_spec(ds, port, strategy):
+    spec = ds["spec"]["template"]["spec"]
+    container = spec["containers"][0]
+    assert container["livenessProbe"]["grpc"] == {"port": port, "service": "liveness"}
+    assert container["startupProbe"]["grpc"] == {"port": port, "service": "liveness"}
+    assert ds["spec"]["updateStrategy"]["rollingUpdate"] == strategy
+    terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert terms and all({"key": EXCLUSION, "operator": "DoesNotExist"} in t["matchExpressions"] for t in terms)
+    env = {e["name"]: e for e in container["env"]}
+    assert env["POD_UID"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.uid"
+    assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+    paths = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"]}
+    assert paths["plugins"] == "/var/lib/kubelet/plugins"
+    assert paths["plugins-registry"] == "/var/lib/kubelet/plugins_registry"
+
+
+def pods_per_node_over_time(recorder, namespace):
+    """Largest number of pods of the namespace that existed at once on one node, per node."""
+    alive, peak = {}, {}
+    for _stamp, kind, event_type, key, obj in recorder.events:
+        if kind != "pod" or not key.startswith(namespace + "/"):
+            continue
+        node = (obj.get("spec") or {}).get("nodeName")
+        if event_type == "DELETED":
+            alive.pop(key, None)
+        elif node:
+            alive[key] = node
+        for n in set(alive.values()):
+            peak[n] = max(peak.get(n, 0), sum(1 for v in alive.values() if v == n))
+    return peak
+
+
+def test_template_install_rollout_slices_idempotency_check_mode(cluster, nodes, driver_ns, tmp_path):
+    driver = "it-tmpl.example.com"
+    with HostPlugins(cluster, driver, driver_ns):
+        res = run_role(cluster, tmp_path, role_vars(driver, driver_ns))
+        assert res.returncode == 0, res.stdout[-5000:]
+        ds = daemonset(cluster, driver_ns, "it-tmpl-example-com-kubeletplugin")
+        assert_spec(ds, 51515, {"maxSurge": 1, "maxUnavailable": 0})
+        assert ds["status"]["numberAvailable"] == len(nodes)
+        assert slices_by_node(cluster, driver) == nodes
+        assert "done: rolled out, every selected node publishes its slices" in res.stdout
+        dc = cluster.get_json(f"deviceclasses.{cluster.resource_version}.resource.k8s.io", driver)
+        assert dc["spec"]["selectors"] == [{"cel": {"expression": f'device.driver == "{driver}"'}}]
+        role = cluster.get_json("clusterrole", f"dra-kubeletplugin:{driver}")
+        assert any("resourceslices" in r["resources"] for r in role["rules"])
+
+        again = run_role(cluster, tmp_path, role_vars(driver, driver_ns))
+        assert again.returncode == 0 and recap(again)["changed"] == "0", again.stdout[-4000:]
+
+        generation = ds["metadata"]["generation"]
+        planned = run_role(cluster, tmp_path, role_vars(driver, driver_ns, dra_driver_image=f"{IMAGE}:v2"), check=True)
+        assert planned.returncode == 0, planned.stdout[-4000:]
+        assert int(recap(planned)["changed"]) >= 1
+        after = daemonset(cluster, driver_ns, "it-tmpl-example-com-kubeletplugin")
+        assert after["metadata"]["generation"] == generation, "check mode changed the DaemonSet"
+
+
+def test_seamless_upgrade_surges_one_pod_per_node(cluster, nodes, driver_ns, tmp_path):
+    driver = "it-surge.example.com"
+    with HostPlugins(cluster, driver, driver_ns) as hosts:
+        assert run_role(cluster, tmp_path, role_vars(driver, driver_ns)).returncode == 0
+        recorder = ApiRecorder(cluster.kubeconfig)
+        recorder.watch_pods(driver_ns)
+        time.sleep(1.5)
+        try:
+            res = run_role(cluster, tmp_path, role_vars(driver, driver_ns, dra_driver_image=f"{IMAGE}:v2"))
+        finally:
+            recorder.stop()
+        assert res.returncode == 0, res.stdout[-5000:]
+        ds = daemonset(cluster, driver_ns, "it-surge-example-com-kubeletplugin")
+        assert ds["spec"]["template"]["spec"]["containers"][0]["image"] == f"{IMAGE}:v2"
+        assert ds["status"]["updatedNumberScheduled"] == len(nodes) == ds["status"]["numberAvailable"]
+        peak = pods_per_node_over_time(recorder, driver_ns)
+        assert any(v == 2 for v in peak.values()), f"no node had old and new pod at once: {peak}"
+        assert max(peak.values()) <= 2
+        assert len(hosts.started) == 2 * len(nodes), "each node ran the old and then the new plugin"
+        assert slices_by_node(cluster, driver) == nodes
+
+
+def test_one_old_kubelet_falls_back_with_warning(cluster, nodes, driver_ns, tmp_path):
+    driver = "it-old.example.com"
+    old = nodes[0]
+    set_kubelet(cluster, old, OLD_KUBELET)
+    try:
+        with HostPlugins(cluster, driver, driver_ns):
+            res = run_role(cluster, tmp_path, role_vars(driver, driver_ns, dra_driver_max_unavailable=1))
+            assert res.returncode == 0, res.stdout[-5000:]
+            output = res.stdout + res.stderr
+            assert "[WARNING]: not using a seamless upgrade" in output
+            assert f"{old} runs {OLD_KUBELET} (seamless upgrades need kubelet >= 1.33" in output or \
+                f"{old} runs {OLD_KUBELET}" in output
+            ds = daemonset(cluster, driver_ns, "it-old-example-com-kubeletplugin")
+            assert_spec(ds, 51515, {"maxSurge": 0, "maxUnavailable": 1})
+
+            recorder = ApiRecorder(cluster.kubeconfig)
+            recorder.watch_pods(driver_ns)
+            time.sleep(1.5)
+            try:
+                upgraded = run_role(cluster, tmp_path, role_vars(driver, driver_ns, dra_driver_image=f"{IMAGE}:v2"))
+            finally:
+                recorder.stop()
+            assert upgraded.returncode == 0, upgraded.stdout[-5000:]
+            peak = pods_per_node_over_time(recorder, driver_ns)
+            assert peak and max(peak.values()) == 1, f"a node ran two driver pods without a seamless upgrade: {peak}"
+            assert daemonset(cluster, driver_ns, "it-old-example-com-kubeletplugin")["status"][
+                "updatedNumberScheduled"] == len(nodes)
+
+        required = run_role(cluster, tmp_path, role_vars("it-required.example.com", driver_ns + "-req",
+                                                         dra_driver_seamless_upgrade="required"))
+        assert required.returncode != 0
+        assert "a seamless upgrade was required" in required.stdout and f"{old} runs {OLD_KUBELET}" in required.stdout
+        assert cluster.kubectl("get", "namespace", driver_ns + "-req", check=False).returncode != 0, \
+            "something was installed after a failed plan"
+    finally:
+        set_kubelet(cluster, old, cluster.version)
+
+
+@pytest.mark.parametrize("bad,message", [
+    ({"dra_driver_image": ""}, "image is required with method template"),
+    ({"dra_driver_health_port": 70000}, "health_port must be a port number 1-65535, got 70000"),
+    ({"dra_driver_health_port": 8080}, "health_port 8080 collides with another container port"),
+    ({"dra_driver_node_selector": {"no-such-label": "x"}}, "no node matches the driver's selection"),
+    ({"dra_driver_method": "helm"}, "chart_ref is required with method helm"),
+])
+def test_bad_input_fails_before_installing(cluster, nodes, driver_ns, tmp_path, bad, message):
+    res = run_role(cluster, tmp_path, role_vars("it-bad.example.com", driver_ns, **bad))
+    assert res.returncode != 0
+    assert message in res.stdout, res.stdout[-3000:]
+    assert "nothing was installed" in res.stdout
+    assert cluster.kubectl("get", "namespace", driver_ns, check=False).returncode != 0
+    assert cluster.kubectl("get", "clusterrole", "dra-kubeletplugin:it-bad.example.com", check=False).returncode != 0
+
+
+def test_wait_fails_naming_the_node_without_slices(cluster, nodes, driver_ns, tmp_path):
+    driver = "it-missing.example.com"
+    silent = nodes[-1]
+    with HostPlugins(cluster, driver, driver_ns, skip_nodes=[silent]):
+        res = run_role(cluster, tmp_path, role_vars(driver, driver_ns, dra_driver_wait_timeout=15))
+    assert res.returncode != 0
+    assert f"nodes without complete ResourceSlices of {driver}: {silent}." in res.stdout, res.stdout[-3000:]
+    assert f"(waiting for {silent})" in res.stdout, "progress was not printed"
+
+
+def test_helm_chart_install_and_upgrade(cluster, nodes, driver_ns, tmp_path):
+    helm = helm_binary()
+    assert os.access(helm, os.X_OK), f"helm not built at {helm}: run hack/cluster/build"
+    driver = "it-helm.example.com"
+    chart = tmp_path / "chart"
+    shutil.copytree(CHART, chart)
+    settings = {"dra_driver_method": "helm", "dra_driver_chart_ref": str(chart), "dra_driver_helm_binary": helm,
+                "dra_driver_health_port": 50515, "dra_driver_release_name": "it-helm",
+                "dra_driver_chart_values": {"image": {"tag": "v1"}}}
+    unknown = run_role(cluster, tmp_path, role_vars(driver, driver_ns, **dict(settings, dra_driver_chart_kind="other")))
+    assert unknown.returncode != 0
+    assert "the chart's DaemonSet is not safe to install, nothing was installed" in unknown.stdout
+    assert "dra.admin/driver-excluded DoesNotExist" in unknown.stdout
+    assert cluster.kubectl("get", "namespace", driver_ns, check=False).returncode != 0
+    with HostPlugins(cluster, driver, driver_ns) as hosts:
+        res = run_role(cluster, tmp_path, role_vars(driver, driver_ns, **settings))
+        assert res.returncode == 0, res.stdout[-5000:]
+        ds = daemonset(cluster, driver_ns, "it-helm-kubeletplugin")
+        container = ds["spec"]["template"]["spec"]["containers"][0]
+        assert container["livenessProbe"]["grpc"] == {"port": 50515, "service": "liveness"}
+        assert {"name": "DRIVER_NAME", "value": driver} in container["env"]
+        assert ds["spec"]["updateStrategy"]["rollingUpdate"] == {"maxSurge": 1, "maxUnavailable": 0}
+        terms = ds["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        assert all({"key": EXCLUSION, "operator": "DoesNotExist"} in t["matchExpressions"] for t in terms)
+        assert slices_by_node(cluster, driver) == nodes
+
+        again = run_role(cluster, tmp_path, role_vars(driver, driver_ns, **settings))
+        assert again.returncode == 0 and recap(again)["changed"] == "0", again.stdout[-4000:]
+
+        recorder = ApiRecorder(cluster.kubeconfig)
+        recorder.watch_pods(driver_ns)
+        time.sleep(1.5)
+        try:
+            upgraded = run_role(cluster, tmp_path, role_vars(driver, driver_ns, **dict(
+                settings, dra_driver_chart_values={"image": {"tag": "v2"}})))
+        finally:
+            recorder.stop()
+        assert upgraded.returncode == 0, upgraded.stdout[-5000:]
+        assert daemonset(cluster, driver_ns, "it-helm-kubeletplugin")["spec"]["template"]["spec"]["containers"][0][
+            "image"].endswith(":v2")
+        peak = pods_per_node_over_time(recorder, driver_ns)
+        assert any(v == 2 for v in peak.values()), f"no surge seen: {peak}"
+        assert len(hosts.started) == 2 * len(nodes)
+    subprocess.run([helm, "uninstall", "it-helm", "-n", driver_ns, "--kubeconfig", cluster.kubeconfig],
+                   capture_output=True)
