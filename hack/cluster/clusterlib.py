@@ -112,7 +112,7 @@ def ensure_ports_free(ports, what):
 def kubectl(args, env, kubeconfig, stdin=None):
     import subprocess
     res = subprocess.run(["kubectl", "--kubeconfig", kubeconfig] + args, env=env, input=stdin,
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, check=False)
     if res.returncode != 0:
         raise ClusterError(f"kubectl {' '.join(args)} failed: {res.stderr.strip()}")
     return res.stdout
@@ -183,7 +183,7 @@ def stop_cluster(st, env, kwokctl_bin, keep_logs=False):
         subprocess.run([kwokctl_bin, "delete", "cluster", "--name", state.get("name") or os.path.basename(st["dir"]),
                         "--kubeconfig", st["kubeconfig"]],
                        env=dict(env, KWOK_WORKDIR=st["kwok_workdir"]), stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
+                       stderr=subprocess.DEVNULL, check=False)
     if keep_logs and os.path.isdir(st["dir"]):
         kept = st["dir"] + ".failed"
         shutil.rmtree(kept, ignore_errors=True)

@@ -40,6 +40,9 @@ except ImportError:  # pragma: no cover
         reason = None
         body = None
 
+# AnsibleK8SModule is re-exported: modules build their AnsibleModule through this layer.
+__all__ = ["AnsibleK8SModule", "DraApi", "DraApiError", "DraNotServedError", "auth_argument_spec"]
+
 LIST_PAGE_SIZE = 500
 METADATA_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json"
 
@@ -129,8 +132,7 @@ class DraApi(object):
         accept = METADATA_LIST_ACCEPT if metadata_only else "application/json"
         while True:
             page = self.get(path, params, accept=accept)
-            for item in page.get("items") or []:
-                yield item
+            yield from page.get("items") or []
             token = (page.get("metadata") or {}).get("continue")
             if not token:
                 return

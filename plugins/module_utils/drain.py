@@ -85,7 +85,7 @@ class NodeDrain(object):
         """The driver DaemonSets, each checked to keep its pods off nodes with the exclusion label."""
         found = []
         for ref in self.p["driver_daemonsets"]:
-            namespace, _, name = ref.partition("/")
+            namespace, name = ref.split("/", 1)
             ds = self.api.get_or_none("/apis/apps/v1/namespaces/%s/daemonsets/%s" % (namespace, name))
             if ds is None:
                 raise DrainError("driver DaemonSet %s not found; give driver_daemonsets as namespace/name" % ref)
@@ -114,10 +114,9 @@ class NodeDrain(object):
         labels = node["metadata"].get("labels") or {}
         summary = self.plan_summary(plan, held, was_cordoned, labels)
         if plan["blocked"]:
+            reasons = "; ".join("%s (%s)" % (b["pod"], b["reason"]) for b in plan["blocked"])
             raise DrainError("pods on %s need an explicit option before the drain can start: %s. Nothing was "
-                             "changed." % (self.node, "; ".join("%s (%s)" % (b["pod"], b["reason"])
-                                                                 for b in plan["blocked"])),
-                             {"blocked_pods": plan["blocked"]})
+                             "changed." % (self.node, reasons), {"blocked_pods": plan["blocked"]})
         if self.check_mode:
             self.changed = summary["would_change"]
             return summary
@@ -240,7 +239,7 @@ class NodeDrain(object):
         while True:
             still = self.claims_still_held(version, watched)
             if not still:
-                _, _, remaining = gather_claim_views(self.api, node=self.node)
+                remaining = gather_claim_views(self.api, node=self.node)[2]
                 if not remaining:
                     self.event("no ResourceClaim allocated or reserved on %s" % self.node)
                     return

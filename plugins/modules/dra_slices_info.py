@@ -147,8 +147,8 @@ def problems_message(result, driver):
         parts.append("incomplete pools (fewer slices than resourceSliceCount): %s"
                      % ", ".join(result["incomplete_pools"]))
     if result["nodes_without_slices"]:
-        parts.append("nodes publishing no slice%s: %s" % (" of " + driver if driver else "",
-                                                           ", ".join(result["nodes_without_slices"])))
+        of_driver = " of " + driver if driver else ""
+        parts.append("nodes publishing no slice%s: %s" % (of_driver, ", ".join(result["nodes_without_slices"])))
     return "; ".join(parts) + ". Check the driver pods on those nodes (logs, liveness) and that it can " \
         "reach the API server."
 

@@ -42,7 +42,7 @@ class Cluster:
     # --- kubectl -------------------------------------------------------
     def kubectl(self, *args, stdin=None, check=True):
         res = subprocess.run(["kubectl", "--kubeconfig", self.kubeconfig] + list(args), env=self.env,
-                             input=stdin, capture_output=True, text=True)
+                             input=stdin, capture_output=True, text=True, check=False)
         if check and res.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed: {res.stderr}")
         return res
@@ -81,7 +81,7 @@ class Cluster:
         if check:
             cmd.append("--check")
         env = dict(self.env, ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="json")
-        res = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT)
+        res = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT, check=False)
         try:
             out = json.loads(res.stdout)
             result = out["plays"][0]["tasks"][0]["hosts"]["localhost"]
@@ -96,7 +96,7 @@ class Cluster:
     def run_playbook(self, playbook, *extra):
         cmd = ["ansible-playbook", "-i", os.path.join(ROOT, "inventory", "local.yml"),
                os.path.join(ROOT, playbook)] + list(extra)
-        return subprocess.run(cmd, env=self.env, capture_output=True, text=True, cwd=ROOT)
+        return subprocess.run(cmd, env=self.env, capture_output=True, text=True, cwd=ROOT, check=False)
 
 
 def _port_for(version):
@@ -107,18 +107,19 @@ def _port_for(version):
 @pytest.fixture(scope="session", params=VERSIONS)
 def cluster(request):
     version = request.param
-    name = "dra-it-" + version.replace(".", "-")
+    # A name of this run's own: `up` on an existing name would join someone else's cluster.
+    name = "dra-it-%s-%d" % (version.replace(".", "-"), os.getpid())
     port = _port_for(version)
     up = [sys.executable, os.path.join(ROOT, "hack", "cluster", "up"), "--name", name, "--k8s-version",
           version, "--nodes", str(NODES), "--port", str(port)]
     started = time.time()
-    res = subprocess.run(up, capture_output=True, text=True)
+    res = subprocess.run(up, capture_output=True, text=True, check=False)
     if res.returncode != 0:
         raise RuntimeError(f"cluster {version} did not come up:\n{res.stdout}\n{res.stderr}")
     print(f"\ncluster {name} up in {time.time() - started:.0f}s")
     yield Cluster(name, version, port)
     subprocess.run([sys.executable, os.path.join(ROOT, "hack", "cluster", "down"), "--name", name],
-                   capture_output=True, text=True)
+                   capture_output=True, text=True, check=False)
 
 
 @pytest.fixture

@@ -135,8 +135,8 @@ def test_slices_info_pools_and_nodes_without_slices(cluster):
 
     other = cluster.run_module("dra.admin.dra_slices_info", {"driver": "absent.example.com"})
     assert other["nodes_without_slices"] == nodes and other["pools"] == []
-    failed = cluster.run_module("dra.admin.dra_slices_info", {"driver": "absent.example.com",
-                                                             "fail_on_problems": True}, expect_failure=True)
+    failed = cluster.run_module("dra.admin.dra_slices_info",
+                                {"driver": "absent.example.com", "fail_on_problems": True}, expect_failure=True)
     assert "nodes publishing no slice of absent.example.com" in failed["msg"]
 
 

@@ -156,8 +156,8 @@ def test_drain_order_proven_from_api_then_return_to_service(cluster, namespace, 
     evicted = [recorder.deletion_started("pod", f"{namespace}/{p['metadata']['name']}") for p in claim_pods]
     released = [recorder.released(c) for c in claims]
     driver_gone = recorder.deletion_started("pod", f"{DRIVER_NS}/{driver_pod['metadata']['name']}")
-    web_evicted = [recorder.deletion_started("pod", k) for _, kind, _, k, _ in recorder.events
-                   if kind == "pod" and k.startswith(f"{namespace}/web-")]
+    web_evicted = [recorder.deletion_started("pod", event[3]) for event in recorder.events
+                   if event[1] == "pod" and event[3].startswith(f"{namespace}/web-")]
     assert None not in evicted and None not in released and driver_gone is not None, recorder.events[-5:]
     assert max(evicted) < max(released) < driver_gone
     assert min(w for w in web_evicted if w) > min(evicted)
