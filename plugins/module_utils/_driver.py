@@ -564,7 +564,7 @@ def chart_kind(chart_ref, requested="auto"):
         return requested if requested in KNOWN_CHARTS else None
     if not chart_ref:
         return None
-    name = str(chart_ref).rstrip("/").split("/")[-1]
+    name = str(chart_ref).rstrip("/").rsplit("/", 1)[-1]
     name = re.sub(r"-\d+(\.\d+)*([-+][0-9A-Za-z.-]+)?\.tgz$", "", name)
     name = re.sub(r"\.tgz$", "", name)
     for kind, info in KNOWN_CHARTS.items():

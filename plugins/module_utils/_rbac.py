@@ -132,7 +132,7 @@ def subjects(entry):
     for group in entry.get("groups") or []:
         result.append({"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": group})
     for account in entry.get("service_accounts") or []:
-        namespace, _, name = str(account).partition("/")
+        namespace, name = (str(account).split("/", 1) + [""])[:2]
         if not name or not namespace:
             raise ValueError("service account %r must be written namespace/name" % (account,))
         result.append({"kind": "ServiceAccount", "namespace": namespace, "name": name})

@@ -29,7 +29,7 @@ description:
   - Renders the DeviceClasses for the driver in the newest served C(resource.k8s.io) version.
   - Read-only; role M(dra.admin.driver) applies the result.
 author:
-  - dra.admin maintainers
+  - dra.admin maintainers (@dra-admin)
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
 options:
@@ -105,7 +105,7 @@ options:
     default: auto
   chart_values: {description: The user's chart values., type: dict, default: {}}
   rendered:
-    description: Manifests Helm rendered from RV(chart_values) (output of C(kubernetes.core.helm_template));
+    description: Manifests Helm rendered from the values in RV(chart) (output of C(kubernetes.core.helm_template));
       the driver DaemonSet in them is checked.
     type: raw
 requirements:
@@ -141,10 +141,22 @@ seamless: {description: Whether the upgrade is seamless., returned: always, type
 strategy_reason: {description: Why this strategy., returned: always, type: str}
 warnings_list: {description: The warnings also given to Ansible., returned: always, type: list, elements: str}
 affinity: {description: The node affinity with the exclusion label in every term., returned: always, type: dict}
-manifests: {description: Objects to apply for O(method=template) (ServiceAccount, ClusterRole, ClusterRoleBinding,
-             DaemonSet)., returned: always, type: list, elements: dict}
+manifests:
+  description: Objects to apply for O(method=template) - ServiceAccount, ClusterRole, ClusterRoleBinding, DaemonSet.
+  returned: always
+  type: list
+  elements: dict
 device_classes: {description: DeviceClass manifests., returned: always, type: list, elements: dict}
-chart: {description: For O(method=helm), C(kind) (known chart or null), C(values) and C(health_ports)., returned: always, type: dict}
+chart:
+  description: For O(method=helm) the chart's C(kind) (a known chart, or null), the C(values) to install with and the
+    C(health_ports) its containers probe.
+  returned: always
+  type: dict
+health_ports:
+  description: Ports that carry the gRPC liveness probe.
+  returned: always
+  type: list
+  elements: int
 rendered_problems: {description: Problems of the DaemonSet in O(rendered)., returned: when O(rendered) is given, type: list, elements: str}
 """
 

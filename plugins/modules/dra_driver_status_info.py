@@ -22,7 +22,7 @@ description:
     O(health_ports), O(expected_strategy)) and fails on a problem when O(fail_on_problems=true).
   - Read-only; the same answer in check mode.
 author:
-  - dra.admin maintainers
+  - dra.admin maintainers (@dra-admin)
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
 options:
@@ -60,7 +60,10 @@ EXAMPLES = r"""
 
 RETURN = r"""
 done: {description: Rollout complete and every selected node publishes complete slices., returned: always, type: bool}
-rollout: {description: C(done), C(desired), C(updated), C(available), C(ready), C(text)., returned: always, type: dict}
+rollout:
+  description: The rollout - C(done), C(desired), C(updated), C(available), C(ready) and a C(text) summary.
+  returned: always
+  type: dict
 selected_nodes: {description: Nodes the DaemonSet selects., returned: always, type: list, elements: str}
 nodes_with_slices: {description: Selected nodes publishing complete slices of the driver., returned: always, type: list, elements: str}
 nodes_without_slices: {description: Selected nodes publishing no (or incomplete) slices of the driver., returned: always, type: list, elements: str}

@@ -26,7 +26,7 @@ description:
     that the current personas no longer render, so the caller can delete them.
   - Read-only; role M(dra.admin.rbac) applies the result.
 author:
-  - dra.admin maintainers
+  - dra.admin maintainers (@dra-admin)
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
 options:

@@ -166,7 +166,7 @@ def playbook_run(cluster, playbook, vars_file, check=False):
     cmd = ["ansible-playbook", "-i", os.path.join(ROOT, "inventory", "local.yml"), str(playbook),
            "-e", f"@{vars_file}"] + (["--check"] if check else [])
     env = dict(cluster.env, ANSIBLE_CALLBACK_RESULT_FORMAT="json")
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT)
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT, check=False)
 
 
 def run_role(cluster, tmp_path, extra_vars, check=False):
@@ -344,7 +344,9 @@ def test_helm_chart_install_and_upgrade(cluster, nodes, driver_ns, tmp_path):
     settings = {"dra_driver_method": "helm", "dra_driver_chart_ref": str(chart), "dra_driver_helm_binary": helm,
                 "dra_driver_health_port": 50515, "dra_driver_release_name": "it-helm",
                 "dra_driver_chart_values": {"image": {"tag": "v1"}}}
-    unknown = run_role(cluster, tmp_path, role_vars(driver, driver_ns, **dict(settings, dra_driver_chart_kind="other")))
+    other = dict(settings)
+    other["dra_driver_chart_kind"] = "other"
+    unknown = run_role(cluster, tmp_path, role_vars(driver, driver_ns, **other))
     assert unknown.returncode != 0
     assert "the chart's DaemonSet is not safe to install, nothing was installed" in unknown.stdout
     assert "dra.admin/driver-excluded DoesNotExist" in unknown.stdout
@@ -369,8 +371,9 @@ def test_helm_chart_install_and_upgrade(cluster, nodes, driver_ns, tmp_path):
         recorder.watch_pods(driver_ns)
         time.sleep(1.5)
         try:
-            upgraded = run_role(cluster, tmp_path, role_vars(driver, driver_ns, **dict(
-                settings, dra_driver_chart_values={"image": {"tag": "v2"}})))
+            newer = dict(settings)
+            newer["dra_driver_chart_values"] = {"image": {"tag": "v2"}}
+            upgraded = run_role(cluster, tmp_path, role_vars(driver, driver_ns, **newer))
         finally:
             recorder.stop()
         assert upgraded.returncode == 0, upgraded.stdout[-5000:]
@@ -380,4 +383,4 @@ def test_helm_chart_install_and_upgrade(cluster, nodes, driver_ns, tmp_path):
         assert any(v == 2 for v in peak.values()), f"no surge seen: {peak}"
         assert len(hosts.started) == 2 * len(nodes)
     subprocess.run([helm, "uninstall", "it-helm", "-n", driver_ns, "--kubeconfig", cluster.kubeconfig],
-                   capture_output=True)
+                   capture_output=True, check=False)

@@ -131,7 +131,7 @@ def playbook_run(cluster, playbook, vars_file, check=False):
     cmd = ["ansible-playbook", "-i", os.path.join(ROOT, "inventory", "local.yml"), str(playbook),
            "-e", f"@{vars_file}"] + (["--check"] if check else [])
     env = dict(cluster.env, ANSIBLE_CALLBACK_RESULT_FORMAT="json")
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT)
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT, check=False)
 
 
 def run_role(cluster, tmp_path, extra_vars, check=False):
