@@ -1,0 +1,226 @@
+#!/usr/bin/env python3
+"""Benchmark dra_claims_info against `kubectl get resourceclaims -A -o json` on the same data.
+
+Brings up a local cluster (hack/cluster/up), scales it to --nodes KWOK nodes,
+publishes one ResourceSlice per node (10 devices, driver bench.example.com),
+creates --claims ResourceClaims spread over the nodes and writes their
+allocation and reservation status the way the scheduler does (nodeSelector
+matchFields on metadata.name, reservedFor a pod). kube-controller-manager is
+paused (SIGSTOP) while the data exists, so its claim controller does not
+release reservations whose pods do not exist; it is resumed before teardown.
+
+Then, in the same run and alternating, it times:
+  - kubectl get resourceclaims -A -o json   (wall time, peak RSS, bytes)
+  - the module process itself (python plugins/modules/dra_claims_info.py)
+    with include_claims true and false   (wall time, peak RSS, API requests)
+  - the same module for one node with fail_if_any_on_node (the drain gate)
+and writes a JSON result and prints a markdown table.
+
+Usage: bench/claims_info.py [--nodes 1000] [--claims 10000] [--repeat 3] [--keep]
+"""
+import argparse
+import json
+import os
+import resource
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
+import clusterlib  # noqa: E402
+
+DRIVER = "bench.example.com"
+DEVICES_PER_NODE = 10
+NAMESPACES = 10
+
+
+def sh(cmd, env, **kw):
+    return subprocess.run(cmd, env=env, check=True, capture_output=True, text=True, **kw)
+
+
+def child_peak(cmd, env, stdout_path):
+    """Peak RSS of exactly this child, measured in a fresh helper process."""
+    probe = ("import resource,subprocess,sys,time,json;"
+             "t=time.perf_counter();"
+             "p=subprocess.run(sys.argv[2:],stdout=open(sys.argv[1],'wb'),stderr=subprocess.PIPE);"
+             "w=time.perf_counter()-t;"
+             "print(json.dumps({'rc':p.returncode,'wall':w,"
+             "'rss':resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss/1024.0,"
+             "'err':p.stderr.decode()[-1500:]}))")
+    out = subprocess.run([sys.executable, "-c", probe, stdout_path] + cmd, env=env, capture_output=True,
+                         text=True, check=True)
+    data = json.loads(out.stdout)
+    if data["rc"] != 0:
+        raise RuntimeError(f"{cmd[:3]} failed: {data['err']}")
+    return data["wall"], data["rss"], os.path.getsize(stdout_path)
+
+
+def api_client(kubeconfig):
+    from kubernetes import client, config
+    return client.CustomObjectsApi(config.new_client_from_config(config_file=kubeconfig))
+
+
+def make_slices(api, nodes):
+    def one(node):
+        body = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                "metadata": {"name": f"bench-{node}"},
+                "spec": {"driver": DRIVER, "nodeName": node,
+                         "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                         "devices": [{"name": f"dev-{i}"} for i in range(DEVICES_PER_NODE)]}}
+        api.create_cluster_custom_object("resource.k8s.io", "v1", "resourceslices", body)
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(one, nodes))
+
+
+def make_claims(api, nodes, count):
+    def one(i):
+        ns = f"bench-{i % NAMESPACES}"
+        node = nodes[i % len(nodes)]
+        name = f"claim-{i}"
+        body = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                "metadata": {"name": name, "namespace": ns, "labels": {"bench": "claims"}},
+                "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": DRIVER}}]}}}
+        api.create_namespaced_custom_object("resource.k8s.io", "v1", ns, "resourceclaims", body)
+        status = {"status": {
+            "allocation": {
+                "devices": {"results": [{"request": "gpu", "driver": DRIVER, "pool": node,
+                                         "device": f"dev-{(i // len(nodes)) % DEVICES_PER_NODE}"}]},
+                "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                    {"key": "metadata.name", "operator": "In", "values": [node]}]}]}},
+            "reservedFor": [{"resource": "pods", "name": f"pod-{i}", "uid": f"00000000-0000-4000-8000-{i:012d}"}],
+        }}
+        api.patch_namespaced_custom_object_status("resource.k8s.io", "v1", ns, "resourceclaims", name, status)
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(one, range(count)))
+
+
+def module_cmd(args_file):
+    return [sys.executable, os.path.join(ROOT, "plugins", "modules", "dra_claims_info.py"), args_file]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--nodes", type=int, default=1000)
+    p.add_argument("--claims", type=int, default=10000)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--port", type=int, default=38000)
+    p.add_argument("--name", default="bench-claims")
+    p.add_argument("--keep", action="store_true", help="leave the cluster up")
+    p.add_argument("--output", default=os.path.join(ROOT, "bench", "results", "claims_info.json"))
+    args = p.parse_args()
+    versions = clusterlib.load_versions()
+    k8s = clusterlib.supported_k8s_versions(versions)[0]
+    st = clusterlib.cluster_state(args.name)
+    kwokctl = clusterlib.component_bin("kwok", versions["KWOK_VERSION"], "kwokctl")
+    kubectl_dir = os.path.dirname(clusterlib.component_bin("kubernetes", k8s, "kubectl"))
+    env = dict(os.environ, KWOK_WORKDIR=st["kwok_workdir"], KUBECONFIG=st["kubeconfig"],
+               PATH=kubectl_dir + os.pathsep + os.environ["PATH"],
+               PYTHONPATH=os.path.join(ROOT, ".tmp", "collections"))
+    link = os.path.join(ROOT, ".tmp", "collections", "ansible_collections", "dra", "admin")
+    if not os.path.islink(link):
+        os.makedirs(os.path.dirname(link), exist_ok=True)
+        os.symlink(ROOT, link)
+
+    t0 = time.time()
+    sh([sys.executable, os.path.join(ROOT, "hack", "cluster", "up"), "--name", args.name, "--nodes", "1",
+        "--port", str(args.port)], env)
+    kcm_pid = None
+    try:
+        sh([kwokctl, "scale", "node", "--name", args.name, "--replicas", str(args.nodes)], env)
+        nodes = sorted(sh(["kubectl", "get", "nodes", "-o", "jsonpath={.items[*].metadata.name}"],
+                          env).stdout.split())
+        setup = {"up_and_scale_s": round(time.time() - t0, 1)}
+        for i in range(NAMESPACES):
+            sh(["kubectl", "create", "namespace", f"bench-{i}"], env)
+        pid_file = os.path.join(st["kwok_workdir"], "clusters", args.name, "pids", "kube-controller-manager.pid")
+        kcm_pid = int(open(pid_file).read().strip())
+        os.kill(kcm_pid, signal.SIGSTOP)
+        api = api_client(st["kubeconfig"])
+        t = time.time()
+        make_slices(api, nodes)
+        setup["slices_s"] = round(time.time() - t, 1)
+        t = time.time()
+        make_claims(api, nodes, args.claims)
+        setup["claims_s"] = round(time.time() - t, 1)
+
+        tmp = tempfile.mkdtemp(prefix="bench-claims-")
+        runs = {"kubectl": [], "module_summary": [], "module_full": [], "module_node_gate": []}
+        argsets = {
+            "module_summary": {"include_claims": False},
+            "module_full": {"include_claims": True},
+            "module_node_gate": {"node": nodes[0], "include_claims": False},
+        }
+        arg_files = {}
+        for key, params in argsets.items():
+            params = dict(params, kubeconfig=st["kubeconfig"])
+            path = os.path.join(tmp, key + ".json")
+            with open(path, "w") as fh:
+                json.dump({"ANSIBLE_MODULE_ARGS": params}, fh)
+            arg_files[key] = path
+        out = os.path.join(tmp, "out.json")
+        for _ in range(args.repeat):
+            wall, rss, size = child_peak(["kubectl", "get", "resourceclaims", "-A", "-o", "json"], env, out)
+            runs["kubectl"].append({"wall_s": wall, "peak_rss_mib": rss, "json_bytes": size})
+            for key in argsets:
+                wall, rss, size = child_peak(module_cmd(arg_files[key]), env, out)
+                with open(out) as fh:
+                    result = json.load(fh)
+                if result.get("failed"):
+                    raise RuntimeError(f"{key}: {result.get('msg')}")
+                runs[key].append({"wall_s": wall, "peak_rss_mib": rss, "output_bytes": size,
+                                  "api_requests": result["api_requests"], "claims": result["totals"]["total"]})
+        baseline_wall, baseline_rss, _ = child_peak([sys.executable, "-c",
+                                                     "import ansible_collections.dra.admin.plugins.module_utils.api"],
+                                                    env, out)
+    finally:
+        if kcm_pid:
+            try:
+                os.kill(kcm_pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        if not args.keep:
+            subprocess.run([sys.executable, os.path.join(ROOT, "hack", "cluster", "down"), "--name", args.name],
+                           env=env, check=False, capture_output=True)
+
+    def med(key, field):
+        return statistics.median(r[field] for r in runs[key])
+
+    json_mib = med("kubectl", "json_bytes") / 1048576.0
+    result = {
+        "nodes": args.nodes, "claims": args.claims, "repeat": args.repeat, "kubernetes": k8s,
+        "machine": {"cpus": os.cpu_count(), "load_avg_at_end": os.getloadavg()},
+        "setup": setup, "runs": runs, "import_baseline": {"wall_s": baseline_wall, "peak_rss_mib": baseline_rss},
+        "summary": {
+            "kubectl_wall_s": med("kubectl", "wall_s"),
+            "json_mib": json_mib,
+        },
+    }
+    for key in argsets:
+        result["summary"][key] = {
+            "wall_s": med(key, "wall_s"), "time_vs_kubectl": med(key, "wall_s") / med("kubectl", "wall_s"),
+            "peak_rss_mib": med(key, "peak_rss_mib"), "rss_vs_json": med(key, "peak_rss_mib") / json_mib,
+            "rss_above_import_vs_json": (med(key, "peak_rss_mib") - baseline_rss) / json_mib,
+            "api_requests": med(key, "api_requests"),
+        }
+    os.makedirs(os.path.dirname(args.output), exist_ok=True)
+    with open(args.output, "w") as fh:
+        json.dump(result, fh, indent=2)
+    print(f"{args.claims} claims on {args.nodes} nodes, Kubernetes {k8s}, median of {args.repeat}")
+    print(f"| what | wall s | x kubectl | peak RSS MiB | RSS / JSON | (RSS - import) / JSON | API requests |")
+    print(f"|---|---|---|---|---|---|---|")
+    print(f"| kubectl get -A -o json ({json_mib:.1f} MiB JSON) | {med('kubectl', 'wall_s'):.2f} | 1.00 | "
+          f"{med('kubectl', 'peak_rss_mib'):.0f} | {med('kubectl', 'peak_rss_mib') / json_mib:.2f} | | 1+ |")
+    for key in argsets:
+        s = result["summary"][key]
+        print(f"| {key} | {s['wall_s']:.2f} | {s['time_vs_kubectl']:.2f} | {s['peak_rss_mib']:.0f} | "
+              f"{s['rss_vs_json']:.2f} | {s['rss_above_import_vs_json']:.2f} | {s['api_requests']:.0f} |")
+    print(f"module import baseline: {baseline_rss:.0f} MiB RSS; setup: {setup}")
+
+
+if __name__ == "__main__":
+    main()
