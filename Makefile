@@ -20,8 +20,10 @@ CLUSTER_NAME ?= dra-admin
 K8S_VERSION ?=
 NODES ?= 3
 STATE ?= $(CACHE)/state
+K8S_DEFAULT := $(shell sed -n 's/^K8S_VERSIONS=\([^ ]*\).*/\1/p' $(ROOT)/hack/cluster/versions.env)
+KUBE_BIN := $(CACHE)/kubernetes-$(K8S_DEFAULT)/bin
 
-.PHONY: help venv build up down demo site lint sanity unit integration test collection-link clean
+.PHONY: help venv build up down demo site lint sanity unit integration molecule test collection-link clean
 
 help:
 	@sed -n '1,6p' $(MAKEFILE_LIST)
@@ -65,7 +67,10 @@ unit: venv collection-link
 integration: venv collection-link build
 	cd $(ROOT) && $(BIN)/python -m pytest -q tests/integration
 
-test: lint sanity unit integration
+molecule: venv collection-link build
+	cd $(ROOT) && PATH=$(KUBE_BIN):$$PATH MOLECULE_KUBECONFIG=$(STATE)/molecule-dra/kubeconfig $(BIN)/molecule test
+
+test: lint sanity unit integration molecule
 
 clean:
 	rm -rf $(ROOT)/.tmp $(ROOT)/tests/output
