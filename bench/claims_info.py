@@ -108,7 +108,7 @@ def main():
     p.add_argument("--nodes", type=int, default=1000)
     p.add_argument("--claims", type=int, default=10000)
     p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--port", type=int, default=38000)
+    p.add_argument("--port", type=int, default=24000)
     p.add_argument("--name", default="bench-claims")
     p.add_argument("--keep", action="store_true", help="leave the cluster up")
     p.add_argument("--output", default=os.path.join(ROOT, "bench", "results", "claims_info.json"))

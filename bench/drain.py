@@ -152,7 +152,7 @@ def main():
     p.add_argument("--grace", type=int, default=5)
     p.add_argument("--repeat", type=int, default=2)
     p.add_argument("--pdb-hold", type=int, default=10)
-    p.add_argument("--port", type=int, default=38500)
+    p.add_argument("--port", type=int, default=23500)
     p.add_argument("--name", default="bench-drain")
     p.add_argument("--output", default=os.path.join(ROOT, "bench", "results", "drain.json"))
     args = p.parse_args()

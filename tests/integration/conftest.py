@@ -100,15 +100,16 @@ class Cluster:
 
 
 def _port_for(version):
-    """A port range per version (API server, components, then driver ports from +100), clear of `make up`."""
-    return 40000 + 1000 * VERSIONS.index(version)
+    """A port range per version (API server, components, then driver ports from +100), clear of `make up`
+    and below the kernel's ephemeral port range (32768-60999), where client sockets could take them."""
+    return 20000 + 1000 * VERSIONS.index(version)
 
 
 @pytest.fixture(scope="session", params=VERSIONS)
 def cluster(request):
     version = request.param
     # A name of this run's own: `up` on an existing name would join someone else's cluster.
-    name = "dra-it-%s-%d" % (version.replace(".", "-"), os.getpid())
+    name = "it-%d-%d" % (int(version.split(".")[1]), os.getpid())
     port = _port_for(version)
     up = [sys.executable, os.path.join(ROOT, "hack", "cluster", "up"), "--name", name, "--k8s-version",
           version, "--nodes", str(NODES), "--port", str(port)]

@@ -1,0 +1,37 @@
+"""playbooks/site.yml end to end on the real cluster: converge, idempotence, check mode, report."""
+import re
+
+
+def recap(output):
+    """{host: {ok, changed, failed, ...}} from ansible-playbook's PLAY RECAP."""
+    hosts = {}
+    for line in output.split("PLAY RECAP")[-1].splitlines():
+        match = re.match(r"^(\S+)\s+:\s+(.*)$", line.strip())
+        if match:
+            hosts[match.group(1)] = dict((k, int(v)) for k, v in re.findall(r"(\w+)=(\d+)", match.group(2)))
+    return hosts
+
+
+def run_site(cluster, *extra):
+    res = cluster.run_playbook("playbooks/site.yml", *extra)
+    assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-3000:]
+    return res.stdout, recap(res.stdout)["localhost"]
+
+
+def test_site_converges_idempotent_and_check_mode_changes_nothing(cluster):
+    out, first = run_site(cluster)
+    assert first["failed"] == 0 and first["changed"] > 0
+    assert f"Kubernetes {cluster.version}" in out
+    assert f"using {cluster.resource_version}" in out
+    assert "Driver gpu.example.com: 24 devices in 3 pools on 3 nodes" in out
+
+    _, second = run_site(cluster)
+    assert second["changed"] == 0, "second run changed something"
+
+    before = cluster.kubectl("get", "daemonsets,deviceclasses,clusterroles,rolebindings", "-A",
+                             "-o", "jsonpath={range .items[*]}{.metadata.uid}={.metadata.resourceVersion} {end}").stdout
+    _, checked = run_site(cluster, "--check", "--diff")
+    assert checked["changed"] == 0 and checked["failed"] == 0
+    after = cluster.kubectl("get", "daemonsets,deviceclasses,clusterroles,rolebindings", "-A",
+                            "-o", "jsonpath={range .items[*]}{.metadata.uid}={.metadata.resourceVersion} {end}").stdout
+    assert before == after
