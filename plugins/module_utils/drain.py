@@ -76,11 +76,6 @@ class NodeDrain(object):
     def pods_on_node(self):
         return list(self.api.list_items("/api/v1/pods", {"fieldSelector": "spec.nodeName=%s" % self.node}))
 
-    def pod_gone(self, pod):
-        meta = pod["metadata"]
-        current = self.api.get_or_none("/api/v1/namespaces/%s/pods/%s" % (meta["namespace"], meta["name"]))
-        return current is None or current["metadata"]["uid"] != meta["uid"]
-
     def driver_daemonsets(self):
         """The driver DaemonSets, each checked to keep its pods off nodes with the exclusion label."""
         found = []
@@ -171,13 +166,16 @@ class NodeDrain(object):
             self.event("cordoned %s" % self.node)
 
     def evict_all(self, pods, what):
+        """Evict every pod concurrently (PDB refusals retried), then wait for all of them together."""
         if not pods:
             return
         self.changed = True
         workers = min(MAX_PARALLEL_EVICTIONS, len(pods))
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            outcomes = list(pool.map(self.evict_and_wait, pods))
+            outcomes = list(pool.map(self.evict, pods))
         failures = [o for o in outcomes if o]
+        if not failures:
+            failures = self.wait_pods_gone(pods)
         if failures:
             raise DrainError(
                 "could not evict %d %s(s) from %s within the timeout: %s. The node stays cordoned and the "
@@ -187,35 +185,40 @@ class NodeDrain(object):
                  "pod_disruption_budgets": sorted(set(b for f in failures for b in f["pdbs"]))})
         self.event("evicted %d %s(s)" % (len(pods), what))
 
-    def evict_and_wait(self, pod):
-        """Evict one pod, retrying PDB refusals with backoff; then wait until it is gone. None on success."""
+    def evict(self, pod):
+        """Evict one pod, retrying PDB refusals with backoff until the timeout. None on success."""
         meta = pod["metadata"]
         path = "/api/v1/namespaces/%s/pods/%s/eviction" % (meta["namespace"], meta["name"])
         delays = backoff_delays()
         body = eviction_body(pod, self.p["grace_period"])
-        last = None
         while True:
             try:
                 self.api.request("POST", path, body=body, content_type="application/json")
-                break
+                return None
             except DraApiError as exc:
                 if exc.status == 404:
                     return None
                 if exc.status != 429:
                     return {"pod": pod_key(pod), "message": "%s: %s" % (pod_key(pod), exc), "pdbs": []}
-                last = str(exc)
                 if self.remaining() <= 0:
                     pdbs = self.pdbs_for(pod)
                     return {"pod": pod_key(pod), "pdbs": pdbs,
                             "message": "%s refused by PodDisruptionBudget %s (%s)"
-                                       % (pod_key(pod), ", ".join(pdbs) or "?", last)}
+                                       % (pod_key(pod), ", ".join(pdbs) or "?", exc)}
                 self.sleep(min(next(delays), max(self.remaining(), 0.1)))
-        while not self.pod_gone(pod):
+
+    def wait_pods_gone(self, pods):
+        """Poll the node's pod list (one LIST per round, field-selected on the node) until the pods are gone."""
+        waiting = set(p["metadata"]["uid"] for p in pods)
+        while True:
+            present = set(p["metadata"]["uid"] for p in self.pods_on_node())
+            waiting &= present
+            if not waiting:
+                return []
             if self.remaining() <= 0:
-                return {"pod": pod_key(pod), "pdbs": [],
-                        "message": "%s evicted but still terminating" % pod_key(pod)}
+                return [{"pod": pod_key(p), "pdbs": [], "message": "%s evicted but still terminating" % pod_key(p)}
+                        for p in pods if p["metadata"]["uid"] in waiting]
             self.sleep(self.p["poll_interval"])
-        return None
 
     def pdbs_for(self, pod):
         """Names of the PodDisruptionBudgets in the pod's namespace whose selector matches it."""
@@ -275,15 +278,15 @@ class NodeDrain(object):
         if labels.get(key) != "true":
             self.patch_node({"metadata": {"labels": {key: "true"}}})
             self.event("labelled %s %s=true: driver DaemonSet pods leave the node" % (self.node, key))
-        for pod in driver_pods:
-            while not self.pod_gone(pod):
-                if self.remaining() <= 0:
-                    raise DrainError("driver pod %s still on %s after the timeout; every claim was released. "
-                                     "Check the DaemonSet's node affinity for %s." % (pod_key(pod), self.node, key),
-                                     {"driver_pods": [pod_key(pod)]})
-                self.sleep(self.p["poll_interval"])
+        if driver_pods:
+            still = self.wait_pods_gone(driver_pods)
+            if still:
+                raise DrainError("driver pod(s) %s still on %s after the timeout; every claim was released. Check "
+                                 "the DaemonSet's node affinity for %s." % (", ".join(f["pod"] for f in still),
+                                                                            self.node, key),
+                                 {"driver_pods": [f["pod"] for f in still]})
             self.changed = True
-            self.event("driver pod %s gone" % pod_key(pod))
+            self.event("driver pod(s) gone: %s" % ", ".join(pod_key(p) for p in driver_pods))
 
     # ------------------------------------------------------------------ return to service
     def return_to_service(self):
