@@ -28,7 +28,8 @@ KUBE_BIN := $(CACHE)/kubernetes-$(K8S_DEFAULT)/bin
 help:
 	@sed -n '1,6p' $(MAKEFILE_LIST)
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt
+# The venv path carries a hash of the requirements: a change makes a new venv, an unchanged one is reused.
+$(VENV)/.installed:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -r requirements-dev.txt
