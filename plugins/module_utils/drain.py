@@ -260,12 +260,24 @@ class NodeDrain(object):
             self.sleep(self.p["poll_interval"])
 
     def claims_still_held(self, version, watched):
+        """Views of the watched claims still holding devices on the node.
+
+        One request per namespace with watched claims: a GET for a lone claim, a LIST otherwise.
+        """
+        by_namespace = {}
+        for namespace, name in watched:
+            by_namespace.setdefault(namespace, set()).add(name)
+        claims = []
+        for namespace, names in sorted(by_namespace.items()):
+            if len(names) == 1:
+                one = self.api.get_or_none(self.api.resource_path("resourceclaims", namespace=namespace,
+                                                                  name=next(iter(names)), version=version))
+                claims.extend([one] if one else [])
+            else:
+                path = self.api.resource_path("resourceclaims", namespace=namespace, version=version)
+                claims.extend(c for c in self.api.list_items(path) if c["metadata"]["name"] in names)
         still = []
-        for namespace, name in sorted(watched):
-            claim = self.api.get_or_none(self.api.resource_path("resourceclaims", namespace=namespace, name=name,
-                                                                version=version))
-            if claim is None:
-                continue
+        for claim in claims:
             view = claim_view(claim, {}, set(), {})
             on_node = not view["nodes"] or self.node in view["nodes"]
             if holds_devices(view) and on_node:

@@ -132,8 +132,8 @@ def test_slice_pools_complete_and_per_node(world):
 
 
 def test_incomplete_pool_and_stale_generation():
-    base = {"metadata": {"name": "s1"}, "spec": {"driver": "d", "nodeName": "n1", "devices": [{"name": "a"}],
-                                                  "pool": {"name": "p", "generation": 2, "resourceSliceCount": 2}}}
+    pool = {"name": "p", "generation": 2, "resourceSliceCount": 2}
+    base = {"metadata": {"name": "s1"}, "spec": {"driver": "d", "nodeName": "n1", "devices": [{"name": "a"}], "pool": pool}}
     stale = copy.deepcopy(base)
     stale["metadata"]["name"] = "s0"
     stale["spec"]["pool"]["generation"] = 1
