@@ -497,3 +497,128 @@ def edit_config_text(text, kind, merge=None, feature_gates=None, where="config f
     if after == before:
         return text, False, before, after
     return render_config(text, before, after), True, before, after
+
+
+# ---- the rest of a static Pod: hostPath mounts and Pod annotations ----
+
+def canonical_manifest(manifest):
+    """A manifest as kubeadm writes it (sorted keys, block style, lists not indented).
+
+    PyYAML's block dump with sorted keys reproduces kubeadm's files byte for byte, so a
+    structural change to a kubeadm manifest written this way changes only its own lines.
+    """
+    _require_yaml()
+    return yaml.safe_dump(manifest, default_flow_style=False, sort_keys=True, width=1 << 20)
+
+
+def _under(path, directory):
+    directory = directory.rstrip("/") or "/"
+    return path == directory or path.startswith(directory + "/") or directory == "/"
+
+
+def host_path_for(manifest, container, path, where="manifest"):
+    """Where a path the container sees lives on the host, through its hostPath volume mounts.
+
+    Returns the host path, or None when no hostPath mount covers `path` (the longest mount path wins).
+    """
+    target = find_container(manifest, container, where)
+    volumes = dict((v.get("name"), v) for v in (manifest.get("spec") or {}).get("volumes") or []
+                   if isinstance(v, dict))
+    best = None
+    for mount in target.get("volumeMounts") or []:
+        if not isinstance(mount, dict) or not isinstance(mount.get("mountPath"), str):
+            continue
+        mount_path = mount["mountPath"]
+        if not _under(path, mount_path):
+            continue
+        host = (volumes.get(mount.get("name")) or {}).get("hostPath")
+        if not isinstance(host, dict) or not isinstance(host.get("path"), str):
+            continue
+        if best is None or len(mount_path) > len(best[0]):
+            best = (mount_path, host["path"])
+    if best is None:
+        return None
+    mount_path, host = best
+    rest = path[len(mount_path.rstrip("/")):].lstrip("/") if path != mount_path else ""
+    return host.rstrip("/") + "/" + rest if rest else host
+
+
+def add_host_path_mount(manifest, container, name, host_path, mount_path, path_type="File", read_only=True,
+                        where="manifest"):
+    """Mount a host file or directory into the container: (new manifest (a copy), changed).
+
+    Nothing changes when a hostPath mount already makes `mount_path` the same host path. A volume
+    or mount of that name used for something else, or a mount at `mount_path` from elsewhere, is
+    refused (the Pod would not start, or would read another file).
+    """
+    if host_path_for(manifest, container, mount_path, where) == host_path:
+        return copy.deepcopy(manifest), False
+    result = copy.deepcopy(manifest)
+    target = find_container(result, container, where)
+    spec = result["spec"]
+    volumes = spec.get("volumes")
+    mounts = target.get("volumeMounts")
+    if volumes is not None and not isinstance(volumes, list) or mounts is not None and not isinstance(mounts, list):
+        raise ManifestError("%s: spec.volumes or the container's volumeMounts is not a list: expected a static "
+                            "Pod manifest as kubeadm writes it" % where)
+    volumes = spec.setdefault("volumes", []) if volumes is None else volumes
+    mounts = target.setdefault("volumeMounts", []) if mounts is None else mounts
+    for volume in volumes:
+        if isinstance(volume, dict) and volume.get("name") == name:
+            raise ManifestError("%s already has a volume named %r for something else: choose another volume name"
+                                % (where, name))
+    for mount in mounts:
+        if isinstance(mount, dict) and (mount.get("name") == name or mount.get("mountPath") == mount_path):
+            raise ManifestError(
+                "%s: container %r already mounts %r at %s, not host path %s: remove that mount or point the file "
+                "elsewhere" % (where, target.get("name"), mount.get("name"), mount.get("mountPath"), host_path))
+
+    def insert(items, item):
+        names = [i.get("name") for i in items if isinstance(i, dict)]
+        if names == sorted(names, key=str):  # kubeadm keeps them sorted by name: keep it so
+            index = len(items)
+            while index > 0 and str(items[index - 1].get("name")) > name:
+                index -= 1
+            items.insert(index, item)
+        else:
+            items.append(item)
+
+    mount = {"mountPath": mount_path, "name": name}
+    if read_only:
+        mount["readOnly"] = True
+    insert(mounts, mount)
+    insert(volumes, {"hostPath": {"path": host_path, "type": path_type}, "name": name})
+    return result, True
+
+
+def set_annotation(manifest, key, value):
+    """Set one Pod annotation: (new manifest (a copy), changed). A None value removes it."""
+    result = copy.deepcopy(manifest)
+    metadata = result.setdefault("metadata", {})
+    if not isinstance(metadata, dict):
+        raise ManifestError("manifest metadata is not a mapping: expected a static Pod manifest")
+    annotations = metadata.get("annotations") or {}
+    if value is None:
+        if key not in annotations:
+            return result, False
+        annotations.pop(key)
+    else:
+        if annotations.get(key) == str(value):
+            return result, False
+        annotations[key] = str(value)
+    if annotations:
+        metadata["annotations"] = annotations
+    else:
+        metadata.pop("annotations", None)
+    return result, True
+
+
+def render_structure(text, old_manifest, new_manifest):
+    """Text for a manifest whose structure (not only a flag list) changed.
+
+    A file in kubeadm's layout stays in it, so only the changed lines differ; any other
+    layout is written in kubeadm's layout (comments are not kept).
+    """
+    if new_manifest == old_manifest:
+        return text
+    return canonical_manifest(new_manifest)

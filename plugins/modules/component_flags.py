@@ -25,6 +25,12 @@ description:
     nothing is written.
   - Writes atomically, after a backup kept outside the manifest directory (the kubelet would run a
     backup left there as a second Pod).
+  - C(--kube-api-qps) and C(--kube-api-burst) are checked before anything is written (QPS above 0,
+    Burst a whole number not below QPS (values not given are taken from the manifest, else the
+    component's built-in default)).
+  - With O(config_file), also merges keys into the component's configuration file (the
+    KubeSchedulerConfiguration of kube-scheduler), creating it, its C(--config) flag and the
+    hostPath volume and mount when the manifest has none; see O(config_file).
   - Runs on the control-plane host; it does not talk to the API server. The kubelet restarts the
     component when the file changes; waiting for it is the caller's business (the
     C(dra.admin.feature_gates) role does it).
@@ -80,9 +86,50 @@ options:
       - Requires O(kubernetes_version).
     type: bool
     default: false
+  config_file:
+    description:
+      - The component's configuration file, named by its C(--config) flag (kube-scheduler's
+        KubeSchedulerConfiguration, where its client QPS and Burst live as C(clientConnection.qps/burst)).
+      - When the manifest has C(--config), the file it names is changed, found on the host through the
+        manifest's hostPath mounts. Otherwise the file is created at O(config_file.path) (or merged into
+        when it exists), and C(--config), a hostPath volume and a read-only mount are added to the manifest.
+      - A new file takes over the values of the scheduler's deprecated flags (C(--kubeconfig),
+        C(--kube-api-qps), C(--kube-api-burst), C(--kube-api-content-type), C(--profiling),
+        C(--contention-profiling)), which kube-scheduler ignores once C(--config) is given.
+      - The Pod gets the annotation C(dra.admin/config-sha256), the SHA-256 of the file's text, so a
+        change to the file alone also changes the manifest and the kubelet restarts the component.
+      - C(clientConnection.qps/burst) are checked like the flags before anything is written.
+    type: dict
+    suboptions:
+      path:
+        description:
+          - Path of the file, the same inside the Pod and on the host. Needed only when the manifest has
+            no C(--config).
+        type: path
+      kind:
+        description:
+          - Kind of the file; others are refused.
+        type: str
+        default: KubeSchedulerConfiguration
+        choices: [KubeSchedulerConfiguration]
+      api_version:
+        description:
+          - apiVersion of a new file.
+        type: str
+        default: kubescheduler.config.k8s.io/v1
+      merge:
+        description:
+          - Keys to merge into the file; nested mappings merge recursively, a null value removes a key.
+        type: dict
+        default: {}
+      volume_name:
+        description:
+          - Name of the hostPath volume added for a new file.
+        type: str
+        default: kube-scheduler-config
   backup:
     description:
-      - Copy the manifest into O(backup_dir) before changing it.
+      - Copy the manifest (and the configuration file) into O(backup_dir) before changing it.
     type: bool
     default: true
   backup_dir:
@@ -124,6 +171,16 @@ EXAMPLES = r"""
       kube-api-qps: 75
       kube-api-burst: 150
   register: kcm
+
+- name: Raise kube-scheduler client QPS and Burst in its configuration file (created when kubeadm made none)
+  dra.admin.component_flags:
+    path: /etc/kubernetes/manifests/kube-scheduler.yaml
+    config_file:
+      path: /etc/kubernetes/kube-scheduler-config.yaml
+      merge:
+        clientConnection:
+          qps: 75
+          burst: 150
 
 - name: Drop a gate again
   dra.admin.component_flags:
@@ -177,6 +234,33 @@ runtime_config:
   returned: always
   type: dict
   sample: {resource.k8s.io/v1beta1: "true"}
+config_file:
+  description: The configuration file (with O(config_file)).
+  returned: when config_file is given
+  type: dict
+  contains:
+    path:
+      description: The file as the component sees it (its C(--config)).
+      type: str
+      sample: /etc/kubernetes/kube-scheduler-config.yaml
+    host_path:
+      description: The file on the host.
+      type: str
+      sample: /etc/kubernetes/kube-scheduler-config.yaml
+    created:
+      description: Whether the file did not exist before (a rollback removes it).
+      type: bool
+    changed:
+      description: Whether the file changed (or would).
+      type: bool
+    config:
+      description: The file's content after the change.
+      type: dict
+      sample: {apiVersion: kubescheduler.config.k8s.io/v1, kind: KubeSchedulerConfiguration,
+               clientConnection: {kubeconfig: /etc/kubernetes/scheduler.conf, qps: 75, burst: 150}}
+    backup_file:
+      description: Its backup; empty when the file was created or not changed, or in check mode.
+      type: str
 backup_file:
   description: The backup written before the change; absent when nothing was written.
   returned: changed and backup and not check mode
@@ -184,6 +268,7 @@ backup_file:
   sample: /etc/kubernetes/dra-admin-backups/kube-apiserver.yaml.20250101T120000.000000
 """
 
+import hashlib
 import os
 import shutil
 import tempfile
@@ -192,7 +277,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.dra.admin.plugins.module_utils import _flags
+from ansible_collections.dra.admin.plugins.module_utils import _flags, _tuning
 from ansible_collections.dra.admin.plugins.module_utils._gates import (
     gates_for_dra, runtime_config_for_dra, runtime_config_for_gates, validate_gates, validate_runtime_config,
 )
@@ -208,6 +293,13 @@ def argument_spec():
         runtime_config=dict(type="dict", default={}),
         kubernetes_version=dict(type="str"),
         enable_dra=dict(type="bool", default=False),
+        config_file=dict(type="dict", options=dict(
+            path=dict(type="path"),
+            kind=dict(type="str", default=_tuning.SCHEDULER_KIND, choices=[_tuning.SCHEDULER_KIND]),
+            api_version=dict(type="str", default=_tuning.SCHEDULER_API_VERSION),
+            merge=dict(type="dict", default={}),
+            volume_name=dict(type="str", default="kube-scheduler-config"),
+        )),
         backup=dict(type="bool", default=True),
         backup_dir=dict(type="path", default="/etc/kubernetes/dra-admin-backups"),
     )
@@ -253,8 +345,70 @@ def dra_additions(version, container, feature_gates):
     return gates, runtime_config
 
 
+CONFIG_ANNOTATION = "dra.admin/config-sha256"
+
+
+def read_config(host_path):
+    with open(host_path, "rb") as handle:
+        return handle.read().decode("utf-8")
+
+
+def plan_config_file(options, manifest, container, flags, where):
+    """The configuration file's part of the change, as a dict (no IO but reading the file).
+
+    Keys: path (as the Pod sees it), host_path, exists, created, text, new_text, changed, config,
+    add_flag (True when --config must be added), errors.
+    """
+    current = flags.get("config")
+    if isinstance(current, list) or (current is None and "config" in flags):
+        raise _flags.ManifestError("%s: --config is given %s: expected one --config=<file>"
+                                   % (where, "several times" if isinstance(current, list) else "without a file"))
+    if current:
+        pod_path = current
+        host_path = _flags.host_path_for(manifest, container, pod_path, where)
+        if host_path is None:
+            raise _flags.ManifestError(
+                "%s: --config=%s is not mounted from the host (no hostPath volume mount covers it), so its "
+                "content cannot be changed here: mount the file with a hostPath volume, or remove --config and "
+                "let this module create the file" % (where, pod_path))
+        if not os.path.isfile(host_path):
+            raise _flags.ManifestError(
+                "%s: --config=%s (on the host %s) does not exist: the component cannot start like this; put the "
+                "file back, or remove --config and let this module create the file" % (where, pod_path, host_path))
+        add_flag = False
+    else:
+        pod_path = options.get("path")
+        if not pod_path:
+            raise _flags.ManifestError(
+                "%s has no --config flag: give config_file.path, where the file is to be created "
+                "(e.g. /etc/kubernetes/kube-scheduler-config.yaml)" % where)
+        if not os.path.isabs(pod_path):
+            raise _flags.ManifestError("config_file.path %s is not an absolute path: give it as the Pod sees it, "
+                                       "e.g. /etc/kubernetes/kube-scheduler-config.yaml" % pod_path)
+        host_path = pod_path
+        if not os.path.isdir(os.path.dirname(host_path)):
+            raise _flags.ManifestError("config_file.path %s: directory %s does not exist on this host: choose a "
+                                       "path in an existing directory" % (pod_path, os.path.dirname(host_path)))
+        add_flag = True
+    exists = os.path.isfile(host_path)
+    if os.path.exists(host_path) and not exists:
+        raise _flags.ManifestError("%s is not a regular file: give config_file.path a file name" % host_path)
+    text = read_config(host_path) if exists else ""
+    merge = dict(options.get("merge") or {})
+    if not exists:
+        base = _tuning.scheduler_config_from_flags(flags, options["api_version"])
+        merge = _flags.merge_values(base, merge)
+    new_text, changed, dummy, after = _flags.edit_config_text(text, options["kind"], merge, where=host_path)
+    if not exists:
+        changed = True
+    errors = _tuning.config_rate_errors(container, after, host_path)
+    return dict(path=pod_path, host_path=host_path, exists=exists, created=not exists, text=text,
+                new_text=new_text, changed=changed, config=after, add_flag=add_flag, errors=errors)
+
+
 def plan(params):
-    """Everything but IO: (current text, new text, changed, before flags, after flags, container name, additions)."""
+    """Everything but IO: a dict with the manifest's current and new text, changed, the flags before
+    and after, the container's name, what enable_dra added and the configuration file's plan."""
     path = params["path"]
     version = params["kubernetes_version"]
     if params["backup"]:
@@ -262,9 +416,13 @@ def plan(params):
     if params["enable_dra"] and not version:
         raise _flags.ManifestError("enable_dra needs kubernetes_version: give the component's version, e.g. v1.33.13")
     text = read_text(path)
-    container = _flags.find_container(_flags.load_manifest(text, path), params["container"], path).get("name")
+    manifest = _flags.load_manifest(text, path)
+    target = _flags.find_container(manifest, params["container"], path)
+    container = target.get("name")
+    flags = _flags.flags_dict(_flags.read_flags(target, path))
     feature_gates = dict(params["feature_gates"])
     runtime_config = dict(params["runtime_config"])
+    set_flags = dict((_flags.flag_name(k), v) for k, v in params["set_flags"].items())
     added = ({}, {})
     if params["enable_dra"]:
         added = dra_additions(version, container, feature_gates)
@@ -272,14 +430,43 @@ def plan(params):
             feature_gates.setdefault(name, value)
         for key, value in added[1].items():
             runtime_config.setdefault(key, value)
+    errors = []
     if version:
-        errors = validate_request(version, feature_gates, runtime_config)
-        if errors:
-            raise _flags.ManifestError("%s: nothing written: %s" % (path, "; ".join(errors)))
+        errors.extend(validate_request(version, feature_gates, runtime_config))
+    errors.extend(_tuning.flag_rate_errors(container, set_flags, flags, path))
+    config = None
+    if params.get("config_file"):
+        config = plan_config_file(params["config_file"], manifest, container, flags, path)
+        errors.extend(config["errors"])
+        if config["add_flag"]:
+            if "config" in set_flags or "config" in params["remove_flags"]:
+                errors.append("%s: --config is managed through config_file: leave it out of set_flags and "
+                              "remove_flags" % path)
+            set_flags["config"] = config["path"]
+    if container == _tuning.KUBE_SCHEDULER and (config or flags.get("config")):
+        ignored = sorted(n for n in ("kube-api-qps", "kube-api-burst") if n in set_flags)
+        if ignored:
+            errors.append("%s: kube-scheduler ignores --%s once --config is given: set clientConnection.qps/burst "
+                          "through config_file.merge instead" % (path, " and --".join(ignored)))
+    if errors:
+        raise _flags.ManifestError("%s: nothing written: %s" % (path, "; ".join(errors)))
     new_text, changed, before, after = _flags.edit_manifest_text(
-        text, params["container"], params["set_flags"], params["remove_flags"],
+        text, params["container"], set_flags, params["remove_flags"],
         feature_gates, runtime_config, where=path)
-    return text, new_text, changed, before, after, container, added
+    if config is not None:
+        edited = _flags.load_manifest(new_text, path)
+        structured = edited
+        if config["add_flag"]:
+            structured, dummy = _flags.add_host_path_mount(
+                structured, params["container"], params["config_file"]["volume_name"], config["host_path"],
+                config["path"], "File", True, path)
+        digest = hashlib.sha256(config["new_text"].encode("utf-8")).hexdigest()
+        structured, dummy = _flags.set_annotation(structured, CONFIG_ANNOTATION, digest)
+        if structured != edited:
+            new_text = _flags.render_structure(new_text, edited, structured)
+            changed = True
+    return dict(text=text, new_text=new_text, changed=changed, before=before, after=after, container=container,
+                added=added, config=config)
 
 
 def backup_file(path, backup_dir):
@@ -307,26 +494,52 @@ def map_value(flags, name):
     return dict(_flags.parse_map(value or ""))
 
 
+def config_result(config):
+    return dict(path=config["path"], host_path=config["host_path"], created=config["created"],
+                changed=config["changed"], config=config["config"], backup_file="")
+
+
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     if not _flags.HAS_YAML:
         module.fail_json(msg=missing_required_lib("PyYAML"))
     path = module.params["path"]
     try:
-        text, new_text, changed, before, after, container, added = plan(module.params)
+        planned = plan(module.params)
     except (_flags.ManifestError, ValueError) as exc:
         module.fail_json(msg=to_native(exc), path=path, changed=False)
-    result = dict(changed=changed, path=path, container=container, flags=dict(after), flags_before=dict(before),
+    after, before, config = planned["after"], planned["before"], planned["config"]
+    changed = planned["changed"] or bool(config and config["changed"])
+    result = dict(changed=changed, path=path, container=planned["container"], flags=dict(after),
+                  flags_before=dict(before),
                   feature_gates=map_value(after, "feature-gates"),
                   runtime_config=map_value(after, "runtime-config"),
-                  dra_feature_gates=added[0], dra_runtime_config=added[1])
+                  dra_feature_gates=planned["added"][0], dra_runtime_config=planned["added"][1])
+    if config is not None:
+        result["config_file"] = config_result(config)
     if changed and module._diff:
-        result["diff"] = dict(before=text, after=new_text, before_header=path, after_header=path)
+        diffs = []
+        if config is not None and config["changed"]:
+            diffs.append(dict(before=config["text"], after=config["new_text"],
+                              before_header=config["host_path"] if config["exists"] else "/dev/null",
+                              after_header=config["host_path"]))
+        if planned["changed"]:
+            diffs.append(dict(before=planned["text"], after=planned["new_text"], before_header=path,
+                              after_header=path))
+        result["diff"] = diffs[0] if len(diffs) == 1 else diffs
     if changed and not module.check_mode:
         try:
-            if module.params["backup"]:
-                result["backup_file"] = backup_file(path, module.params["backup_dir"])
-            write_atomically(module, path, new_text)
+            # The configuration file first: the manifest change is what makes the kubelet restart the Pod.
+            if config is not None and config["changed"]:
+                if module.params["backup"] and config["exists"]:
+                    result["config_file"]["backup_file"] = backup_file(config["host_path"], module.params["backup_dir"])
+                write_atomically(module, config["host_path"], config["new_text"])
+                if config["created"]:
+                    os.chmod(config["host_path"], 0o600)
+            if planned["changed"]:
+                if module.params["backup"]:
+                    result["backup_file"] = backup_file(path, module.params["backup_dir"])
+                write_atomically(module, path, planned["new_text"])
         except (IOError, OSError) as exc:
             module.fail_json(msg="writing %s failed: %s" % (path, to_native(exc)), **result)
     module.exit_json(**result)

@@ -22,6 +22,8 @@ description:
   - With O(kubernetes_version), the feature gates are checked against the collection's version catalog
     first; an unknown gate, a removed gate or a gate locked to the other value fails the task and
     nothing is written.
+  - C(kubeAPIQPS) and C(kubeAPIBurst) in O(merge) are checked first (QPS above 0, Burst a whole number
+    not below QPS; a value not given is taken from the file, else the kubelet's default 50/100).
   - Writes atomically after a backup. The kubelet reads the file only at start; restarting it is the
     caller's business (the C(dra.admin.feature_gates) role does it).
 author:
@@ -137,7 +139,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.dra.admin.plugins.module_utils import _flags
+from ansible_collections.dra.admin.plugins.module_utils import _flags, _tuning
 from ansible_collections.dra.admin.plugins.module_utils._gates import gates_for_dra, validate_gates
 
 KIND = "KubeletConfiguration"
@@ -188,6 +190,12 @@ def plan(params):
             raise _flags.ManifestError("%s: nothing written: %s" % (path, "; ".join(errors)))
     text = read_text(path)
     new_text, changed, before, after = _flags.edit_config_text(text, KIND, merge, feature_gates, where=path)
+    if "kubeAPIQPS" in merge or "kubeAPIBurst" in merge:
+        errors = _tuning.check_component_rate(
+            "kubelet", merge.get("kubeAPIQPS"), merge.get("kubeAPIBurst"), before.get("kubeAPIQPS"),
+            before.get("kubeAPIBurst"), path, ("kubeAPIQPS", "kubeAPIBurst"))
+        if errors:
+            raise _flags.ManifestError("%s: nothing written: %s" % (path, "; ".join(errors)))
     return text, new_text, changed, before, after, added
 
 

@@ -1,0 +1,187 @@
+# -*- coding: utf-8 -*-
+# Copyright: dra.admin contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Client QPS/Burst of the control-plane components: checks and the scheduler's config file.
+
+Every Kubernetes component talks to the API server through a client-go rate
+limiter: a token bucket that refills at QPS tokens per second and holds at
+most Burst tokens. kube-controller-manager takes them as ``--kube-api-qps`` /
+``--kube-api-burst``; kube-scheduler as ``clientConnection.qps/burst`` in the
+KubeSchedulerConfiguration named by ``--config`` (its flags of the same name
+are deprecated and ignored once ``--config`` is given).
+
+Pure functions; no IO.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+KUBE_CONTROLLER_MANAGER = "kube-controller-manager"
+KUBE_SCHEDULER = "kube-scheduler"
+
+# Built-in client defaults (QPS, Burst) of each component, used when a value is not set.
+DEFAULT_RATES = {
+    KUBE_CONTROLLER_MANAGER: (20.0, 30),
+    KUBE_SCHEDULER: (50.0, 100),
+    "kubelet": (50.0, 100),
+}
+
+SCHEDULER_KIND = "KubeSchedulerConfiguration"
+SCHEDULER_API_VERSION = "kubescheduler.config.k8s.io/v1"
+
+# Deprecated kube-scheduler flags that stop working once --config is given, and where
+# their value goes in a KubeSchedulerConfiguration (kube-scheduler's ApplyDeprecated).
+SCHEDULER_DEPRECATED_FLAGS = (
+    ("kubeconfig", ("clientConnection", "kubeconfig"), str),
+    ("kube-api-content-type", ("clientConnection", "contentType"), str),
+    ("kube-api-qps", ("clientConnection", "qps"), float),
+    ("kube-api-burst", ("clientConnection", "burst"), int),
+    ("profiling", ("enableProfiling",), "bool"),
+    ("contention-profiling", ("enableContentionProfiling",), "bool"),
+)
+
+
+class TuningError(ValueError):
+    """A QPS/Burst request that a component would refuse or misread; the message says what to do."""
+
+
+def _number(value):
+    """A QPS/Burst value as a number, or None when it is not one (booleans are not numbers)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return value
+    try:
+        text = str(value).strip()
+        return int(text) if text.lstrip("+-").isdigit() else float(text)
+    except ValueError:
+        return None
+
+
+def qps_text(value):
+    """A QPS as a flag or JSON spells it: 75 for 75.0, 7.5 for 7.5."""
+    number = float(value)
+    return str(int(number)) if number == int(number) else repr(number)
+
+
+def check_rate(qps, burst, where="client", qps_name="qps", burst_name="burst"):
+    """Errors for one QPS/Burst pair (either may be None: unchecked); each names the item and the fix.
+
+    QPS must be a number above 0: client-go treats 0 as "use the default" and a
+    negative QPS as "no rate limit at all". Burst must be a whole number, at
+    least 1 and at least QPS: a bucket smaller than the refill rate cannot
+    hand out the QPS it is given.
+    """
+    errors = []
+    qps_value = _number(qps) if qps is not None else None
+    burst_value = _number(burst) if burst is not None else None
+    if qps is not None:
+        if qps_value is None:
+            errors.append("%s %s=%r is not a number: give the requests per second, e.g. 75" % (where, qps_name, qps))
+        elif qps_value <= 0:
+            errors.append("%s %s=%s must be greater than 0 (0 means the built-in default and a negative value "
+                          "switches the client rate limit off): give the requests per second, e.g. 75"
+                          % (where, qps_name, qps))
+    if burst is not None:
+        if burst_value is None or float(burst_value) != int(burst_value):
+            errors.append("%s %s=%r is not a whole number: give the bucket size, e.g. 150"
+                          % (where, burst_name, burst))
+            burst_value = None
+        elif burst_value < 1:
+            errors.append("%s %s=%s must be at least 1: give the bucket size, e.g. 150" % (where, burst_name, burst))
+            burst_value = None
+    if qps_value is not None and qps_value > 0 and burst_value is not None and burst_value < qps_value:
+        errors.append("%s %s=%s is lower than %s=%s: the client could never reach its QPS; set %s to at least %s "
+                      "(twice the QPS is usual, e.g. %s)"
+                      % (where, burst_name, burst, qps_name, qps, burst_name, qps_text(qps_value),
+                         int(2 * qps_value) if 2 * qps_value == int(2 * qps_value) else int(2 * qps_value) + 1))
+    return errors
+
+
+def check_component_rate(component, qps=None, burst=None, current_qps=None, current_burst=None, where=None,
+                         names=("qps", "burst")):
+    """Errors for the values a component will run with: the requested ones, else what it has, else its default.
+
+    Only requested values are checked on their own; the pair is checked as it will be in effect.
+    """
+    where = where or component
+    default_qps, default_burst = DEFAULT_RATES.get(component, (None, None))
+    errors = check_rate(qps, burst, where, *names)
+    if errors:
+        return errors
+    effective_qps = qps if qps is not None else (current_qps if current_qps is not None else default_qps)
+    effective_burst = burst if burst is not None else (current_burst if current_burst is not None else default_burst)
+    if qps is None and burst is None:
+        return []
+    if effective_qps is None or effective_burst is None:
+        return []
+    pair_errors = check_rate(effective_qps, effective_burst, where, *names)
+    if pair_errors and (qps is None or burst is None):
+        kept = "QPS" if qps is None else "Burst"
+        source = "current" if (current_qps if qps is None else current_burst) is not None else "built-in default"
+        kept_value = effective_qps if qps is None else effective_burst
+        return ["%s: with the %s %s (%s) kept: %s" % (where, source, kept, kept_value, "; ".join(pair_errors))]
+    return pair_errors
+
+
+def flag_rate_errors(component, set_flags, current_flags, where=None):
+    """Errors for --kube-api-qps/--kube-api-burst given in `set_flags`, against the flags a manifest has."""
+    qps = set_flags.get("kube-api-qps")
+    burst = set_flags.get("kube-api-burst")
+    if qps is None and burst is None:
+        return []
+    return check_component_rate(component, qps, burst, current_flags.get("kube-api-qps"),
+                                current_flags.get("kube-api-burst"), where or component,
+                                ("kube-api-qps", "kube-api-burst"))
+
+
+def config_rate_errors(component, config, where=None):
+    """Errors for clientConnection.qps/burst of a component config (a dict) as it will be written."""
+    connection = config.get("clientConnection") if isinstance(config, dict) else None
+    if connection is None:
+        return []
+    if not isinstance(connection, dict):
+        return ["%s: clientConnection is not a mapping: give it as clientConnection: {qps: 75, burst: 150}"
+                % (where or component)]
+    qps, burst = connection.get("qps"), connection.get("burst")
+    if qps is None and burst is None:
+        return []
+    default_qps, default_burst = DEFAULT_RATES.get(component, (None, None))
+    errors = check_rate(qps, burst, where or component, "clientConnection.qps", "clientConnection.burst")
+    if errors:
+        return errors
+    return check_rate(qps if qps is not None else default_qps, burst if burst is not None else default_burst,
+                      where or component, "clientConnection.qps", "clientConnection.burst")
+
+
+def _bool_flag(value):
+    return value is None or str(value).strip().lower() == "true"
+
+
+def scheduler_config_from_flags(flags, api_version=SCHEDULER_API_VERSION):
+    """A new KubeSchedulerConfiguration carrying what the scheduler's deprecated flags said.
+
+    Once --config is given, kube-scheduler ignores --kubeconfig, --kube-api-qps and the other
+    deprecated flags (it honours only --leader-elect*), so a new file must take their values over,
+    or the scheduler would lose its kubeconfig. `flags` is a flags_dict of the manifest.
+    """
+    config = {"apiVersion": api_version, "kind": SCHEDULER_KIND}
+    for flag, path, kind in SCHEDULER_DEPRECATED_FLAGS:
+        if flag not in flags:
+            continue
+        value = flags[flag]
+        if isinstance(value, list):
+            value = value[-1]
+        if kind == "bool":
+            value = _bool_flag(value)
+        elif value is None:
+            continue
+        else:
+            number = _number(value) if kind in (int, float) else value
+            value = kind(number) if number is not None else value
+        target = config
+        for key in path[:-1]:
+            target = target.setdefault(key, {})
+        target[path[-1]] = value
+    return config
