@@ -26,7 +26,7 @@ description:
     reserved on O(node) and its consumers.
   - Read-only; the same answer in check mode.
 author:
-  - dra.admin maintainers
+  - dra.admin maintainers (@dra-admin)
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
 options:

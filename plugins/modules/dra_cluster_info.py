@@ -18,7 +18,7 @@ description:
   - Says which nodes publish no ResourceSlice at all.
   - Read-only; the same answer in check mode.
 author:
-  - dra.admin maintainers
+  - dra.admin maintainers (@dra-admin)
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
 options:

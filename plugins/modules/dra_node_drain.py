@@ -29,7 +29,7 @@ description:
     and then with a warning.
   - Check mode returns the eviction order and changes nothing.
 author:
-  - dra.admin maintainers
+  - dra.admin maintainers (@dra-admin)
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
 options:

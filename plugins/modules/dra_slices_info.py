@@ -19,7 +19,7 @@ description:
   - Uses the newest C(resource.k8s.io) version the cluster serves and paginated LIST requests.
   - Read-only; the same answer in check mode.
 author:
-  - dra.admin maintainers
+  - dra.admin maintainers (@dra-admin)
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
 options:

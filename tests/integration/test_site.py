@@ -25,12 +25,12 @@ def test_site_converges_idempotent_and_check_mode_changes_nothing(cluster):
     assert f"using {cluster.resource_version}" in out
     assert "Driver gpu.example.com: 24 devices in 3 pools on 3 nodes" in out
 
-    _, second = run_site(cluster)
+    second = run_site(cluster)[1]
     assert second["changed"] == 0, "second run changed something"
 
     before = cluster.kubectl("get", "daemonsets,deviceclasses,clusterroles,rolebindings", "-A",
                              "-o", "jsonpath={range .items[*]}{.metadata.uid}={.metadata.resourceVersion} {end}").stdout
-    _, checked = run_site(cluster, "--check", "--diff")
+    checked = run_site(cluster, "--check", "--diff")[1]
     assert checked["changed"] == 0 and checked["failed"] == 0
     after = cluster.kubectl("get", "daemonsets,deviceclasses,clusterroles,rolebindings", "-A",
                             "-o", "jsonpath={range .items[*]}{.metadata.uid}={.metadata.resourceVersion} {end}").stdout

@@ -10,9 +10,4 @@ if not os.path.islink(LINK):
     os.symlink(ROOT, LINK)
 if COLLECTIONS not in sys.path:
     sys.path.insert(0, COLLECTIONS)
-# kubernetes.core comes from the `ansible` package's bundled collections.
-try:
-    import ansible_collections.kubernetes.core  # noqa: F401
-except ImportError:
-    pass
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")

@@ -184,4 +184,4 @@ def test_claim_names_from_template_and_direct_references(world):
 
 def test_backoff_is_bounded():
     delays = _drain.backoff_delays()
-    assert [next(delays) for _ in range(6)] == [0.5, 1.0, 2.0, 4.0, 5.0, 5.0]
+    assert [next(delays) for attempt in range(6)] == [0.5, 1.0, 2.0, 4.0, 5.0, 5.0]
