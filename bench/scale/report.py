@@ -116,6 +116,13 @@ def gap_sentences(doc):
             else:
                 text += "; one repetition only: no run-to-run spread to compare with"
             lines.append(text + ".")
+    for s in dra:
+        waits = [metric(r, "run", "kcm_rate_limiter_wait_total") for r in runs_of(doc, s["id"])]
+        extra = [get(r, "churn", "startup", "p99") for r in runs_of(doc, s["id"])]
+        base = [get(r, "churn", "startup", "p99") for r in runs_of(doc, BASELINE)]
+        lines.append(f"- {s['title']}: kube-controller-manager's requests waited {cell(waits, 1, ' s')} in total in "
+                     f"its client-side rate limiter; churn p99 {cell(extra, 2, ' s')} against "
+                     f"{cell(base, 2, ' s')} without claims.")
     return lines
 
 
