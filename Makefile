@@ -23,7 +23,7 @@ STATE ?= $(CACHE)/state
 K8S_DEFAULT := $(shell sed -n 's/^K8S_VERSIONS=\([^ ]*\).*/\1/p' $(ROOT)/hack/cluster/versions.env)
 KUBE_BIN := $(CACHE)/kubernetes-$(K8S_DEFAULT)/bin
 
-.PHONY: help venv build up down demo site lint sanity unit integration molecule test collection-link clean
+.PHONY: help venv build up down demo site lint sanity test-deps unit integration molecule test collection-link clean
 
 help:
 	@sed -n '1,6p' $(MAKEFILE_LIST)
@@ -62,10 +62,14 @@ lint: venv collection-link
 sanity: venv
 	$(ROOT)/hack/sanity $(BIN)
 
-unit: venv collection-link
+# System tools the tests need (promtool from Debian's prometheus); skipped when present.
+test-deps:
+	$(ROOT)/hack/install-test-deps
+
+unit: venv collection-link test-deps
 	cd $(ROOT) && $(BIN)/python -m pytest -q tests/unit
 
-integration: venv collection-link build
+integration: venv collection-link build test-deps
 	cd $(ROOT) && $(BIN)/python -m pytest -q tests/integration
 
 molecule: venv collection-link build
