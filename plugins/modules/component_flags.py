@@ -270,14 +270,12 @@ backup_file:
 
 import hashlib
 import os
-import shutil
-import tempfile
-import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.dra.admin.plugins.module_utils import _flags, _tuning
+from ansible_collections.dra.admin.plugins.module_utils.files import backup_file, write_atomically
 from ansible_collections.dra.admin.plugins.module_utils._gates import (
     gates_for_dra, runtime_config_for_dra, runtime_config_for_gates, validate_gates, validate_runtime_config,
 )
@@ -467,24 +465,6 @@ def plan(params):
             changed = True
     return dict(text=text, new_text=new_text, changed=changed, before=before, after=after, container=container,
                 added=added, config=config)
-
-
-def backup_file(path, backup_dir):
-    """Copy `path` into `backup_dir` (created 0700) under a timestamped name; return the copy's path."""
-    if not os.path.isdir(backup_dir):
-        os.makedirs(backup_dir, 0o700)
-    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + ".%06d" % (int(time.time() * 1e6) % 1000000)
-    target = os.path.join(backup_dir, "%s.%s" % (os.path.basename(path), stamp))
-    shutil.copy2(path, target)
-    return target
-
-
-def write_atomically(module, path, text):
-    """Write through a temporary file outside the manifest directory, then atomic_move over the target."""
-    handle, temp = tempfile.mkstemp(dir=module.tmpdir)
-    with os.fdopen(handle, "wb") as out:
-        out.write(text.encode("utf-8"))
-    module.atomic_move(temp, path)
 
 
 def map_value(flags, name):
