@@ -102,7 +102,7 @@ class Cluster:
 def _port_for(version):
     """A port range per version (API server, components, then driver ports from +100), clear of `make up`
     and below the kernel's ephemeral port range (32768-60999), where client sockets could take them."""
-    return 20000 + 1000 * VERSIONS.index(version)
+    return int(os.environ.get("DRA_IT_PORT_BASE", "20000")) + 1000 * VERSIONS.index(version)
 
 
 @pytest.fixture(scope="session", params=VERSIONS)
