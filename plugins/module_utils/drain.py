@@ -188,6 +188,8 @@ class NodeDrain(object):
     def evict(self, pod):
         """Evict one pod, retrying PDB refusals with backoff until the timeout. None on success."""
         meta = pod["metadata"]
+        if meta.get("deletionTimestamp"):
+            return None  # already terminating: only wait for it to go
         path = "/api/v1/namespaces/%s/pods/%s/eviction" % (meta["namespace"], meta["name"])
         delays = backoff_delays()
         body = eviction_body(pod, self.p["grace_period"])
@@ -199,6 +201,10 @@ class NodeDrain(object):
                 if exc.status == 404:
                     return None
                 if exc.status != 429:
+                    current = self.api.get_or_none("/api/v1/namespaces/%s/pods/%s" % (meta["namespace"], meta["name"]))
+                    if current is None or current["metadata"]["uid"] != meta["uid"] or \
+                            current["metadata"].get("deletionTimestamp"):
+                        return None  # gone, or terminating meanwhile (e.g. its namespace is being deleted)
                     return {"pod": pod_key(pod), "message": "%s: %s" % (pod_key(pod), exc), "pdbs": []}
                 if self.remaining() <= 0:
                     pdbs = self.pdbs_for(pod)
