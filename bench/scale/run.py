@@ -68,7 +68,7 @@ def effective_rate_limits(setting):
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--name", default="bench-scale", help="cluster name (hack/cluster/up --name)")
-    p.add_argument("--port", type=int, default=37000, help="kube-apiserver port of a new cluster")
+    p.add_argument("--port", type=int, default=26000, help="kube-apiserver port of a new cluster")
     p.add_argument("--nodes", type=int, default=100)
     p.add_argument("--devices", type=int, default=8, help="devices per node (the driver's --num-devices)")
     p.add_argument("--fill-percent", type=int, default=90)

@@ -9,6 +9,10 @@ class ClusterError(Exception):
     """An error a user can act on; printed without a traceback."""
 
 
+class GaveUp(ClusterError):
+    """A wait_for probe found that waiting longer cannot help."""
+
+
 def load_versions(path=os.path.join(HERE, "versions.env")):
     versions = {}
     with open(path) as fh:
@@ -109,6 +113,28 @@ def ensure_ports_free(ports, what):
                            f"listens there or choose another --port")
 
 
+def ephemeral_port_range(path="/proc/sys/net/ipv4/ip_local_port_range"):
+    """The kernel's range of source ports for outgoing connections, or None when unreadable."""
+    try:
+        with open(path) as fh:
+            low, high = (int(x) for x in fh.read().split())
+    except (OSError, ValueError):
+        return None
+    return low, high
+
+
+def ensure_outside_ephemeral_range(first, last, what, port_range=None):
+    """Refuse listening ports the kernel may hand to outgoing connections (they can be taken at any time)."""
+    port_range = port_range or ephemeral_port_range()
+    if port_range is None:
+        return
+    low, high = port_range
+    if first <= high and last >= low:
+        raise ClusterError(f"{what} {first}-{last} overlap the kernel's ephemeral port range {low}-{high} "
+                           f"(net.ipv4.ip_local_port_range): an outgoing connection can take one of them while "
+                           f"the cluster starts; choose a --port below {low - (last - first)}")
+
+
 def kubectl(args, env, kubeconfig, stdin=None):
     import subprocess
     res = subprocess.run(["kubectl", "--kubeconfig", kubeconfig] + args, env=env, input=stdin,
@@ -128,6 +154,8 @@ def wait_for(probe, timeout, what, interval=1.0, on_timeout=None):
             result = probe()
             if result:
                 return result
+        except GaveUp:
+            raise
         except ClusterError as exc:
             last_error = exc
         time.sleep(interval)
@@ -136,13 +164,18 @@ def wait_for(probe, timeout, what, interval=1.0, on_timeout=None):
     raise ClusterError(f"timed out after {timeout}s waiting for {what}{detail}")
 
 
-def plugin_pid_alive(pid):
-    """True when pid is a live dra-example-kubeletplugin process."""
+def process_alive(pid, program):
+    """True when pid is a live process whose command line names program."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            return b"dra-example-kubeletplugin" in fh.read()
+            return program.encode() in fh.read()
     except OSError:
         return False
+
+
+def plugin_pid_alive(pid):
+    """True when pid is a live dra-example-kubeletplugin process."""
+    return process_alive(pid, "dra-example-kubeletplugin")
 
 
 def stop_pid(pid, timeout=10):
