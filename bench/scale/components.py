@@ -155,6 +155,13 @@ class Cluster:
         # The node leases name the old process as holder: a new one waits for them to expire (minutes)
         # unless they are gone.
         self.restart("kwok-controller", between=lambda: delete_node_leases(self.kubeconfig))
+        # Until the new process holds a node's lease it does not run that node's pods: a run started
+        # earlier measures kwok-controller's start (seconds on some pods), not the control plane.
+        import kube
+        api = kube.Api(self.kubeconfig)
+        nodes = len(api.list_all("/api/v1/nodes")[0])
+        wait_for(lambda: len(api.list_all("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases")[0])
+                 >= nodes, 180, f"kwok-controller to hold the leases of all {nodes} nodes")
         return True
 
 

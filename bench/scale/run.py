@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Scale benchmark: the good-practices page's 100-node DRA test on the local cluster.
 
-One command: starts (or reuses) a hack/cluster cluster with KWOK nodes and one
+One command: starts (or reuses) hack/cluster clusters with KWOK nodes and one
 real dra-example-kubeletplugin per node, then for each repetition runs the
 workload under four settings, in the same cluster, with kube-controller-manager
-restarted for each run:
+restarted for each run. --parallel repetitions run at the same time, each on
+its own cluster, the settings in lockstep:
 
   no-claims     the same Jobs without ResourceClaims (kube-controller-manager defaults)
   dra-defaults  DRA, kube-controller-manager --kube-api-qps/--kube-api-burst unset (20/30)
@@ -21,13 +22,15 @@ Writes <out>/scale.json (summary), <out>/scale-samples.json (per-pod
 latencies and time series), then <out>/scale.md and the PNG plots
 (bench/scale/report.py, which can be re-run on the JSON alone).
 
-Usage: bench/scale/run.py [--nodes 100] [--repetitions 3] [--budget-minutes 30] ...
+Usage: bench/scale/run.py [--nodes 100] [--repetitions 3] [--parallel 3] [--budget-minutes 30] ...
 """
 import argparse
 import concurrent.futures
 import datetime
 import json
+import multiprocessing
 import os
+import queue as queue_module
 import platform
 import subprocess
 import sys
@@ -78,9 +81,14 @@ def parse_args():
     p.add_argument("--churn-jobs", type=int, default=None, help="override the number of churn Jobs")
     p.add_argument("--qps", type=float, default=10.0, help="Job creation rate")
     p.add_argument("--repetitions", type=int, default=3)
+    p.add_argument("--parallel", type=int, default=3,
+                   help="repetitions run at the same time, each on its own cluster (named <name>-1, -2, ...); "
+                        "the settings run in lockstep. 1 runs them one after the other on <name>")
     p.add_argument("--budget-minutes", type=float, default=30.0,
                    help="start another repetition only if it is expected to end within this (whole command)")
     p.add_argument("--settings", default=None, help="comma-separated subset of the setting ids")
+    p.add_argument("--warm-up-jobs", type=int, default=50,
+                   help="Jobs with claims run (not measured) on each cluster before its first repetition")
     p.add_argument("--sample-interval", type=float, default=2.0, help="seconds between /metrics scrapes")
     p.add_argument("--phase-timeout", type=float, default=600.0, help="seconds a phase may take")
     p.add_argument("--keep-cluster", action="store_true", help="leave the cluster running afterwards")
@@ -92,6 +100,9 @@ def parse_args():
         args.fill_jobs = total * args.fill_percent // 100
     if args.churn_jobs is None:
         args.churn_jobs = total - args.fill_jobs
+    if args.parallel < 1 or args.repetitions < 1:
+        p.error("--parallel and --repetitions must be at least 1")
+    args.parallel = min(args.parallel, args.repetitions)
     if args.fill_jobs + args.churn_jobs > total:
         p.error(f"{args.fill_jobs} fill + {args.churn_jobs} churn Jobs need more than the {total} devices")
     return args
@@ -276,8 +287,8 @@ def window_measurements(first, second, interval):
     for q in (0.5, 0.9):
         query = dict(metrics.QUERY_BY_ID["scheduler_e2e_p99"], quantile=q)
         result["scheduler_e2e_p%d" % int(q * 100)] = metrics.measure_scrapes(query, first, second, interval)
-    limiter = dict(metrics.QUERY_BY_ID["workqueue_work_duration_p99"], metric="rest_client_rate_limiter_duration_seconds",
-                   matchers=(), target_matchers=(("endpoint", "=", KCM),))
+    limiter = dict(metrics.QUERY_BY_ID["workqueue_work_duration_p99"],
+                   metric="rest_client_rate_limiter_duration_seconds", matchers=(), target_matchers=(("endpoint", "=", KCM),))
     result["kcm_rate_limiter_wait_p99"] = metrics.measure_scrapes(limiter, first, second, interval)
     kcm = (("endpoint", "=", KCM),)
     waited = total(second, "rest_client_rate_limiter_duration_seconds_sum", kcm) - \
@@ -532,19 +543,117 @@ def versions(cluster):
             "resource_api": None}
 
 
-def ensure_cluster(args):
-    st = clusterlib.cluster_state(args.name)
+def cluster_names_and_ports(args):
+    """One cluster per concurrent repetition: <name>-1, <name>-2, ... on port blocks that do not overlap."""
+    if args.parallel == 1:
+        return [(args.name, args.port)]
+    stride = -(-(100 + 2 * args.nodes + 5) // 100) * 100  # control plane, then 2 driver ports per node
+    return [(f"{args.name}-{i + 1}", args.port + i * stride) for i in range(args.parallel)]
+
+
+def ensure_cluster(args, name, port):
+    st = clusterlib.cluster_state(name)
     state = clusterlib.read_state(st)
     if state and len(state.get("plugins", {})) != args.nodes:
-        raise clusterlib.ClusterError(f"cluster {args.name!r} has {len(state.get('plugins', {}))} nodes, not "
-                                      f"{args.nodes}: stop it with hack/cluster/down --name {args.name}")
+        raise clusterlib.ClusterError(f"cluster {name!r} has {len(state.get('plugins', {}))} nodes, not "
+                                      f"{args.nodes}: stop it with hack/cluster/down --name {name}")
     started = time.monotonic()
-    cmd = [sys.executable, os.path.join(REPO_ROOT, "hack", "cluster", "up"), "--name", args.name,
-           "--nodes", str(args.nodes), "--devices", str(args.devices), "--port", str(args.port),
+    cmd = [sys.executable, os.path.join(REPO_ROOT, "hack", "cluster", "up"), "--name", name,
+           "--nodes", str(args.nodes), "--devices", str(args.devices), "--port", str(port),
            "--timeout", "600"]
     log("cluster: " + " ".join(cmd[1:]))
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     return (not state), time.monotonic() - started
+
+
+def prepare_cluster(name):
+    cluster = components.Cluster(name)
+    if cluster.ensure_churn_stage(workload.CHURN_LABEL):
+        log(f"{name}: kwok-controller restarted with a pod-complete stage for churn pods only")
+    return cluster
+
+
+def repetition_worker(args, cluster_name, rep, order, device_class, barrier, queue):
+    """One repetition on one cluster, in its own process; each setting starts when every worker is ready."""
+    try:
+        cluster = components.Cluster(cluster_name)
+        api = kube.Api(cluster.kubeconfig)
+        warm_up(api, cluster, args, device_class)
+        for setting in order:
+            barrier.wait()
+            result, raw = run_once(api, cluster, args, setting, rep, device_class)
+            result["cluster"] = cluster_name
+            queue.put(("run", result, raw))
+        queue.put(("done", rep, None))
+    except threading.BrokenBarrierError:
+        queue.put(("done", rep, None))  # another repetition failed and said why
+    except Exception as exc:  # reported by the parent, which stops the other workers
+        barrier.abort()
+        queue.put(("error", rep, f"{cluster_name}: {type(exc).__name__}: {exc}"))
+
+
+def warm_up(api, cluster, args, device_class):
+    """An unmeasured run of --warm-up-jobs Jobs with claims: the first pods after a cluster starts were
+    scheduled up to seconds late, which would land in whichever setting runs first."""
+    if args.warm_up_jobs <= 0:
+        return
+    small = argparse.Namespace(**dict(vars(args), fill_jobs=args.warm_up_jobs, churn_jobs=0))
+    setting = next(s for s in settings() if s["id"] == "dra-200-400")
+    result, _ = run_once(api, cluster, small, setting, 0, device_class)
+    if not result.get("fill_complete"):
+        raise clusterlib.ClusterError(f"{cluster.name}: the warm-up Jobs did not all run")
+
+
+def run_wave(args, clusters, reps, order, device_class):
+    """Repetitions `reps` at the same time, one per cluster, the settings in lockstep."""
+    ctx = multiprocessing.get_context("fork")
+    barrier = ctx.Barrier(len(reps))
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=repetition_worker, name=f"rep-{rep}",
+                         args=(args, name, rep, order, device_class, barrier, queue))
+             for rep, name in zip(reps, clusters)]
+    for proc in procs:
+        proc.start()
+    runs, raws, errors, pending = [], [], [], set(reps)
+    while pending:
+        try:
+            kind, first, second = queue.get(timeout=5)
+        except queue_module.Empty:
+            dead = [p for p in procs if not p.is_alive() and p.exitcode not in (0, None)]
+            if dead:
+                barrier.abort()
+                errors.append(f"{dead[0].name} exited with {dead[0].exitcode}")
+                pending.discard(int(dead[0].name.split("-")[1]))
+            continue
+        if kind == "run":
+            runs.append(first)
+            raws.append(second)
+        else:
+            pending.discard(first)
+            if kind == "error":
+                errors.append(second)
+    for proc in procs:
+        proc.join(timeout=60)
+    if errors:
+        raise clusterlib.ClusterError("; ".join(errors))
+    runs.sort(key=lambda r: (order.index(next(s for s in order if s["id"] == r["setting"])), r["repetition"]))
+    return runs, raws
+
+
+def restore_and_stop(args, clusters, runs):
+    for name in clusters:
+        try:
+            cluster = components.Cluster(name)
+            api = kube.Api(cluster.kubeconfig)
+            # Back to the defaults: the next user of a kept cluster gets what hack/cluster/up made.
+            restart_kcm(api, cluster, {"kcm_qps": None, "kcm_burst": None})
+            for ns in sorted({r["namespace"] for r in runs if r.get("cluster") == name}):
+                api.delete(f"/api/v1/namespaces/{ns}")
+        except Exception as exc:  # reported; the cluster is stopped below anyway unless kept
+            log(f"{name}: could not restore kube-controller-manager's defaults: {exc}")
+        if not args.keep_cluster:
+            subprocess.run([sys.executable, os.path.join(REPO_ROOT, "hack", "cluster", "down"), "--name", name],
+                           check=False, stdout=subprocess.DEVNULL)
 
 
 def main():
@@ -560,53 +669,54 @@ def main():
                                           f"{', '.join(s['id'] for s in chosen)}")
         chosen = [s for s in chosen if s["id"] in wanted]
     load_before = os.getloadavg()
-    created, up_seconds = ensure_cluster(args)
-    cluster = components.Cluster(args.name)
-    api = kube.Api(cluster.kubeconfig)
-    if cluster.ensure_churn_stage(workload.CHURN_LABEL):
-        log("kwok-controller restarted with a pod-complete stage for churn pods only")
-    device_class = cluster.state.get("driver", "gpu.example.com")
+    placement = cluster_names_and_ports(args)
+    created, up_seconds = False, 0.0
+    for name, port in placement:
+        fresh, took = ensure_cluster(args, name, port)
+        created, up_seconds = created or fresh, up_seconds + took
+    clusters = [name for name, _ in placement]
+    first = prepare_cluster(clusters[0])
+    for name in clusters[1:]:
+        prepare_cluster(name)
+    api = kube.Api(first.kubeconfig)
+    device_class = first.state.get("driver", "gpu.example.com")
     slices, _ = api.list_all(f"/apis/resource.k8s.io/{resource_api_version(api)}/resourceslices")
     devices = sum(len(s["spec"].get("devices") or []) for s in slices)
-    idle_memory = cluster.memory()
-    log(f"cluster {args.name}: {len(cluster.state['plugins'])} nodes, {devices} devices; "
+    idle_memory = first.memory()
+    log(f"{len(clusters)} cluster(s) of {len(first.state['plugins'])} nodes, {devices} devices each; "
         f"{args.fill_jobs} fill Jobs, {args.churn_jobs} churn Jobs x {args.churn_completions}")
 
     runs, raws = [], []
     repetitions_done = 0
     stop_reason = None
+    wave_seconds = []
     try:
-        for rep in range(1, args.repetitions + 1):
-            if runs:
-                per_run = sum(r["wall_seconds"] for r in runs) / len(runs)
-                projected = time.monotonic() - t_start + per_run * len(chosen) + 60
+        for wave, start in enumerate(range(1, args.repetitions + 1, args.parallel)):
+            reps = list(range(start, min(start + args.parallel, args.repetitions + 1)))
+            if wave_seconds:
+                per_wave = sum(wave_seconds) / len(wave_seconds)
+                unit = f"wave of {args.parallel} repetitions" if args.parallel > 1 else "repetition"
+                projected = time.monotonic() - t_start + per_wave + 60
                 if projected > args.budget_minutes * 60:
-                    stop_reason = (f"repetition {rep} was not started: at {per_run:.0f} s per run it would end "
-                                   f"{projected / 60:.1f} min after the start, over the "
+                    stop_reason = (f"repetition {reps[0]} was not started: at {per_wave:.0f} s per "
+                                   f"{unit} it would end {projected / 60:.1f} min after the start, over the "
                                    f"{args.budget_minutes:g}-minute budget")
                     log(stop_reason)
                     break
-            # Rotate the order so that no setting always runs first or last.
-            order = chosen[(rep - 1) % len(chosen):] + chosen[:(rep - 1) % len(chosen)]
-            log(f"repetition {rep}: {', '.join(s['id'] for s in order)}")
-            for setting in order:
-                result, raw = run_once(api, cluster, args, setting, rep, device_class)
-                runs.append(result)
-                raws.append(raw)
-            repetitions_done = rep
+            # Rotate the order between waves so that no setting always runs first or last.
+            order = chosen[wave % len(chosen):] + chosen[:wave % len(chosen)]
+            log(f"repetition(s) {', '.join(map(str, reps))} on {', '.join(clusters[:len(reps)])}: "
+                f"{', '.join(s['id'] for s in order)}")
+            t_wave = time.monotonic()
+            wave_runs, wave_raws = run_wave(args, clusters[:len(reps)], reps, order, device_class)
+            wave_seconds.append(time.monotonic() - t_wave)
+            runs += wave_runs
+            raws += wave_raws
+            repetitions_done = reps[-1]
     finally:
-        # Back to the defaults: the next user of a kept cluster gets what hack/cluster/up made.
-        try:
-            restart_kcm(api, cluster, {"kcm_qps": None, "kcm_burst": None})
-        except Exception as exc:  # reported; the cluster is stopped below anyway unless kept
-            log(f"could not restore kube-controller-manager's defaults: {exc}")
-        for ns in sorted({r["namespace"] for r in runs}):
-            api.delete(f"/api/v1/namespaces/{ns}")
-        if not args.keep_cluster:
-            subprocess.run([sys.executable, os.path.join(REPO_ROOT, "hack", "cluster", "down"), "--name", args.name],
-                           check=False, stdout=subprocess.DEVNULL)
+        restore_and_stop(args, clusters, runs)
 
-    ver = versions(cluster)
+    ver = versions(first)
     ver["resource_api"] = f"resource.k8s.io/{resource_api_version(api)}"
     doc = {
         "benchmark": "scale",
@@ -615,7 +725,8 @@ def main():
         "machine": machine(), "versions": ver,
         "load_average_before": [round(x, 2) for x in load_before],
         "load_average_after": [round(x, 2) for x in os.getloadavg()],
-        "cluster": {"name": args.name, "nodes": len(cluster.state["plugins"]), "devices": devices,
+        "cluster": {"name": args.name, "clusters": clusters, "parallel": args.parallel,
+                    "nodes": len(first.state["plugins"]), "devices": devices,
                     "created_by_this_run": created, "up_seconds": round(up_seconds, 1),
                     "idle_memory": idle_memory},
         "workload": {"fill_jobs": args.fill_jobs, "churn_jobs": args.churn_jobs,
@@ -625,6 +736,7 @@ def main():
         "settings": chosen,
         "repetitions_requested": args.repetitions, "repetitions_done": repetitions_done,
         "repetitions_note": stop_reason,
+        "wave_seconds": [round(x, 1) for x in wave_seconds],
         "total_seconds": round(time.monotonic() - t_start, 1),
         "runs": runs,
     }

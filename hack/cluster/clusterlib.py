@@ -178,26 +178,39 @@ def plugin_pid_alive(pid):
     return process_alive(pid, "dra-example-kubeletplugin")
 
 
-def stop_pid(pid, timeout=10):
+def _gone(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return True
+
+
+def stop_pids(pids, timeout=10):
+    """SIGTERM every process at once, wait up to timeout for all of them, SIGKILL what is left."""
     import signal
     import time
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.time() + timeout
-    while time.time() < deadline:
+    alive = []
+    for pid in pids:
         try:
-            os.kill(pid, 0)
-            if open(f"/proc/{pid}/stat").read().split()[2] == "Z":
-                break
-        except (ProcessLookupError, FileNotFoundError):
-            return
-        time.sleep(0.2)
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+            os.kill(pid, signal.SIGTERM)
+            alive.append(pid)
+        except ProcessLookupError:
+            pass
+    deadline = time.time() + timeout
+    while alive and time.time() < deadline:
+        alive = [pid for pid in alive if not _gone(pid)]
+        if alive:
+            time.sleep(0.2)
+    for pid in alive:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def stop_pid(pid, timeout=10):
+    stop_pids([pid], timeout)
 
 
 def stop_cluster(st, env, kwokctl_bin, keep_logs=False):
@@ -209,9 +222,7 @@ def stop_cluster(st, env, kwokctl_bin, keep_logs=False):
     import shutil
     import subprocess
     state = read_state(st) or {}
-    for plugin in state.get("plugins", {}).values():
-        if plugin_pid_alive(plugin["pid"]):
-            stop_pid(plugin["pid"])
+    stop_pids([p["pid"] for p in state.get("plugins", {}).values() if plugin_pid_alive(p["pid"])])
     if os.path.isdir(st["kwok_workdir"]) and kwokctl_bin and os.access(kwokctl_bin, os.X_OK):
         subprocess.run([kwokctl_bin, "delete", "cluster", "--name", state.get("name") or os.path.basename(st["dir"]),
                         "--kubeconfig", st["kubeconfig"]],

@@ -13,6 +13,16 @@ import tempfile
 import time
 
 
+def read_text(path, missing, not_a_file, error):
+    """The UTF-8 text of the regular file `path`; raise error(missing % path) or error(not_a_file % path)."""
+    if not os.path.exists(path):
+        raise error(missing % path)
+    if not os.path.isfile(path):
+        raise error(not_a_file % path)
+    with open(path, "rb") as handle:
+        return handle.read().decode("utf-8")
+
+
 def backup_file(path, backup_dir):
     """Copy `path` into `backup_dir` (created 0700) under a timestamped name; return the copy's path."""
     if not os.path.isdir(backup_dir):

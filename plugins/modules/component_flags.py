@@ -275,7 +275,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.dra.admin.plugins.module_utils import _flags, _tuning
-from ansible_collections.dra.admin.plugins.module_utils.files import backup_file, write_atomically
+from ansible_collections.dra.admin.plugins.module_utils.files import backup_file, read_text as read_file_text, write_atomically
 from ansible_collections.dra.admin.plugins.module_utils._gates import (
     gates_for_dra, runtime_config_for_dra, runtime_config_for_gates, validate_gates, validate_runtime_config,
 )
@@ -321,14 +321,10 @@ def validate_request(version, feature_gates, runtime_config):
 
 
 def read_text(path):
-    if not os.path.exists(path):
-        raise _flags.ManifestError(
-            "manifest %s does not exist: is this a control-plane node set up by kubeadm? "
-            "Give the manifest's path in the path option" % path)
-    if not os.path.isfile(path):
-        raise _flags.ManifestError("%s is not a regular file: give the manifest's path" % path)
-    with open(path, "rb") as handle:
-        return handle.read().decode("utf-8")
+    return read_file_text(
+        path, "manifest %s does not exist: is this a control-plane node set up by kubeadm? "
+        "Give the manifest's path in the path option", "%s is not a regular file: give the manifest's path",
+        _flags.ManifestError)
 
 
 def dra_additions(version, container, feature_gates):

@@ -131,13 +131,11 @@ backup_file:
   sample: /etc/kubernetes/dra-admin-backups/config.yaml.20250101T120000.000000
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.dra.admin.plugins.module_utils import _flags, _tuning
-from ansible_collections.dra.admin.plugins.module_utils.files import backup_file, write_atomically
+from ansible_collections.dra.admin.plugins.module_utils.files import backup_file, read_text as read_file_text, write_atomically
 from ansible_collections.dra.admin.plugins.module_utils._gates import gates_for_dra, validate_gates
 
 KIND = "KubeletConfiguration"
@@ -156,14 +154,10 @@ def argument_spec():
 
 
 def read_text(path):
-    if not os.path.exists(path):
-        raise _flags.ManifestError(
-            "kubelet configuration %s does not exist: is the kubelet set up by kubeadm on this node? "
-            "Give the file's path in the path option (see the kubelet's --config flag)" % path)
-    if not os.path.isfile(path):
-        raise _flags.ManifestError("%s is not a regular file: give the kubelet configuration file's path" % path)
-    with open(path, "rb") as handle:
-        return handle.read().decode("utf-8")
+    return read_file_text(
+        path, "kubelet configuration %s does not exist: is the kubelet set up by kubeadm on this node? "
+        "Give the file's path in the path option (see the kubelet's --config flag)",
+        "%s is not a regular file: give the kubelet configuration file's path", _flags.ManifestError)
 
 
 def plan(params):

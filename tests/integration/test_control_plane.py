@@ -117,6 +117,26 @@ class ControlPlane:
     def stop(self):
         self.pods.stop()
 
+    def render_from_kubeadm_config(self):
+        """The manifests the real kubeadm renders from the kubeadm-config ConfigMap, as `kubeadm upgrade` would."""
+        res = self.kubectl("get", "configmap", "kubeadm-config", "-n", "kube-system", "-o", "json")
+        assert res.returncode == 0, res.stderr
+        cluster = yaml.safe_load(json.loads(res.stdout)["data"]["ClusterConfiguration"])
+        with open(os.path.join(self.root, "kubeadm-config.yaml")) as handle:
+            init = next(d for d in yaml.safe_load_all(handle) if d["kind"] == "InitConfiguration")
+        root = tempfile.mkdtemp(prefix="render-", dir=self.base)
+        with open(os.path.join(root, "kubeadm-config.yaml"), "w") as handle:
+            yaml.safe_dump_all([init, cluster], handle, sort_keys=False)
+        rendered = {}
+        for phase, component in (("controller-manager", "kube-controller-manager"), ("scheduler", "kube-scheduler")):
+            res = subprocess.run([os.path.join(self.bin_dir, "kubeadm"), "init", "phase", "control-plane", phase,
+                                  "--rootfs", root, "--config", "/kubeadm-config.yaml"],
+                                 capture_output=True, text=True, check=False, timeout=120)
+            assert res.returncode == 0, res.stdout + res.stderr
+            with open(os.path.join(root, "etc", "kubernetes", "manifests", component + ".yaml")) as handle:
+                rendered[component] = yaml.safe_load(handle)
+        return rendered
+
     # ---- component endpoints, read with admin.conf's client certificate ----
     def _ssl(self):
         if self._client is None:
@@ -171,6 +191,7 @@ class ControlPlane:
         result = dict(("dra_feature_gates_" + k, v) for k, v in common.items())
         result.update(("dra_control_plane_tuning_" + k, v) for k, v in common.items())
         result.update({
+            "dra_control_plane_tuning_kubeconfig": self.admin_conf,
             "dra_feature_gates_endpoints": endpoints,
             "dra_feature_gates_manage_kubelet": False,
             "dra_feature_gates_kubeconfig": self.admin_conf,
@@ -320,6 +341,16 @@ def test_control_plane_tuning_reaches_the_running_processes(cp):
     # the scheduler still works with the kubeconfig taken over into its file: it holds the leader lease
     lease = cp.kubectl("get", "lease", "kube-scheduler", "-n", "kube-system", "-o", "jsonpath={.spec.renewTime}")
     assert lease.returncode == 0 and lease.stdout, lease.stderr
+    # kubeadm-config carries the tuning: what the real kubeadm renders from it (as an upgrade would) keeps it
+    rendered = cp.render_from_kubeadm_config()
+    kcm = rendered["kube-controller-manager"]["spec"]["containers"][0]
+    assert (flags_of(kcm["command"])["kube-api-qps"], flags_of(kcm["command"])["kube-api-burst"]) == ("75", "150")
+    scheduler = rendered["kube-scheduler"]["spec"]["containers"][0]
+    assert "--config=%s" % cp.scheduler_config in scheduler["command"]
+    assert [m for m in scheduler["volumeMounts"] if m["mountPath"] == cp.scheduler_config] == [
+        {"mountPath": cp.scheduler_config, "name": "kube-scheduler-config", "readOnly": True}]
+    volumes = dict((v["name"], v) for v in rendered["kube-scheduler"]["spec"]["volumes"])
+    assert volumes["kube-scheduler-config"]["hostPath"] == {"path": cp.scheduler_config, "type": "File"}
 
 
 def test_second_run_changes_nothing(cp):
