@@ -22,7 +22,7 @@ Writes <out>/scale.json (summary), <out>/scale-samples.json (per-pod
 latencies and time series), then <out>/scale.md and the PNG plots
 (bench/scale/report.py, which can be re-run on the JSON alone).
 
-Usage: bench/scale/run.py [--nodes 100] [--repetitions 3] [--parallel 3] [--budget-minutes 30] ...
+Usage: bench/scale/run.py [--nodes 100] [--repetitions 3] [--parallel 1] [--budget-minutes 30] ...
 """
 import argparse
 import concurrent.futures
@@ -81,9 +81,9 @@ def parse_args():
     p.add_argument("--churn-jobs", type=int, default=None, help="override the number of churn Jobs")
     p.add_argument("--qps", type=float, default=10.0, help="Job creation rate")
     p.add_argument("--repetitions", type=int, default=3)
-    p.add_argument("--parallel", type=int, default=3,
-                   help="repetitions run at the same time, each on its own cluster (named <name>-1, -2, ...); "
-                        "the settings run in lockstep. 1 runs them one after the other on <name>")
+    p.add_argument("--parallel", type=int, default=1,
+                   help="repetitions run at the same time, each on its own cluster (named <name>-1, -2, ...), "
+                        "the settings in lockstep; needs that many times the CPU. 1: one after the other on <name>")
     p.add_argument("--budget-minutes", type=float, default=30.0,
                    help="start another repetition only if it is expected to end within this (whole command)")
     p.add_argument("--settings", default=None, help="comma-separated subset of the setting ids")
@@ -732,7 +732,7 @@ def main():
         "workload": {"fill_jobs": args.fill_jobs, "churn_jobs": args.churn_jobs,
                      "churn_completions": args.churn_completions, "churn_run_time": args.churn_run_time,
                      "job_creation_qps": args.qps, "fill_percent": args.fill_percent,
-                     "sample_interval": args.sample_interval},
+                     "sample_interval": args.sample_interval, "warm_up_jobs": args.warm_up_jobs},
         "settings": chosen,
         "repetitions_requested": args.repetitions, "repetitions_done": repetitions_done,
         "repetitions_note": stop_reason,
