@@ -175,10 +175,10 @@ def duration_section(doc):
             + f" (starting the cluster(s): {c['up_seconds']:.0f} s)."]
     limited = [s for s in doc["settings"] if s["kcm_qps"] is None]
     if limited and reps:
-        paced = sum(median([r.get("wall_seconds") for r in runs_of(doc, s["id"])]) or 0 for s in limited)
+        paced = sum(median([r.get("run_seconds") for r in runs_of(doc, s["id"])]) or 0 for s in limited)
         text.append(
             f"The {len(limited)} runs with kube-controller-manager at its defaults take {paced / 60:.1f} min of "
-            "every repetition: their pace is set by its client-side rate limiter (the wait column: each "
+            "every repetition (cleanup not counted): their pace is set by its client-side rate limiter (the wait column: each "
             "controller has its own client at 20 QPS), not by the CPU, so they take as long on a faster "
             f"machine. Three repetitions one after the other therefore need at least {3 * paced / 60:.0f} min "
             "anywhere; `--parallel 3` runs them at once on three clusters (three rate limiters), which takes "
@@ -375,7 +375,10 @@ def markdown(doc):
         + (f" They ran {c.get('parallel')} at a time, each on its own identical cluster, every setting started "
            "on all of them together (so they share the CPU)."
            if c.get("parallel", 1) > 1 else " They ran one after the other on one cluster.")
-        + " The order of the settings rotates between repetitions. Cells show the median over repetitions "
+        + (" The settings ran in the same order on every cluster (the order rotates between waves of "
+           f"{c.get('parallel')} repetitions)." if c.get("parallel", 1) > 1 else
+           " The order of the settings rotates between repetitions.")
+        + " Cells show the median over repetitions "
           "and [min–max]; a ratio is computed within each repetition (same cluster, minutes apart) and then "
           "summarised the same way.",
         "",
