@@ -178,8 +178,9 @@ def duration_section(doc):
         paced = sum(median([r.get("run_seconds") for r in runs_of(doc, s["id"])]) or 0 for s in limited)
         text.append(
             f"The {len(limited)} runs with kube-controller-manager at its defaults take {paced / 60:.1f} min of "
-            "every repetition (cleanup not counted): their pace is set by its client-side rate limiter (the wait column: each "
-            "controller has its own client at 20 QPS), not by the CPU, so they take as long on a faster "
+            "every repetition (cleanup not counted): their pace is set by its client-side rate limiter (the "
+            "wait column: each controller has its own client at 20 QPS), not by the CPU, so they take as long "
+            "on a faster "
             f"machine. Three repetitions one after the other therefore need at least {3 * paced / 60:.0f} min "
             "anywhere; `--parallel 3` runs them at once on three clusters (three rate limiters), which takes "
             "about one repetition's time when the machine has the CPU for three (the CPU column, times "
@@ -386,6 +387,7 @@ def markdown(doc):
         "",
     ]
     out += gap_sentences(doc)
+    duration_rows, duration_text = duration_section(doc)
     out += ["", "Absolute times are this 2-CPU machine's, not the page's cluster's: compare the ratios, and each "
             "setting against the SLO.", "",
             "## Pod startup latency (creation → Running)", "", table_startup(doc), "",
@@ -398,8 +400,7 @@ def markdown(doc):
             "client-side limiter that QPS/Burst configure.", "", table_metrics(doc), "",
             "![latency CDFs](scale-startup-cdf.png)", "", "![workqueue depth and add rate](scale-workqueue.png)",
             "", "## Every run", "", table_runs(doc), "",
-            "## How long it takes", "", "\n".join(duration_section(doc)[0]), "",
-            " ".join(duration_section(doc)[1]), "",
+            "## How long it takes", "", "\n".join(duration_rows), "", " ".join(duration_text), "",
             f"## Memory of the {c['nodes']}-node cluster", "",
             "PSS (proportional set size) shares pages used by several processes among them; RSS counts them in "
             "each process.", "", table_memory(doc), "",

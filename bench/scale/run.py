@@ -288,7 +288,8 @@ def window_measurements(first, second, interval):
         query = dict(metrics.QUERY_BY_ID["scheduler_e2e_p99"], quantile=q)
         result["scheduler_e2e_p%d" % int(q * 100)] = metrics.measure_scrapes(query, first, second, interval)
     limiter = dict(metrics.QUERY_BY_ID["workqueue_work_duration_p99"],
-                   metric="rest_client_rate_limiter_duration_seconds", matchers=(), target_matchers=(("endpoint", "=", KCM),))
+                   metric="rest_client_rate_limiter_duration_seconds", matchers=(),
+                   target_matchers=(("endpoint", "=", KCM),))
     result["kcm_rate_limiter_wait_p99"] = metrics.measure_scrapes(limiter, first, second, interval)
     kcm = (("endpoint", "=", KCM),)
     waited = total(second, "rest_client_rate_limiter_duration_seconds_sum", kcm) - \
@@ -636,7 +637,8 @@ def run_wave(args, clusters, reps, order, device_class):
         proc.join(timeout=60)
     if errors:
         raise clusterlib.ClusterError("; ".join(errors))
-    runs.sort(key=lambda r: (order.index(next(s for s in order if s["id"] == r["setting"])), r["repetition"]))
+    ids = [s["id"] for s in order]
+    runs.sort(key=lambda r: (ids.index(r["setting"]), r["repetition"]))
     return runs, raws
 
 
@@ -675,9 +677,7 @@ def main():
         fresh, took = ensure_cluster(args, name, port)
         created, up_seconds = created or fresh, up_seconds + took
     clusters = [name for name, _ in placement]
-    first = prepare_cluster(clusters[0])
-    for name in clusters[1:]:
-        prepare_cluster(name)
+    first = [prepare_cluster(name) for name in clusters][0]
     api = kube.Api(first.kubeconfig)
     device_class = first.state.get("driver", "gpu.example.com")
     slices, _ = api.list_all(f"/apis/resource.k8s.io/{resource_api_version(api)}/resourceslices")
