@@ -47,11 +47,10 @@ class Cluster:
     # ---- processes ----
 
     def pidfile(self, component):
-        return os.path.join(self.workdir, "pids", component + ".pid")
+        return clusterlib.component_pidfile(self.workdir, component)
 
     def pid(self, component):
-        with open(self.pidfile(component)) as fh:
-            return int(fh.read().strip())
+        return clusterlib.component_pid(self.workdir, component)
 
     def argv(self, component):
         with open(f"/proc/{self.pid(component)}/cmdline", "rb") as fh:

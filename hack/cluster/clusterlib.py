@@ -164,6 +164,16 @@ def wait_for(probe, timeout, what, interval=1.0, on_timeout=None):
     raise ClusterError(f"timed out after {timeout}s waiting for {what}{detail}")
 
 
+def component_pidfile(workdir, component):
+    """kwokctl's binary runtime keeps one pid file per component under <cluster workdir>/pids/."""
+    return os.path.join(workdir, "pids", component + ".pid")
+
+
+def component_pid(workdir, component):
+    with open(component_pidfile(workdir, component)) as fh:
+        return int(fh.read().strip())
+
+
 def process_alive(pid, program):
     """True when pid is a live process whose command line names program."""
     try:
