@@ -73,7 +73,8 @@ integration: venv collection-link build test-deps
 	cd $(ROOT) && $(BIN)/python -m pytest -q tests/integration
 
 molecule: venv collection-link build
-	cd $(ROOT) && PATH=$(KUBE_BIN):$$PATH MOLECULE_KUBECONFIG=$(STATE)/molecule-dra/kubeconfig $(BIN)/molecule test
+	cd $(ROOT) && PATH=$(KUBE_BIN):$$PATH MOLECULE_KUBECONFIG=$(STATE)/molecule-dra/kubeconfig \
+		$(ROOT)/hack/molecule-test $(BIN)/molecule $(KUBE_BIN)/kubectl $(STATE)/molecule-dra/kubeconfig
 
 test: lint sanity unit integration molecule
 

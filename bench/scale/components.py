@@ -8,7 +8,6 @@ it like any other.
 """
 import importlib.util
 import os
-import subprocess
 import sys
 import time
 
@@ -53,27 +52,11 @@ class Cluster:
         return clusterlib.component_pid(self.workdir, component)
 
     def argv(self, component):
-        with open(f"/proc/{self.pid(component)}/cmdline", "rb") as fh:
-            return [a.decode() for a in fh.read().split(b"\0") if a]
+        return clusterlib.component_argv(self.workdir, component)
 
     def restart(self, component, argv=None, between=None):
-        """Stop the component (SIGTERM, then SIGKILL), call between(), start argv (default: the same command line)."""
-        pid = self.pid(component)
-        old = self.argv(component)
-        cwd = os.readlink(f"/proc/{pid}/cwd")
-        logpath = os.readlink(f"/proc/{pid}/fd/1")
-        argv = argv or old
-        clusterlib.stop_pid(pid, timeout=20)
-        if between:
-            between()
-        with open(logpath, "a") as log, open(os.devnull) as devnull:
-            proc = subprocess.Popen(argv, cwd=cwd, stdin=devnull, stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
-        tmp = self.pidfile(component) + ".tmp"
-        with open(tmp, "w") as fh:
-            fh.write(str(proc.pid))
-        os.replace(tmp, self.pidfile(component))
-        return proc
+        """Stop the component, call between(), start argv (default: the same command line)."""
+        return clusterlib.restart_component(self.workdir, component, argv, between)
 
     def component_pids(self):
         pids = {}

@@ -174,6 +174,37 @@ def component_pid(workdir, component):
         return int(fh.read().strip())
 
 
+def component_argv(workdir, component):
+    """The command line of a running component, from /proc."""
+    with open(f"/proc/{component_pid(workdir, component)}/cmdline", "rb") as fh:
+        return [a.decode() for a in fh.read().split(b"\0") if a]
+
+
+def restart_component(workdir, component, argv=None, between=None):
+    """Stop a kwokctl component (SIGTERM, wait until it is gone, SIGKILL after 20 s), call between(),
+    and start argv (default: its own command line) in the same directory, logging to the same file.
+
+    Waiting for the old process matters: a new one started beside it cannot bind its ports and exits.
+    The pid file is rewritten, so `kwokctl stop/delete cluster` (hack/cluster/down) stops the new process.
+    """
+    import subprocess
+    pid = component_pid(workdir, component)
+    argv = argv or component_argv(workdir, component)
+    cwd = os.readlink(f"/proc/{pid}/cwd")
+    logpath = os.readlink(f"/proc/{pid}/fd/1")
+    stop_pid(pid, timeout=20)
+    if between:
+        between()
+    with open(logpath, "a") as logfh, open(os.devnull) as devnull:
+        proc = subprocess.Popen(argv, cwd=cwd, stdin=devnull, stdout=logfh, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    tmp = component_pidfile(workdir, component) + ".tmp"
+    with open(tmp, "w") as fh:
+        fh.write(str(proc.pid))
+    os.replace(tmp, component_pidfile(workdir, component))
+    return proc
+
+
 def process_alive(pid, program):
     """True when pid is a live process whose command line names program."""
     try:
@@ -223,6 +254,14 @@ def stop_pid(pid, timeout=10):
     stop_pids([pid], timeout)
 
 
+def keep_component_logs(st, name):
+    """Copy the control-plane components' logs to <state>/component-logs (kwokctl delete removes them)."""
+    import shutil
+    logs = os.path.join(st["kwok_workdir"], "clusters", name, "logs")
+    if os.path.isdir(logs):
+        shutil.copytree(logs, os.path.join(st["dir"], "component-logs"), dirs_exist_ok=True)
+
+
 def stop_cluster(st, env, kwokctl_bin, keep_logs=False):
     """Stop the plugins (by recorded pid), the kwokctl cluster, and remove the state.
 
@@ -233,6 +272,8 @@ def stop_cluster(st, env, kwokctl_bin, keep_logs=False):
     import subprocess
     state = read_state(st) or {}
     stop_pids([p["pid"] for p in state.get("plugins", {}).values() if plugin_pid_alive(p["pid"])])
+    if keep_logs:
+        keep_component_logs(st, state.get("name") or os.path.basename(st["dir"]))
     if os.path.isdir(st["kwok_workdir"]) and kwokctl_bin and os.access(kwokctl_bin, os.X_OK):
         subprocess.run([kwokctl_bin, "delete", "cluster", "--name", state.get("name") or os.path.basename(st["dir"]),
                         "--kubeconfig", st["kubeconfig"]],
