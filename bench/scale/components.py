@@ -59,11 +59,7 @@ class Cluster:
         return clusterlib.restart_component(self.workdir, component, argv, between)
 
     def component_pids(self):
-        pids = {}
-        for entry in sorted(os.listdir(os.path.join(self.workdir, "pids"))):
-            if entry.endswith(".pid"):
-                with open(os.path.join(self.workdir, "pids", entry)) as fh:
-                    pids[entry[:-4]] = int(fh.read().strip())
+        pids = clusterlib.component_pids(self.workdir)
         state = clusterlib.read_state(self.st) or {}
         pids["dra-example-kubeletplugin"] = [p["pid"] for p in state.get("plugins", {}).values()]
         return pids

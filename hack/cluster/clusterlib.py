@@ -205,6 +205,19 @@ def restart_component(workdir, component, argv=None, between=None):
     return proc
 
 
+def component_pids(workdir):
+    """{component: pid} from kwokctl's pid files in a cluster's workdir ({} when it has no pids/ directory)."""
+    pids = {}
+    directory = os.path.join(workdir, "pids")
+    for entry in sorted(os.listdir(directory)) if os.path.isdir(directory) else []:
+        if entry.endswith(".pid"):
+            try:
+                pids[entry[:-4]] = component_pid(workdir, entry[:-4])
+            except (OSError, ValueError):
+                pass
+    return pids
+
+
 def process_alive(pid, program):
     """True when pid is a live process whose command line names program."""
     try:
@@ -271,14 +284,19 @@ def stop_cluster(st, env, kwokctl_bin, keep_logs=False):
     import shutil
     import subprocess
     state = read_state(st) or {}
+    name = state.get("name") or os.path.basename(st["dir"])
     stop_pids([p["pid"] for p in state.get("plugins", {}).values() if plugin_pid_alive(p["pid"])])
     if keep_logs:
-        keep_component_logs(st, state.get("name") or os.path.basename(st["dir"]))
+        keep_component_logs(st, name)
+    components = [pid for component, pid in component_pids(os.path.join(st["kwok_workdir"], "clusters", name)).items()
+                  if process_alive(pid, component)]
     if os.path.isdir(st["kwok_workdir"]) and kwokctl_bin and os.access(kwokctl_bin, os.X_OK):
-        subprocess.run([kwokctl_bin, "delete", "cluster", "--name", state.get("name") or os.path.basename(st["dir"]),
-                        "--kubeconfig", st["kubeconfig"]],
+        subprocess.run([kwokctl_bin, "delete", "cluster", "--name", name, "--kubeconfig", st["kubeconfig"]],
                        env=dict(env, KWOK_WORKDIR=st["kwok_workdir"]), stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL, check=False)
+    # kwokctl kills the components (SIGKILL) without waiting for them: until they are gone their ports
+    # are taken, and a cluster started right after (molecule's destroy, then create) would find them so.
+    stop_pids([pid for pid in components if not _gone(pid)])
     if keep_logs and os.path.isdir(st["dir"]):
         kept = st["dir"] + ".failed"
         shutil.rmtree(kept, ignore_errors=True)
