@@ -23,6 +23,19 @@ VERSIONS = clusterlib.supported_k8s_versions()
 NODES = int(os.environ.get("DRA_IT_NODES", "3"))
 
 
+def wait_until(probe, timeout, what, interval=0.5, detail=None):
+    """probe() until it returns something truthy (returned); AssertionError after timeout, with detail() if given."""
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        last = probe()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})"
+                         + (f"\n{detail()}" if detail else ""))
+
+
 class Cluster:
     def __init__(self, name, version, port):
         self.name = name
@@ -63,14 +76,7 @@ class Cluster:
         return self._resource_version
 
     def wait_until(self, probe, timeout=60, what="condition", interval=0.5):
-        deadline = time.time() + timeout
-        last = None
-        while time.time() < deadline:
-            last = probe()
-            if last:
-                return last
-            time.sleep(interval)
-        raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+        return wait_until(probe, timeout, what, interval)
 
     # --- ansible -------------------------------------------------------
     def run_module(self, module, args=None, check=False, expect_failure=False):
@@ -93,10 +99,20 @@ class Cluster:
                                  f"{json.dumps(result, indent=1)[:4000]}")
         return result
 
-    def run_playbook(self, playbook, *extra):
+    def run_playbook(self, playbook, *extra, env=None):
         cmd = ["ansible-playbook", "-i", os.path.join(ROOT, "inventory", "local.yml"),
                os.path.join(ROOT, playbook)] + list(extra)
-        return subprocess.run(cmd, env=self.env, capture_output=True, text=True, cwd=ROOT, check=False)
+        return subprocess.run(cmd, env=dict(self.env, **(env or {})), capture_output=True, text=True, cwd=ROOT,
+                              check=False)
+
+    def run_role(self, role, tmp_path, extra_vars, check=False):
+        """One role on localhost with extra_vars; results as one-line JSON, so messages can be searched unwrapped."""
+        playbook = tmp_path / (role.rsplit(".", 1)[-1] + ".yml")
+        playbook.write_text(f"- hosts: localhost\n  gather_facts: false\n  roles:\n    - {role}\n")
+        vars_file = tmp_path / f"vars-{time.monotonic_ns()}.json"
+        vars_file.write_text(json.dumps(extra_vars))
+        return self.run_playbook(str(playbook), "-e", f"@{vars_file}", *(["--check"] if check else []),
+                                 env={"ANSIBLE_CALLBACK_RESULT_FORMAT": "json"})
 
 
 def _port_for(version):

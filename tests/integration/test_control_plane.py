@@ -24,6 +24,7 @@ import pytest
 import yaml
 
 import control_plane_helpers as helpers
+from conftest import wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
@@ -86,15 +87,8 @@ class ControlPlane:
                               + list(args), capture_output=True, text=True, check=False, env=self.env, timeout=60)
 
     def wait_until(self, probe, timeout, what, interval=0.5):
-        deadline = time.time() + timeout
-        last = None
-        while time.time() < deadline:
-            last = probe()
-            if last:
-                return last
-            time.sleep(interval)
-        raise AssertionError("timed out after %ss waiting for %s (last: %r)\napiserver log:\n%s"
-                             % (timeout, what, last, self.pods.log_tail("kube-apiserver")))
+        return wait_until(probe, timeout, what, interval,
+                          detail=lambda: "apiserver log:\n" + self.pods.log_tail("kube-apiserver"))
 
     def ready(self):
         return self.kubectl("get", "--raw", "/readyz", kubeconfig=self.super_admin_conf).returncode == 0

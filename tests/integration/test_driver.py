@@ -161,20 +161,8 @@ def role_vars(driver, namespace, **extra):
     return base
 
 
-def playbook_run(cluster, playbook, vars_file, check=False):
-    """ansible-playbook with results as one-line JSON, so messages can be searched unwrapped."""
-    cmd = ["ansible-playbook", "-i", os.path.join(ROOT, "inventory", "local.yml"), str(playbook),
-           "-e", f"@{vars_file}"] + (["--check"] if check else [])
-    env = dict(cluster.env, ANSIBLE_CALLBACK_RESULT_FORMAT="json")
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT, check=False)
-
-
 def run_role(cluster, tmp_path, extra_vars, check=False):
-    playbook = tmp_path / "driver.yml"
-    playbook.write_text("- hosts: localhost\n  gather_facts: false\n  roles:\n    - dra.admin.driver\n")
-    vars_file = tmp_path / f"vars-{time.monotonic_ns()}.json"
-    vars_file.write_text(json.dumps(extra_vars))
-    return playbook_run(cluster, playbook, vars_file, check)
+    return cluster.run_role("dra.admin.driver", tmp_path, extra_vars, check)
 
 
 def recap(res):

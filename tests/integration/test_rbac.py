@@ -5,12 +5,9 @@ the expected answers below are written from the persona definitions, not compute
 collection's code. The matrix is printed; any unexpected allow or deny fails.
 """
 import json
-import os
-import subprocess
 
 import pytest
 
-from conftest import ROOT
 
 DRIVER = "it-rbac.example.com"
 OTHER_DRIVER = "someone-else.example.com"
@@ -126,20 +123,8 @@ def print_matrix(cluster, rows, answers):
           "definition")
 
 
-def playbook_run(cluster, playbook, vars_file, check=False):
-    """ansible-playbook with results as one-line JSON, so messages can be searched unwrapped."""
-    cmd = ["ansible-playbook", "-i", os.path.join(ROOT, "inventory", "local.yml"), str(playbook),
-           "-e", f"@{vars_file}"] + (["--check"] if check else [])
-    env = dict(cluster.env, ANSIBLE_CALLBACK_RESULT_FORMAT="json")
-    return subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT, check=False)
-
-
 def run_role(cluster, tmp_path, extra_vars, check=False):
-    playbook = tmp_path / "rbac.yml"
-    playbook.write_text("- hosts: localhost\n  gather_facts: false\n  roles:\n    - dra.admin.rbac\n")
-    vars_file = tmp_path / "vars.json"
-    vars_file.write_text(json.dumps(extra_vars))
-    return playbook_run(cluster, playbook, vars_file, check)
+    return cluster.run_role("dra.admin.rbac", tmp_path, extra_vars, check)
 
 
 def recap(res):
