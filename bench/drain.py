@@ -13,7 +13,7 @@ node, claims still allocated on it, node cordoned).
 A second round adds a PodDisruptionBudget that refuses evictions for
 --pdb-hold seconds, then allows them: who waits, who fails.
 
-Usage: bench/drain.py [--pods 50] [--grace 5] [--repeat 2]
+Usage: bench/drain.py [--pods 50] [--grace 5] [--repeat 2] [--kcm-qps 75 --kcm-burst 150]
 """
 import argparse
 import json
@@ -117,6 +117,19 @@ def workload(node, pods, grace):
     return driver, workers
 
 
+def set_kcm_limits(bench, workdir, qps, burst):
+    """Restart kube-controller-manager with --kube-api-qps/--kube-api-burst; wait until it leads again."""
+    argv = [a for a in clusterlib.component_argv(workdir, "kube-controller-manager")
+            if not a.startswith(("--kube-api-qps", "--kube-api-burst"))]
+    argv += [f"--kube-api-qps={qps}", f"--kube-api-burst={burst}"]
+    lease = ("lease", "-n", "kube-system", "kube-controller-manager")
+    # Without its lease, the new process leads at once instead of after the old lease expires.
+    clusterlib.restart_component(workdir, "kube-controller-manager", argv,
+                                 between=lambda: bench.kubectl("delete", *lease, check=False))
+    bench.wait(lambda: bench.kubectl("get", *lease, check=False).returncode == 0, 60, "kcm leader lease")
+    time.sleep(2)  # its controllers start right after it leads
+
+
 def drain_with(bench, tool, node, timeout):
     started = time.perf_counter()
     requests = None
@@ -154,8 +167,12 @@ def main():
     p.add_argument("--pdb-hold", type=int, default=10)
     p.add_argument("--port", type=int, default=23500)
     p.add_argument("--name", default="bench-drain")
+    p.add_argument("--kcm-qps", type=int, help="restart kube-controller-manager with this --kube-api-qps")
+    p.add_argument("--kcm-burst", type=int, help="... and this --kube-api-burst (both or neither)")
     p.add_argument("--output", default=os.path.join(ROOT, "bench", "results", "drain.json"))
     args = p.parse_args()
+    if (args.kcm_qps is None) != (args.kcm_burst is None):
+        p.error("--kcm-qps and --kcm-burst go together")
     versions = clusterlib.load_versions()
     k8s = clusterlib.supported_k8s_versions(versions)[0]
     st = clusterlib.cluster_state(args.name)
@@ -163,9 +180,12 @@ def main():
                     "--devices", str(args.pods + 10), "--port", str(args.port)], check=True, capture_output=True)
     bench = Bench(args.name, st["kubeconfig"], os.path.dirname(clusterlib.component_bin("kubernetes", k8s, "kubectl")))
     results = {"pods": args.pods, "grace_s": args.grace, "kubernetes": k8s, "cpus": os.cpu_count(), "runs": [],
-               "pdb_round": []}
+               "pdb_round": [], "kcm_qps_burst": [args.kcm_qps or 20, args.kcm_burst or 30]}
     tools = ["dra_node_drain", "kubectl drain", "kubernetes.core.k8s_drain"]
     try:
+        if args.kcm_qps is not None:
+            set_kcm_limits(bench, os.path.join(st["kwok_workdir"], "clusters", args.name), args.kcm_qps,
+                           args.kcm_burst)
         node = sorted(n["metadata"]["name"] for n in bench.get("nodes")["items"])[-1]
         for ns in (NS, DRIVER_NS):
             bench.kubectl("create", "namespace", ns, check=False)
