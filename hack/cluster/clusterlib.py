@@ -218,6 +218,11 @@ def component_pids(workdir):
     return pids
 
 
+def live_components(workdir):
+    """{component: pid} of the components whose pid file names a live process running that component."""
+    return {c: pid for c, pid in component_pids(workdir).items() if process_alive(pid, c)}
+
+
 def process_alive(pid, program):
     """True when pid is a live process whose command line names program."""
     try:
@@ -288,8 +293,7 @@ def stop_cluster(st, env, kwokctl_bin, keep_logs=False):
     stop_pids([p["pid"] for p in state.get("plugins", {}).values() if plugin_pid_alive(p["pid"])])
     if keep_logs:
         keep_component_logs(st, name)
-    components = [pid for component, pid in component_pids(os.path.join(st["kwok_workdir"], "clusters", name)).items()
-                  if process_alive(pid, component)]
+    components = live_components(os.path.join(st["kwok_workdir"], "clusters", name)).values()
     if os.path.isdir(st["kwok_workdir"]) and kwokctl_bin and os.access(kwokctl_bin, os.X_OK):
         subprocess.run([kwokctl_bin, "delete", "cluster", "--name", name, "--kubeconfig", st["kubeconfig"]],
                        env=dict(env, KWOK_WORKDIR=st["kwok_workdir"]), stdout=subprocess.DEVNULL,
