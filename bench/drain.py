@@ -117,17 +117,15 @@ def workload(node, pods, grace):
     return driver, workers
 
 
-def set_kcm_limits(bench, workdir, qps, burst):
-    """Restart kube-controller-manager with --kube-api-qps/--kube-api-burst; wait until it leads again."""
-    argv = [a for a in clusterlib.component_argv(workdir, "kube-controller-manager")
-            if not a.startswith(("--kube-api-qps", "--kube-api-burst"))]
-    argv += [f"--kube-api-qps={qps}", f"--kube-api-burst={burst}"]
-    lease = ("lease", "-n", "kube-system", "kube-controller-manager")
-    # Without its lease, the new process leads at once instead of after the old lease expires.
-    clusterlib.restart_component(workdir, "kube-controller-manager", argv,
-                                 between=lambda: bench.kubectl("delete", *lease, check=False))
-    bench.wait(lambda: bench.kubectl("get", *lease, check=False).returncode == 0, 60, "kcm leader lease")
-    time.sleep(2)  # its controllers start right after it leads
+def set_kcm_limits(name, qps, burst):
+    """Restart kube-controller-manager with --kube-api-qps/--kube-api-burst, as the scale benchmark does
+    (its flags rewritten through _flags; returns when it leads and its controllers have started)."""
+    sys.path.insert(0, os.path.join(ROOT, "bench", "scale"))
+    import components
+    import kube
+    import run as scale_run
+    cluster = components.Cluster(name)
+    scale_run.restart_kcm(kube.Api(cluster.kubeconfig), cluster, {"kcm_qps": qps, "kcm_burst": burst})
 
 
 def drain_with(bench, tool, node, timeout):
@@ -184,8 +182,7 @@ def main():
     tools = ["dra_node_drain", "kubectl drain", "kubernetes.core.k8s_drain"]
     try:
         if args.kcm_qps is not None:
-            set_kcm_limits(bench, os.path.join(st["kwok_workdir"], "clusters", args.name), args.kcm_qps,
-                           args.kcm_burst)
+            set_kcm_limits(args.name, args.kcm_qps, args.kcm_burst)
         node = sorted(n["metadata"]["name"] for n in bench.get("nodes")["items"])[-1]
         for ns in (NS, DRIVER_NS):
             bench.kubectl("create", "namespace", ns, check=False)

@@ -610,21 +610,21 @@ def run_wave(args, clusters, reps, order, device_class):
     ctx = multiprocessing.get_context("fork")
     barrier = ctx.Barrier(len(reps))
     queue = ctx.Queue()
-    procs = [ctx.Process(target=repetition_worker, name=f"rep-{rep}",
-                         args=(args, name, rep, order, device_class, barrier, queue))
-             for rep, name in zip(reps, clusters)]
-    for proc in procs:
+    procs = {rep: ctx.Process(target=repetition_worker, name=f"rep-{rep}",
+                              args=(args, name, rep, order, device_class, barrier, queue))
+             for rep, name in zip(reps, clusters)}
+    for proc in procs.values():
         proc.start()
     runs, raws, errors, pending = [], [], [], set(reps)
     while pending:
         try:
             kind, first, second = queue.get(timeout=5)
         except queue_module.Empty:
-            dead = [p for p in procs if not p.is_alive() and p.exitcode not in (0, None)]
-            if dead:
+            # A worker killed before it could report: counted once, then no longer waited for.
+            for rep in [r for r in pending if procs[r].exitcode not in (0, None)]:
                 barrier.abort()
-                errors.append(f"{dead[0].name} exited with {dead[0].exitcode}")
-                pending.discard(int(dead[0].name.split("-")[1]))
+                errors.append(f"{procs[rep].name} exited with {procs[rep].exitcode}")
+                pending.discard(rep)
             continue
         if kind == "run":
             runs.append(first)
@@ -633,7 +633,7 @@ def run_wave(args, clusters, reps, order, device_class):
             pending.discard(first)
             if kind == "error":
                 errors.append(second)
-    for proc in procs:
+    for proc in procs.values():
         proc.join(timeout=60)
     if errors:
         raise clusterlib.ClusterError("; ".join(errors))
