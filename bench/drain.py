@@ -91,6 +91,9 @@ class Bench:
         self.kubectl("uncordon", node)
         self.kubectl("scale", "deployment", "-n", NS, "workers", "--replicas=0")
         self.wait(lambda: not self.get("pods", "-n", NS, "-l", "app=workers")["items"], 120, "old pods gone")
+        # The scheduler may turn a new pod away while the old pods' claims still hold the devices, and
+        # then not retry it for minutes: start the new pods once those claims are gone.
+        self.wait(lambda: not self.get("resourceclaims", "-n", NS)["items"], 120, "old claims gone")
         self.kubectl("scale", "deployment", "-n", NS, "workers", f"--replicas={pods}")
         self.wait(lambda: len(self.running_on(node, NS, "app=workers")) == pods, 180, f"{pods} workers running")
         self.wait(lambda: self.running_on(node, DRIVER_NS, "app=driver"), 60, "driver pod back")
