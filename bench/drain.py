@@ -29,6 +29,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 import clusterlib  # noqa: E402
+import kube  # noqa: E402  (hack/cluster/kube.py: the API client and wait helper shared with tests and hack/)
 from dra_objects import claim_template  # noqa: E402
 
 NS = "bench-drain"
@@ -68,13 +69,9 @@ class Bench:
         pods = self.get("pods", "-n", namespace, "-l", label, "--field-selector", f"spec.nodeName={node}")["items"]
         return [p for p in pods if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")]
 
-    def wait(self, probe, timeout, what):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            if probe():
-                return
-            time.sleep(0.5)
-        raise RuntimeError(f"timed out waiting for {what}")
+    @staticmethod
+    def wait(probe, timeout, what):
+        return kube.wait_for(probe, timeout, what, retry_on=())
 
     def claims_on(self, node):
         held = 0
@@ -125,7 +122,6 @@ def set_kcm_limits(name, qps, burst):
     (its flags rewritten through _flags; returns when it leads and its controllers have started)."""
     sys.path.insert(0, os.path.join(ROOT, "bench", "scale"))
     import components
-    import kube
     import run as scale_run
     cluster = components.Cluster(name)
     scale_run.restart_kcm(kube.Api(cluster.kubeconfig), cluster, {"kcm_qps": qps, "kcm_burst": burst})

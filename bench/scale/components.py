@@ -9,12 +9,12 @@ it like any other.
 import importlib.util
 import os
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(REPO_ROOT, "hack", "cluster"))
 import clusterlib  # noqa: E402
+import kube  # noqa: E402  (hack/cluster/kube.py)
 
 
 def collection_module(name):
@@ -135,16 +135,14 @@ class Cluster:
         self.restart("kwok-controller", between=lambda: delete_node_leases(self.kubeconfig))
         # Until the new process holds a node's lease it does not run that node's pods: a run started
         # earlier measures kwok-controller's start (seconds on some pods), not the control plane.
-        import kube
         api = kube.Api(self.kubeconfig)
         nodes = len(api.list_all("/api/v1/nodes")[0])
-        wait_for(lambda: len(api.list_all("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases")[0])
-                 >= nodes, 180, f"kwok-controller to hold the leases of all {nodes} nodes")
+        kube.wait_for(lambda: len(api.list_all("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases")[0])
+                      >= nodes, 180, f"kwok-controller to hold the leases of all {nodes} nodes", retry_on=(Exception,))
         return True
 
 
 def delete_node_leases(kubeconfig):
-    import kube
     api = kube.Api(kubeconfig)
     api.delete("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases")
 
@@ -160,18 +158,3 @@ def read_smaps_rollup(pid):
             return values
     except OSError:
         return None
-
-
-def wait_for(probe, timeout, what, interval=0.5):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            value = probe()
-            if value:
-                return value
-        except Exception as exc:  # any failure of the probe means: not yet
-            last = exc
-        time.sleep(interval)
-    raise clusterlib.ClusterError(f"timed out after {timeout}s waiting for {what}" +
-                                  (f" (last error: {last})" if last else ""))

@@ -39,8 +39,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "hack", "cluster"))
 import components  # noqa: E402
-import kube  # noqa: E402
+import kube  # noqa: E402  (hack/cluster/kube.py: the API client and wait helper shared with tests and hack/)
 import workload  # noqa: E402
 from components import clusterlib, metrics  # noqa: E402
 
@@ -316,7 +317,7 @@ def restart_kcm(api, cluster, setting):
     def leader():
         samples = metrics.parse_text(filtered(api.metrics_text(cluster.kcm_url()))).samples
         return total(samples, "leader_election_master_status", (("name", "=", KCM),)) == 1
-    components.wait_for(leader, 90, "kube-controller-manager to become leader")
+    kube.wait_for(leader, 90, "kube-controller-manager to become leader", retry_on=(Exception,))
 
     def controllers_started():
         # Controllers register their health checks when they start, after leader election.
@@ -324,7 +325,7 @@ def restart_kcm(api, cluster, setting):
                                  timeout=10).text
         return all(f"[+]{c} ok" in text for c in ("resourceclaim-controller", "job-controller",
                                                    "garbage-collector-controller"))
-    components.wait_for(controllers_started, 90, "kube-controller-manager's controllers to start")
+    kube.wait_for(controllers_started, 90, "kube-controller-manager's controllers to start", retry_on=(Exception,))
     return argv
 
 
@@ -337,7 +338,7 @@ def wait_quiet(api, cluster, timeout=60):
         empty = total(samples, "workqueue_depth", (("name", "=~", "resource_claim|job"),)) == 0
         streak[0] = streak[0] + 1 if empty else 0
         return streak[0] >= 2
-    components.wait_for(quiet, timeout, "kube-controller-manager's queues to drain", interval=1.0)
+    kube.wait_for(quiet, timeout, "kube-controller-manager's queues to drain", interval=1.0, retry_on=(Exception,))
 
 
 def cleanup(api, ns):
@@ -397,8 +398,8 @@ def run_once(api, cluster, args, setting, rep, device_class):
     wait_quiet(api, cluster)
     steps["queues_drained"] = round(time.monotonic() - t_begin, 1)
     api.ensure("/api/v1/namespaces", workload.namespace(ns))
-    components.wait_for(lambda: api.get(f"/api/v1/namespaces/{ns}/serviceaccounts/default", ok=(200,)), 60,
-                        f"the default ServiceAccount in {ns}")
+    kube.wait_for(lambda: api.get(f"/api/v1/namespaces/{ns}/serviceaccounts/default", ok=(200,)), 60,
+                  f"the default ServiceAccount in {ns}", retry_on=(Exception,))
     version = resource_api_version(api)
     if setting["claims"]:
         api.create(f"/apis/resource.k8s.io/{version}/namespaces/{ns}/resourceclaimtemplates",

@@ -1,16 +1,18 @@
-"""Shared helpers of hack/cluster/{build,up,down}: versions and paths."""
+"""Shared helpers of hack/cluster/{build,up,down}: versions and paths.
+
+The errors and the wait helper come from kube.py beside this file (the API client and wait helper
+of the tests, the benchmarks and hack/), and are re-exported here for the scripts that import them
+from clusterlib.
+"""
 import os
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+from kube import ClusterError, GaveUp, WaitTimeout, wait_for  # noqa: E402,F401  pylint: disable=wrong-import-position
+
 CACHE_ROOT = os.path.expanduser(os.environ.get("DRA_ADMIN_CACHE", "~/.cache/dra-admin"))
-
-
-class ClusterError(Exception):
-    """An error a user can act on; printed without a traceback."""
-
-
-class GaveUp(ClusterError):
-    """A wait_for probe found that waiting longer cannot help."""
 
 
 def load_versions(path=os.path.join(HERE, "versions.env")):
@@ -142,26 +144,6 @@ def kubectl(args, env, kubeconfig, stdin=None):
     if res.returncode != 0:
         raise ClusterError(f"kubectl {' '.join(args)} failed: {res.stderr.strip()}")
     return res.stdout
-
-
-def wait_for(probe, timeout, what, interval=1.0, on_timeout=None):
-    """Call probe until it returns something truthy (returned) or timeout (ClusterError)."""
-    import time
-    deadline = time.time() + timeout
-    last_error = None
-    while time.time() < deadline:
-        try:
-            result = probe()
-            if result:
-                return result
-        except GaveUp:
-            raise
-        except ClusterError as exc:
-            last_error = exc
-        time.sleep(interval)
-    detail = f"; still missing: {on_timeout()}" if on_timeout else ""
-    detail += f"; last error: {last_error}" if last_error else ""
-    raise ClusterError(f"timed out after {timeout}s waiting for {what}{detail}")
 
 
 def component_pidfile(workdir, component):
