@@ -2,65 +2,99 @@
 
 The drain's ordering guarantees are proven from what the API server saw, not
 from the module's own log: each watch event is stamped on arrival.
+
+Each collection is read once (LIST: its objects are recorded as ADDED, stamped
+then) and watched from that LIST's resourceVersion with one kube.Watch: a
+stream that ends is resumed from the last resourceVersion seen, so an object
+deleted between two streams still produces its DELETED event. If the server
+cannot resume (410 Gone), the record has a gap: `stop()` and `check()` raise
+WatchContinuityLost instead of answering from a partial history.
+
+`watch_*` return once the watch is established: act right after them, there
+is nothing to wait for. `stop()` returns once every watch has caught up with
+the collection as it is at that moment (no fixed grace period).
 """
+import os
+import sys
 import threading
 import time
 
-from kubernetes import client, config, watch
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                "hack", "cluster"))
+import kube  # noqa: E402  pylint: disable=wrong-import-position
 
 
 class ApiRecorder:
-    def __init__(self, kubeconfig):
-        self.api_client = config.new_client_from_config(config_file=kubeconfig)
+    def __init__(self, kubeconfig=None, api=None, start_timeout=30):
+        self.api = api or kube.Api(kubeconfig)
         self.events = []  # (monotonic time, kind, type, namespace/name, object dict)
-        self._threads = []
-        self._stop = threading.Event()
+        self.start_timeout = start_timeout
+        self._watches = []  # (kind, path, kube.Watch)
+        self._seen = {}  # path -> {uid: resourceVersion} of the objects the record says exist
         self._lock = threading.Lock()
 
-    def _record(self, kind, event_type, obj):
+    def _record(self, kind, path, event_type, obj, stamp):
         meta = obj.get("metadata") or {}
         with self._lock:
-            self.events.append((time.monotonic(), kind, event_type,
-                                "%s/%s" % (meta.get("namespace"), meta.get("name")), obj))
-
-    def _run(self, kind, list_fn, kwargs):
-        w = watch.Watch()
-        while not self._stop.is_set():
-            try:
-                for event in w.stream(list_fn, timeout_seconds=2, _request_timeout=5, **kwargs):
-                    obj = event["object"]
-                    if not isinstance(obj, dict):
-                        obj = self.api_client.sanitize_for_serialization(obj)
-                    self._record(kind, event["type"], obj)
-                    if self._stop.is_set():
-                        break
-            except Exception:  # a dropped watch is restarted; events keep their arrival time
-                time.sleep(0.1)
-            kwargs.pop("resource_version", None)
+            self.events.append((stamp, kind, event_type, "%s/%s" % (meta.get("namespace"), meta.get("name")), obj))
+            seen = self._seen.setdefault(path, {})
+            if event_type == "DELETED":
+                seen.pop(meta.get("uid"), None)
+            else:
+                seen[meta.get("uid")] = meta.get("resourceVersion")
 
     def watch_pods(self, namespace):
-        core = client.CoreV1Api(self.api_client)
-        self._start("pod", core.list_namespaced_pod, {"namespace": namespace})
+        self._start("pod", "/api/v1/namespaces/%s/pods" % namespace)
 
     def watch_claims(self, namespace, version):
-        custom = client.CustomObjectsApi(self.api_client)
-        self._start("claim", custom.list_namespaced_custom_object,
-                    {"group": "resource.k8s.io", "version": version, "namespace": namespace,
-                     "plural": "resourceclaims"})
+        self._start("claim", "/apis/resource.k8s.io/%s/namespaces/%s/resourceclaims" % (version, namespace))
 
-    def _start(self, kind, fn, kwargs):
-        t = threading.Thread(target=self._run, args=(kind, fn, kwargs), daemon=True)
-        t.start()
-        self._threads.append(t)
+    def _start(self, kind, path):
+        items, rv = self.api.list_all(path)
+        stamp = time.monotonic()
+        for obj in items:
+            self._record(kind, path, "ADDED", obj, stamp)
+        watch = kube.Watch(self.api, path, rv, lambda t, o, now: self._record(kind, path, t, o, now),
+                           name="record " + path)
+        self._watches.append((kind, path, watch))
+        watch.start()
+        watch.wait_started(self.start_timeout)
 
-    def stop(self):
-        time.sleep(1.0)
-        self._stop.set()
-        for t in self._threads:
-            t.join(timeout=10)
+    def _caught_up(self, path, watch):
+        """True once the record of `path` has reached the collection as a LIST shows it now."""
+        self.check()
+        items, rv = self.api.list_all(path)
+        try:
+            if int(watch.rv) >= int(rv):
+                return True
+        except (TypeError, ValueError):  # resourceVersions are opaque; etcd's are integers
+            pass
+        current = dict(((o.get("metadata") or {}).get("uid"), (o.get("metadata") or {}).get("resourceVersion"))
+                       for o in items)
+        with self._lock:
+            return self._seen.get(path, {}) == current
+
+    def stop(self, timeout=60):
+        """Wait until every watch has seen the collection as it is now, stop them, and check continuity."""
+        try:
+            for _kind, path, watch in self._watches:
+                kube.wait_for(lambda p=path, w=watch: self._caught_up(p, w), timeout,
+                              "the watch of %s to catch up" % path, interval=0.2, retry_on=(kube.ApiError,))
+        finally:
+            for _kind, _path, watch in self._watches:
+                watch.stop()
+        self.check()
+
+    def check(self):
+        """WatchContinuityLost when a watch could not resume: the record may miss events."""
+        lost = [w.lost for _k, _p, w in self._watches if w.lost]
+        if lost:
+            raise kube.WatchContinuityLost("the API event record has a gap, its answers cannot be trusted: "
+                                           + "; ".join(lost))
 
     # --- queries over what was seen ------------------------------------
     def first(self, kind, key, predicate):
+        self.check()
         for stamp, k, event_type, name, obj in self.events:
             if k == kind and name == key and predicate(event_type, obj):
                 return stamp
