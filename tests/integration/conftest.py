@@ -2,9 +2,19 @@
 
 The `cluster` fixture brings up one cluster per Kubernetes version listed in
 hack/cluster/versions.env (with `hack/cluster/up`), runs every test of the
-session against it, and tears it down (`hack/cluster/down`). Nothing is
-mocked: the API server, scheduler, controller-manager and the example DRA
-driver's kubelet plugins are the real upstream programs.
+session against it, and tears it down (`hack/cluster/down`).
+
+What is real and what is not:
+- real, built from upstream sources at the pinned versions: etcd, kube-apiserver,
+  kube-controller-manager and kube-scheduler (each a host process), and the example
+  DRA driver's kubelet plugin (dra-example-kubeletplugin, one host process per node,
+  publishing ResourceSlices through the API server);
+- not real: the nodes are KWOK fakes (kwok-controller marks pods Running and deletes
+  them after their grace period): there is no kubelet, no container and no CDI, so
+  nothing calls the plugin's NodePrepareResources; test_driver.py's HostPlugins starts a
+  plugin process for each Running driver pod, standing in for the container runtime;
+- test_control_plane.py runs its own kubeadm-made control plane whose static Pods are
+  (re)started by a stand-in process (control_plane_helpers.StaticPods), not a kubelet.
 """
 import json
 import os
@@ -18,22 +28,10 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
 import clusterlib  # noqa: E402
+from kube import wait_for  # noqa: E402  (hack/cluster/kube.py: the one wait helper of tests, bench and hack/)
 
 VERSIONS = clusterlib.supported_k8s_versions()
 NODES = int(os.environ.get("DRA_IT_NODES", "3"))
-
-
-def wait_until(probe, timeout, what, interval=0.5, detail=None):
-    """probe() until it returns something truthy (returned); AssertionError after timeout, with detail() if given."""
-    deadline = time.time() + timeout
-    last = None
-    while time.time() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})"
-                         + (f"\n{detail()}" if detail else ""))
 
 
 class Cluster:
@@ -76,7 +74,8 @@ class Cluster:
         return self._resource_version
 
     def wait_until(self, probe, timeout=60, what="condition", interval=0.5):
-        return wait_until(probe, timeout, what, interval)
+        """kube.wait_for; an error raised by the probe (e.g. a failed kubectl) fails at once."""
+        return wait_for(probe, timeout, what, interval, retry_on=())
 
     # --- ansible -------------------------------------------------------
     def run_module(self, module, args=None, check=False, expect_failure=False):

@@ -4,7 +4,11 @@
 `--rootfs`) into a scratch root. Addresses and ports are chosen there, through kubeadm's own
 configuration (InitConfiguration.localAPIEndpoint.bindPort, ClusterConfiguration.controlPlaneEndpoint,
 etcd.local.extraArgs, apiServer/controllerManager/scheduler extraArgs `--etcd-servers` and
-`--secure-port`), so the manifests already name free local ports in 36000-36999 and 127.0.0.1.
+`--secure-port`), so the manifests already name free local ports in 18000-18999 and 127.0.0.1.
+That range is below the kernel's ephemeral port range (net.ipv4.ip_local_port_range, 32768-60999
+by default): a port in it can be taken by any outgoing connection while its component restarts
+(the roles' own /metrics polls included), and the component then cannot bind it again. No other
+test uses it (the clusters of the suite: 10000-16999 and 20000-22999; `make demo`: 31000).
 
 `StaticPods` stands in for the kubelet's static-Pod handling: it watches
 `<root>/etc/kubernetes/manifests/*.yaml` and (re)starts each component from its manifest's
@@ -41,7 +45,7 @@ import yaml
 
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
 ROOTFS_PREFIXES = ("/etc/kubernetes", "/var/lib/etcd")
-PORT_RANGE = (36000, 36999)
+PORT_RANGE = (18000, 18999)
 NODE = "cp-1"
 # kubeadm refuses a loopback advertise address when the host has no default route; this
 # documentation address (as in the recorded fixtures) is only published, never bound to.

@@ -7,6 +7,11 @@ those manifests' command lines and restarted whenever a manifest changes (see
 control_plane_helpers.StaticPods, which stands in for the kubelet). The roles run through
 ansible-playbook against localhost with their variables pointing at that root and at the
 processes started here. One control plane at a time; everything is stopped afterwards.
+
+Real: kubeadm, etcd, kube-apiserver, kube-controller-manager and kube-scheduler built from
+upstream. Not real: there is no kubelet and no container; the static Pods are host processes
+(re)started by the stand-in, and the roles' kubelet part is switched off
+(dra_feature_gates_manage_kubelet: false).
 """
 import base64
 import json
@@ -24,11 +29,11 @@ import pytest
 import yaml
 
 import control_plane_helpers as helpers
-from conftest import wait_until
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
 import clusterlib  # noqa: E402
+from kube import wait_for  # noqa: E402
 
 VERSIONS = clusterlib.supported_k8s_versions()
 ETCD_VERSION = clusterlib.load_versions()["ETCD_VERSION"]
@@ -58,6 +63,9 @@ class ControlPlane:
         self.work = os.path.join(base, "work")
         os.makedirs(self.work)
         self.bin_dir = os.path.dirname(clusterlib.component_bin("kubernetes", version, "kubectl"))
+        # Components restart many times here: a listening port in the ephemeral range can be taken meanwhile.
+        clusterlib.ensure_outside_ephemeral_range(helpers.PORT_RANGE[0], helpers.PORT_RANGE[1],
+                                                  "the control-plane test's ports")
         self.ports = dict(zip(PORT_NAMES, helpers.free_ports(len(PORT_NAMES))))
         self.manifests = helpers.generate(os.path.join(self.bin_dir, "kubeadm"), self.root, version, self.ports)
         self.admin_conf = os.path.join(self.root, "etc", "kubernetes", "admin.conf")
@@ -87,8 +95,8 @@ class ControlPlane:
                               + list(args), capture_output=True, text=True, check=False, env=self.env, timeout=60)
 
     def wait_until(self, probe, timeout, what, interval=0.5):
-        return wait_until(probe, timeout, what, interval,
-                          detail=lambda: "apiserver log:\n" + self.pods.log_tail("kube-apiserver"))
+        return wait_for(probe, timeout, what, interval, retry_on=(),
+                        detail=lambda: "apiserver log:\n" + self.pods.log_tail("kube-apiserver"))
 
     def ready(self):
         return self.kubectl("get", "--raw", "/readyz", kubeconfig=self.super_admin_conf).returncode == 0
