@@ -225,14 +225,20 @@ def test_existing_config_found_through_its_mount(capsys, node, tmp_path):
     assert not node["config"].exists()
 
 
-@pytest.mark.parametrize("change,words", [
-    ({"qps": 0}, ["clientConnection.qps=0 must be greater than 0"]),
-    ({"burst": 10}, ["clientConnection.burst=10 is lower than clientConnection.qps=75"]),
-    ({"set_flags": {"kube-api-qps": 75}}, ["ignores --kube-api-qps once --config is given"]),
-    ({"config_path": "relative.yaml"}, ["is not an absolute path"]),
-    ({"config_path": "/nonexistent-dir/s.yaml"}, ["directory /nonexistent-dir does not exist"]),
+@pytest.mark.parametrize("change,start,words", [
+    # refusals of the values name the manifest and say that nothing was written ...
+    ({"qps": 0}, "{manifests}/kube-scheduler.yaml: nothing written: ",
+     ["sched.yaml clientConnection.qps=0 must be greater than 0"]),
+    ({"burst": 10}, "{manifests}/kube-scheduler.yaml: nothing written: ",
+     ["clientConnection.burst=10 is lower than clientConnection.qps=75"]),
+    ({"set_flags": {"kube-api-qps": 75}}, "{manifests}/kube-scheduler.yaml: nothing written: ",
+     ["ignores --kube-api-qps once --config is given"]),
+    # ... refusals of the file's path name the option
+    ({"config_path": "relative.yaml"}, "config_file.path relative.yaml ", ["is not an absolute path"]),
+    ({"config_path": "/nonexistent-dir/s.yaml"}, "config_file.path /nonexistent-dir/s.yaml: ",
+     ["directory /nonexistent-dir does not exist"]),
 ])
-def test_scheduler_refusals_write_nothing(capsys, node, change, words):
+def test_scheduler_refusals_write_nothing(capsys, node, change, start, words):
     args = scheduler_args(node, change.get("qps", 75), change.get("burst", 150))
     if "set_flags" in change:
         args["set_flags"] = change["set_flags"]
@@ -240,7 +246,8 @@ def test_scheduler_refusals_write_nothing(capsys, node, change, words):
         args["config_file"]["path"] = change["config_path"]
     original = read(node["manifests"] / "kube-scheduler.yaml")
     result = run_module(component_flags, capsys, args)
-    assert result["failed"] is True and "nothing written" in result["msg"] or "config_file.path" in result["msg"]
+    assert result["failed"] is True
+    assert result["msg"].startswith(start.format(manifests=node["manifests"])), result["msg"]
     for word in words:
         assert word in result["msg"], result["msg"]
     assert read(node["manifests"] / "kube-scheduler.yaml") == original
