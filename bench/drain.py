@@ -201,7 +201,9 @@ def main():
                "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "workers"}}}}
         for tool in tools:
             bench.apply([pdb])
-            time.sleep(1)
+            # the hold counts from when the PDB is in force: its status computed for the workers
+            bench.wait(lambda: (bench.get("pdb", "-n", NS, "hold").get("status") or {}).get("expectedPods")
+                       == args.pods, 60, "the PodDisruptionBudget to be in force")
             relax = threading.Timer(args.pdb_hold, lambda: bench.kubectl(
                 "patch", "pdb", "-n", NS, "hold", "--type=merge", "-p", '{"spec":{"maxUnavailable":null,"minAvailable":0}}'))
             relax.start()

@@ -346,8 +346,8 @@ def cleanup(api, ns):
     api.delete(f"/apis/batch/v1/namespaces/{ns}/jobs", params={"propagationPolicy": "Background"})
     paths = (f"/api/v1/namespaces/{ns}/pods", f"/apis/resource.k8s.io/{{v}}/namespaces/{ns}/resourceclaims")
     version = resource_api_version(api)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
+
+    def emptied():
         remaining = 0
         for template in paths:
             path = template.format(v=version)
@@ -358,10 +358,8 @@ def cleanup(api, ns):
                 list(pool.map(lambda n: api.merge_patch(f"{path}/{n}", {"metadata": {"finalizers": None}}), stuck))
             if items:
                 api.delete(path, params={"gracePeriodSeconds": "0"})
-        if remaining == 0:
-            return
-        time.sleep(1.0)
-    raise clusterlib.ClusterError(f"namespace {ns} still has pods or claims after 300s")
+        return remaining == 0
+    kube.wait_for(emptied, 300, f"namespace {ns} to have no pods or claims left", interval=1.0, retry_on=())
 
 
 _RESOURCE_VERSION = {}
@@ -376,14 +374,17 @@ def resource_api_version(api):
 
 
 def wait_count(pods, role, key, expected, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    """True once `expected` pods of the role reached `key`, False at the timeout; ClusterError when one failed."""
+    def reached():
         if pods.count(role, key) >= expected:
             return True
         if pods.count(role, "failed"):
-            raise clusterlib.ClusterError(f"{what}: a {role} pod failed")
-        time.sleep(0.25)
-    return False
+            raise clusterlib.GaveUp(f"{what}: a {role} pod failed")
+        return False
+    try:
+        return kube.wait_for(reached, timeout, what, interval=0.25)
+    except kube.WaitTimeout:
+        return False
 
 
 def run_once(api, cluster, args, setting, rep, device_class):
