@@ -174,16 +174,26 @@ def healthz(port):
         return False
 
 
-def stop(proc):
-    """SIGTERM the process group, SIGKILL after 15 s; returns once the process is gone."""
-    if proc.poll() is None:
+def signal_group(proc, sig):
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def stop(*procs, grace=5):
+    """SIGTERM every process group at once, SIGKILL what is left after `grace` seconds; returns once all
+    are gone. (kube-controller-manager goes on for a while after SIGTERM; an attempt's processes keep
+    nothing worth a clean shutdown: their etcd prefix is never used again.)"""
+    running = [p for p in procs if p.poll() is None]
+    for proc in running:
+        signal_group(proc, signal.SIGTERM)
+    deadline = time.time() + grace
+    for proc in running:
         try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(15)
-        except ProcessLookupError:
-            pass
+            proc.wait(max(0.1, deadline - time.time()))
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            signal_group(proc, signal.SIGKILL)
             proc.wait(10)
 
 
@@ -330,24 +340,37 @@ class Harness:
         if busy:
             raise MatrixError("port(s) %s of slot %d are in use" % (busy, slot))
         prefix = "/gate-matrix/%s/%s-%s" % (version, gate, str(value).lower())
-        procs, logs = {}, {}
+        procs, logs, results = {}, {}, {}
+
+        def start(components):
+            for component in components:
+                if component in binaries:
+                    logs[component] = os.path.join(directory, component + ".log")
+                    with open(logs[component], "wb") as log:
+                        procs[component] = subprocess.Popen(
+                            self.argv(component, binaries[component], directory, ports, gates, runtime_config,
+                                      prefix),
+                            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            start_new_session=True, cwd=directory)
+
+        def judge(components):
+            for component in components:
+                if component in procs:
+                    results[component] = self.verdict(component, procs[component], logs[component],
+                                                      ports[component])
+
         try:
-            for component in COMPONENTS:
-                if component not in binaries:
-                    continue
-                logs[component] = os.path.join(directory, component + ".log")
-                with open(logs[component], "wb") as log:
-                    procs[component] = subprocess.Popen(
-                        self.argv(component, binaries[component], directory, ports, gates, runtime_config, prefix),
-                        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                        cwd=directory)
-            results = {}
-            for component in procs:
-                results[component] = self.verdict(component, procs[component], logs[component], ports[component])
+            # kube-controller-manager and kube-scheduler give up when the API server is not healthy within
+            # their own limit, so they start once kube-apiserver has its verdict (refusing gates comes
+            # before they contact it).
+            start((APISERVER, KUBELET))
+            judge((APISERVER, KUBELET))
+            start((KCM, SCHEDULER))
+            judge((KCM, SCHEDULER))
         finally:
-            for proc in procs.values():
-                stop(proc)
-        return {"gates": gates, "runtime_config": runtime_config, "components": results}
+            stop(*procs.values())
+        return {"gates": gates, "runtime_config": runtime_config,
+                "components": dict((c, results[c]) for c in COMPONENTS if c in results)}
 
 
 def binary_verdict(components):
