@@ -123,10 +123,15 @@ def flag_map(entries):
 
 # ---- the binaries' side ----------------------------------------------------------------
 
+def parse_help(text):
+    """Gates a --help text lists under --feature-gates: name -> (stage, default)."""
+    return dict((m.group(1), (m.group(2).lower(), m.group(3) == "true")) for m in HELP_GATE.finditer(text))
+
+
 def listed_gates(apiserver):
     """Gates kube-apiserver --help lists: name -> (stage, default)."""
     res = subprocess.run([apiserver, "--help"], capture_output=True, text=True, check=False, timeout=60)
-    found = dict((m.group(1), (m.group(2).lower(), m.group(3) == "true")) for m in HELP_GATE.finditer(res.stdout))
+    found = parse_help(res.stdout)
     if not found:
         raise MatrixError("%s --help lists no feature gates (exit %d): %s"
                           % (apiserver, res.returncode, (res.stdout + res.stderr)[-500:]))
