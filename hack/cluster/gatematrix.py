@@ -408,9 +408,9 @@ def compare(version, binaries, harness, workers=2, log=None):
                "seconds": round(time.time() - started, 1)}
         rows[index] = row
         if log:
+            note = "" if row["match"] else "  (listed exception)" if exception else "  <-- MISMATCH"
             log("%s %s=%s: catalog %s, binaries %s%s (%.0f s)" % (
-                version, gate, str(value).lower(), catalog, binary, "" if row["match"] else "  <-- MISMATCH",
-                row["seconds"]))
+                version, gate, str(value).lower(), catalog, binary, note, row["seconds"]))
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
         for future in [pool.submit(run, i) for i in range(len(cases))]:
