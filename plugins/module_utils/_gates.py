@@ -360,13 +360,14 @@ def dependency_errors(version, values):
                 broken_by.setdefault(dep, []).append(name)
     for dep in sorted(broken_by):
         dependents = broken_by[dep]
+        locked = [name for name in dependents if catalog[name]["locked"]]
+        fix = ("remove %s=false (%s cannot be switched off: locked)" % (dep, _names(locked)) if locked else
+               "remove %s=false, or also set %s" % (dep, ", ".join("%s=false" % name for name in dependents)))
         errors.append(
             "feature gate %s=false: %s %s on by default on Kubernetes 1.%d and %s on %s, so every component "
-            "refuses to start (\"%s is enabled, but depends on features that are disabled\"): remove %s=false, "
-            "or also set %s"
+            "refuses to start (\"%s is enabled, but depends on features that are disabled\"): %s"
             % (dep, _names(dependents), "is" if len(dependents) == 1 else "are", minor,
-               "depends" if len(dependents) == 1 else "depend", dep, dependents[0], dep,
-               ", ".join("%s=false" % name for name in dependents)))
+               "depends" if len(dependents) == 1 else "depend", dep, dependents[0], fix))
     return errors
 
 

@@ -221,3 +221,16 @@ def test_1_37_rows_follow_the_released_v1_37_2():
     assert _gates.validate_gates("1.37", {"DRAOptionalNodeOperations": True}) == []
     assert "not a DRA gate" in _gates.validate_gates("1.37", {"NodeDeclaredFeatures": True})[0]
     assert "NodeDeclaredFeatures" not in _gates.gate_catalog("1.37")
+
+
+def test_a_locked_dependent_leaves_only_keeping_the_gate(monkeypatch):
+    # No release has a locked gate depending on an unlocked one yet; the message must not offer
+    # switching a locked gate off when one does.
+    gates = dict(_gates._GATES)
+    components, history, removed_in, depends_on = gates["ResourceHealthStatusMessage"]
+    gates["ResourceHealthStatusMessage"] = (components, ((36, "GA", True, True),), removed_in, depends_on)
+    monkeypatch.setattr(_gates, "_GATES", gates)
+    errors = _gates.validate_gates("1.36", {"ResourceHealthStatus": False})
+    assert len(errors) == 1
+    assert errors[0].endswith("remove ResourceHealthStatus=false (ResourceHealthStatusMessage cannot be switched "
+                              "off: locked)")
