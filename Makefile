@@ -2,6 +2,7 @@
 #
 #   make demo   set up everything, bring the local cluster up, run playbooks/site.yml
 #   make test   ansible-lint + ansible-test sanity + unit + integration (real cluster)
+#   make gate-matrix  the catalog's feature-gate verdicts against kube-apiserver 1.32+ (docs/gate-matrix.md)
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -23,7 +24,8 @@ STATE ?= $(CACHE)/state
 K8S_DEFAULT := $(shell sed -n 's/^K8S_VERSIONS=\([^ ]*\).*/\1/p' $(ROOT)/hack/cluster/versions.env)
 KUBE_BIN := $(CACHE)/kubernetes-$(K8S_DEFAULT)/bin
 
-.PHONY: help venv build up down demo site lint sanity test-deps unit integration molecule test collection-link clean
+.PHONY: help venv build up down demo site lint sanity test-deps unit integration molecule test collection-link clean \
+	gate-matrix
 
 help:
 	@sed -n '1,6p' $(MAKEFILE_LIST)
@@ -77,6 +79,11 @@ molecule: venv collection-link build
 		$(ROOT)/hack/molecule-test $(BIN)/molecule $(KUBE_BIN)/kubectl $(STATE)/molecule-dra/kubeconfig
 
 test: lint sanity unit integration molecule
+
+# Not part of `test`: builds kube-apiserver of every release that is not pinned (once) and takes
+# longer; run it when plugins/module_utils/_gates.py changes and commit docs/gate-matrix.md.
+gate-matrix: venv collection-link build
+	cd $(ROOT) && $(BIN)/python hack/gate-matrix
 
 clean:
 	rm -rf $(ROOT)/.tmp $(ROOT)/tests/output

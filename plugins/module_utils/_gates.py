@@ -25,7 +25,12 @@ RESOURCE_GROUP = "resource.k8s.io"
 SUPPORTED_MINORS = tuple(range(30, 38))
 
 # Releases whose entries come from unreleased upstream code: they may still change.
-PROVISIONAL_MINORS = (37,)
+# (1.37 was, until its rows were checked against the released k8s.io/kubernetes v1.37.2.)
+PROVISIONAL_MINORS = ()
+
+# First release whose components refuse to start when an enabled gate (on by default
+# or set) depends on a disabled one (component-base's feature gate dependencies).
+DEPENDENCIES_ENFORCED_FROM = 35
 
 # minor -> resource.k8s.io versions the release has, newest first.
 _API_VERSIONS = {
@@ -76,7 +81,8 @@ _API_KUBELET = (KUBE_APISERVER, KUBELET)
 #   history: ((first minor, stage, default, locked), ...) in release order;
 #            the first entry's minor is the first release whose binaries know the name.
 #   removed_in: first minor whose binaries no longer know the name (None: still there).
-#   depends_on: gates that must be enabled when this one is (enforced at start-up from 1.35).
+#   depends_on: gates that must be enabled when this one is (enforced at start-up from 1.35,
+#               for every enabled gate, on by default or set).
 _GATES = {
     "DynamicResourceAllocation": (
         _ALL,
@@ -134,15 +140,23 @@ _GATES = {
     "DRADerivedAttributes": (
         _API_SCHED, ((37, ALPHA, False, False),), None, ("DynamicResourceAllocation",)),
     "DRADeviceCompatibilityGroups": (
-        _API_SCHED, ((37, ALPHA, False, False),), None, ("DynamicResourceAllocation",)),
+        _API_SCHED, ((37, ALPHA, False, False),), None, ("DynamicResourceAllocation", "DRAPartitionableDevices")),
+    # Beta in 1.37 but off until the minimum compatibility version reaches 1.37 (upstream's
+    # versioned spec has a second 1.37 entry, on, with MinCompatibilityVersion 1.37): a 1.37
+    # component runs with a minimum compatibility version of 1.36 unless told otherwise.
     "DRAFractionalCapacityRange": (
-        _API_SCHED, ((37, BETA, True, False),), None, ("DynamicResourceAllocation",)),
+        _API_SCHED, ((37, BETA, False, False),), None, ("DRAConsumableCapacity",)),
     "DRAOptionalNodeOperations": (
-        _API_SCHED, ((37, ALPHA, False, False),), None, ("DynamicResourceAllocation",)),
+        (KUBE_APISERVER, KUBE_SCHEDULER, KUBELET), ((37, ALPHA, False, False),), None,
+        ("DynamicResourceAllocation", "NodeDeclaredFeatures")),
+    "DRAPartitionableDevicesType": (
+        _API, ((37, ALPHA, False, False),), None,
+        ("DynamicResourceAllocation", "DRAPartitionableDevices", "DRAResourcePoolStatus")),
+    # Upstream's comment says "remove in 1.37", but v1.37.2 still has it (locked).
     "KubeletPodResourcesDynamicResources": (
         (KUBELET,),
         ((27, ALPHA, False, False), (34, BETA, True, False), (36, GA, True, True)),
-        37, ()),
+        None, ()),
     "ResourceHealthStatus": (
         _API_KUBELET, ((31, ALPHA, False, False), (36, BETA, True, False)),
         None, ("DynamicResourceAllocation",)),
@@ -151,6 +165,15 @@ _GATES = {
     # Not a DRA gate; listed because DRAWorkloadResourceClaims depends on it.
     "GenericWorkload": (
         _ALL, ((35, ALPHA, False, False), (37, BETA, False, False)), None, ()),
+}
+
+# Gates outside DRA that a DRA gate depends on and that dra.admin does not set (they are
+# not DRA gates, and non-DRA gates depend on them too): only their defaults are used, to
+# judge the dependencies. Same layout as _GATES.
+_OUTSIDE_GATES = {
+    "NodeDeclaredFeatures": (
+        (KUBE_APISERVER, KUBE_SCHEDULER, KUBELET),
+        ((35, ALPHA, False, False), (36, BETA, True, False), (37, GA, True, True)), None, ()),
 }
 
 # Gates whose API objects live in a resource.k8s.io version that is off by default:
@@ -232,8 +255,10 @@ def gate_info(version, name):
 
     Returns a dict: stage, default, locked, components, depends_on.
     """
-    minor = require_supported(version)
-    spec = _GATES.get(name)
+    return _info(require_supported(version), name, _GATES.get(name))
+
+
+def _info(minor, name, spec):
     if spec is None:
         return None
     components, history, removed_in, depends_on = spec
@@ -281,13 +306,69 @@ def gate_value(value):
     raise ValueError("%r is not a feature gate value: use true or false" % (value,))
 
 
+def outside_defaults(version):
+    """Defaults of the non-DRA gates that DRA gates depend on (_OUTSIDE_GATES) on this release."""
+    minor = require_supported(version)
+    defaults = {}
+    for name, spec in _OUTSIDE_GATES.items():
+        info = _info(minor, name, spec)
+        if info is not None:
+            defaults[name] = info["default"]
+    return defaults
+
+
 def effective_gates(version, requested):
-    """The value every catalogued gate will have with `requested` applied (unknown names skipped)."""
+    """The value every catalogued gate will have with `requested` applied (unknown names skipped),
+    plus the defaults of the outside gates DRA gates depend on."""
     values = dict((name, info["default"]) for name, info in gate_catalog(version).items())
     for name, value in requested.items():
         if name in values:
             values[name] = gate_value(value)
+    values.update(outside_defaults(version))
     return values
+
+
+def _names(names):
+    names = list(names)
+    return names[0] if len(names) == 1 else "%s and %s" % (", ".join(names[:-1]), names[-1])
+
+
+def dependency_errors(version, values):
+    """Errors for enabled gates whose dependencies end up disabled, with `values` (parsed, known gates) set.
+
+    A gate set to true needs its dependencies on every release (before 1.35 the component would start
+    and the gate would do nothing). From 1.35 the components also refuse a gate that is on by default
+    and depends on one that `values` switches off; those errors are grouped by the gate switched off.
+    """
+    minor = require_supported(version)
+    catalog = gate_catalog(version)
+    effective = effective_gates(version, values)
+    errors = []
+    broken_by = {}  # gate set to false -> default-on gates that depend on it
+    for name in sorted(catalog):
+        if not effective[name]:
+            continue
+        missing = [dep for dep in catalog[name]["depends_on"] if not effective.get(dep, False)]
+        if not missing:
+            continue
+        if values.get(name):
+            errors.append(
+                "feature gate %s needs %s enabled on Kubernetes 1.%d: add %s to the requested gates"
+                % (name, " and ".join(missing), minor, ", ".join("%s=true" % dep for dep in missing)))
+        elif minor >= DEPENDENCIES_ENFORCED_FROM:
+            for dep in missing:
+                broken_by.setdefault(dep, []).append(name)
+    for dep in sorted(broken_by):
+        dependents = broken_by[dep]
+        locked = [name for name in dependents if catalog[name]["locked"]]
+        fix = ("remove %s=false (%s cannot be switched off: locked)" % (dep, _names(locked)) if locked else
+               "remove %s=false, or also set %s" % (dep, ", ".join("%s=false" % name for name in dependents)))
+        errors.append(
+            "feature gate %s=false: %s %s on by default on Kubernetes 1.%d and %s on %s, so every component "
+            "refuses to start (\"%s is enabled, but depends on features that are disabled\"): %s"
+            % (dep, _names(dependents), "is" if len(dependents) == 1 else "are", minor,
+               "depends" if len(dependents) == 1 else "depend", dep, dependents[0], fix))
+    return errors
 
 
 def validate_gates(version, requested, component=None):
@@ -323,6 +404,11 @@ def validate_gates(version, requested, component=None):
                 errors.append(
                     "feature gate %s does not exist before Kubernetes %s (this cluster is 1.%d): remove it, "
                     "or upgrade the cluster first" % (name, _not_yet(version, name), minor))
+            elif name in _OUTSIDE_GATES:
+                errors.append(
+                    "feature gate %s is not a DRA gate (the catalog knows it only because DRA gates depend on "
+                    "it, with its default): dra.admin does not set it; remove it from the requested gates"
+                    % name)
             else:
                 errors.append(
                     "feature gate %s is unknown to the DRA catalog for Kubernetes 1.%d: check the spelling; "
@@ -334,16 +420,10 @@ def validate_gates(version, requested, component=None):
                 "component refuse to start; remove it or set it to %s"
                 % (name, str(info["default"]).lower(), minor, info["stage"], str(value).lower(),
                    str(info["default"]).lower()))
-    effective = effective_gates(version, values)
-    for name in sorted(values):
-        if not values[name] or name not in catalog:
-            continue
-        missing = [dep for dep in catalog[name]["depends_on"] if not effective.get(dep, False)]
-        if missing:
-            errors.append(
-                "feature gate %s needs %s enabled on Kubernetes 1.%d: add %s to the requested gates"
-                % (name, " and ".join(missing), minor, ", ".join("%s=true" % dep for dep in missing)))
-    return errors
+    # A locked gate keeps its value (the error above says so): judge the dependencies without it.
+    settable = dict((name, value) for name, value in values.items()
+                    if name in catalog and not (catalog[name]["locked"] and value != catalog[name]["default"]))
+    return errors + dependency_errors(version, settable)
 
 
 def runtime_config_for_gates(version, requested):
@@ -388,26 +468,62 @@ def validate_runtime_config(version, requested):
     return errors
 
 
+def dra_gates(version, extra_gates=None):
+    """The gates the feature_gates role writes on a release: the gates DRA needs, with the requested
+    ones over them (a requested value wins; None, which removes a gate, is skipped). Values that are
+    not booleans are kept as given, for validate_dra_gates to name."""
+    gates = gates_for_dra(version)
+    for name, value in (extra_gates or {}).items():
+        if value is None:
+            continue
+        try:
+            gates[name] = gate_value(value)
+        except ValueError:
+            gates[name] = value
+    return gates
+
+
+def dra_runtime_config(version, gates):
+    """The --runtime-config entries the role writes for kube-apiserver with these gates (from dra_gates)."""
+    runtime_config = runtime_config_for_dra(version)
+    runtime_config.update(runtime_config_for_gates(version, gates))
+    return runtime_config
+
+
+def validate_dra_gates(version, extra_gates=None, component=None):
+    """Check what the feature_gates role would write (dra_gates), judged as a whole; a list of errors.
+
+    This is the role's check (component_flags and kubelet_config with enable_dra) and
+    dra_version_info's: a gate that needs DynamicResourceAllocation is fine on 1.33, because the role
+    writes DynamicResourceAllocation=true beside it; switching off a gate DRA needs is refused.
+    """
+    try:
+        require_supported(version)
+    except VersionError as exc:
+        return [str(exc)]
+    extra_gates = dict((k, v) for k, v in (extra_gates or {}).items() if v is not None)
+    errors = []
+    for name in sorted(gates_for_dra(version)):
+        try:
+            off = name in extra_gates and not gate_value(extra_gates[name])
+        except ValueError:
+            continue
+        if off:
+            errors.append("feature gate %s=false switches DRA off on Kubernetes %s: remove it from the "
+                          "requested gates (this role only enables DRA)" % (name, version))
+    return errors + validate_gates(version, dra_gates(version, extra_gates), component)
+
+
 def dra_settings(version, extra_gates=None):
     """What the feature_gates role writes on a release: the gates and runtime-config DRA needs
     plus the requested gates (and the API versions they need), and the validation errors.
 
-    Returns a dict: gates, runtime_config, errors, provisional.
+    Returns a dict: gates, runtime_config, errors, provisional (gates and runtime_config are empty
+    when there are errors: nothing would be written).
     """
-    extra_gates = dict(extra_gates or {})
-    errors = validate_gates(version, extra_gates)
+    errors = validate_dra_gates(version, extra_gates)
     if errors:
         return {"gates": {}, "runtime_config": {}, "errors": errors, "provisional": False}
-    gates = gates_for_dra(version)
-    for name in gates:
-        if name in extra_gates and not gate_value(extra_gates[name]):
-            errors.append("feature gate %s=false switches DRA off on Kubernetes %s: remove it from the "
-                          "requested gates (this role only enables DRA)" % (name, version))
-    if errors:
-        return {"gates": {}, "runtime_config": {}, "errors": errors, "provisional": False}
-    gates.update(dict((name, gate_value(value)) for name, value in extra_gates.items()))
-    errors = validate_gates(version, gates)
-    runtime_config = runtime_config_for_dra(version)
-    runtime_config.update(runtime_config_for_gates(version, gates))
-    return {"gates": gates, "runtime_config": runtime_config, "errors": errors,
+    gates = dra_gates(version, extra_gates)
+    return {"gates": gates, "runtime_config": dra_runtime_config(version, gates), "errors": [],
             "provisional": is_provisional(version)}

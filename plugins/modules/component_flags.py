@@ -277,7 +277,7 @@ from ansible.module_utils.common.text.converters import to_native
 from ansible_collections.dra.admin.plugins.module_utils import _flags, _tuning
 from ansible_collections.dra.admin.plugins.module_utils.files import backup_file, read_text as read_file_text, write_atomically
 from ansible_collections.dra.admin.plugins.module_utils._gates import (
-    gates_for_dra, runtime_config_for_dra, runtime_config_for_gates, validate_gates, validate_runtime_config,
+    dra_gates, dra_runtime_config, gates_for_dra, validate_dra_gates, validate_gates, validate_runtime_config,
 )
 
 
@@ -313,11 +313,15 @@ def check_backup_dir(path, backup_dir):
             "choose a directory outside it (default /etc/kubernetes/dra-admin-backups)" % (backup_dir, manifest_dir))
 
 
-def validate_request(version, feature_gates, runtime_config):
-    """Catalog errors for the requested gates and runtime-config (removals are never refused)."""
+def validate_request(version, feature_gates, runtime_config, enable_dra=False):
+    """Catalog errors for the requested gates and runtime-config (removals are never refused).
+
+    With enable_dra the gates are judged together with what DRA needs, as the catalog's
+    validate_dra_gates does for the feature_gates role and dra_version_info."""
     gates = dict((k, v) for k, v in feature_gates.items() if v is not None)
     entries = dict((k, v) for k, v in runtime_config.items() if v is not None)
-    return validate_gates(version, gates) + validate_runtime_config(version, entries)
+    gate_errors = validate_dra_gates(version, gates) if enable_dra else validate_gates(version, gates)
+    return gate_errors + validate_runtime_config(version, entries)
 
 
 def read_text(path):
@@ -332,10 +336,7 @@ def dra_additions(version, container, feature_gates):
     gates = gates_for_dra(version)
     runtime_config = {}
     if container == "kube-apiserver":
-        runtime_config = runtime_config_for_dra(version)
-        wanted = dict(gates)
-        wanted.update(dict((k, v) for k, v in feature_gates.items() if v is not None))
-        runtime_config.update(runtime_config_for_gates(version, wanted))
+        runtime_config = dra_runtime_config(version, dra_gates(version, feature_gates))
     return gates, runtime_config
 
 
@@ -426,7 +427,7 @@ def plan(params):
             runtime_config.setdefault(key, value)
     errors = []
     if version:
-        errors.extend(validate_request(version, feature_gates, runtime_config))
+        errors.extend(validate_request(version, feature_gates, runtime_config, params["enable_dra"]))
     errors.extend(_tuning.flag_rate_errors(container, set_flags, flags, path))
     config = None
     if params.get("config_file"):

@@ -26,12 +26,17 @@ options:
     type: str
     required: true
   extra_gates:
-    description: DRA feature gates to enable or disable on top of what DRA needs (validated for the release).
+    description:
+      - DRA feature gates to enable or disable on top of what DRA needs.
+      - Validated for the release together with what DRA needs, as role dra.admin.feature_gates writes them
+        (on 1.33 a gate that needs C(DynamicResourceAllocation) is fine, because DRA is switched on beside it).
     type: dict
     default: {}
 notes:
   - Fails, naming the supported releases, for a version outside 1.30 to 1.37, and naming each offending gate
-    for an unknown, removed or locked gate.
+    for an unknown, removed or locked gate, for a gate whose dependencies would be off, and (from 1.35) for
+    switching off a gate that a gate on by default depends on. The components refuse to start in each case,
+    except for a dependency that is off before 1.35, where the requested gate would do nothing.
 """
 
 EXAMPLES = r"""

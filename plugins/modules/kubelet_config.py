@@ -136,7 +136,7 @@ from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.dra.admin.plugins.module_utils import _flags, _tuning
 from ansible_collections.dra.admin.plugins.module_utils.files import backup_file, read_text as read_file_text, write_atomically
-from ansible_collections.dra.admin.plugins.module_utils._gates import gates_for_dra, validate_gates
+from ansible_collections.dra.admin.plugins.module_utils._gates import gates_for_dra, validate_dra_gates, validate_gates
 
 KIND = "KubeletConfiguration"
 
@@ -176,8 +176,8 @@ def plan(params):
     if isinstance(merge.get("featureGates"), dict):
         gates.update(merge["featureGates"])
     if version:
-        errors = validate_gates(params["kubernetes_version"],
-                                dict((k, v) for k, v in gates.items() if v is not None), "kubelet")
+        check = validate_dra_gates if params["enable_dra"] else validate_gates
+        errors = check(version, dict((k, v) for k, v in gates.items() if v is not None), "kubelet")
         if errors:
             raise _flags.ManifestError("%s: nothing written: %s" % (path, "; ".join(errors)))
     text = read_text(path)

@@ -147,3 +147,25 @@ def test_enable_dra_adds_what_the_catalog_says_per_release_and_container(capsys,
 def test_enable_dra_needs_a_version(capsys, node):
     result = run_module(capsys, {"path": str(node["manifests"] / "kube-apiserver.yaml"), "enable_dra": True})
     assert result["failed"] is True and "enable_dra needs kubernetes_version" in result["msg"]
+
+
+@pytest.mark.parametrize("version,gates,message", [
+    ("v1.33.13", {"DynamicResourceAllocation": False}, "DynamicResourceAllocation=false switches DRA off"),
+    ("v1.36.3", {"DRAResourceClaimDeviceStatus": False},
+     "DRADeviceBindingConditions and DRAResourceClaimGranularStatusAuthorization are on by default"),
+])
+def test_enable_dra_judges_the_gates_it_writes_as_a_whole(capsys, node, version, gates, message):
+    path = node["manifests"] / "kube-apiserver.yaml"
+    original = read(path)
+    result = run_module(capsys, {"path": str(path), "backup": False, "kubernetes_version": version,
+                                 "enable_dra": True, "feature_gates": gates}, check_mode=True)
+    assert result["failed"] is True and message in result["msg"], result["msg"]
+    assert read(path) == original
+
+
+def test_enable_dra_on_133_accepts_a_gate_that_needs_dra(capsys, node):
+    path = node["manifests"] / "kube-scheduler.yaml"
+    result = run_module(capsys, {"path": str(path), "backup": False, "kubernetes_version": "v1.33.13",
+                                 "enable_dra": True, "feature_gates": {"DRAPrioritizedList": True}}, check_mode=True)
+    assert result.get("failed") is not True, result["msg"]
+    assert result["feature_gates"] == {"DRAPrioritizedList": "true", "DynamicResourceAllocation": "true"}

@@ -118,7 +118,7 @@ def test_dra_settings_per_release():
     asked = _gates.dra_settings("v1.36.3", {"DRADeviceTaintRules": True, "DRAResourcePoolStatus": True})
     assert asked["gates"] == {"DRADeviceTaintRules": True, "DRAResourcePoolStatus": True}
     assert asked["runtime_config"] == {"resource.k8s.io/v1beta2": "true", "resource.k8s.io/v1alpha3": "true"}
-    assert _gates.dra_settings("1.37")["provisional"] is True
+    assert _gates.dra_settings("1.37")["provisional"] is False  # checked against the released v1.37.2
 
 
 def test_dra_settings_refuse_switching_dra_off_or_bad_gates():
@@ -134,6 +134,103 @@ def test_every_history_is_ordered_and_every_dependency_is_catalogued():
         assert minors == sorted(minors), name
         assert set(components) <= set(_gates.COMPONENTS), name
         for dep in depends_on:
-            assert dep in _gates._GATES, (name, dep)
+            assert dep in _gates._GATES or dep in _gates._OUTSIDE_GATES, (name, dep)
         for entry in history:
             assert not entry[3] or entry[2] is True or entry[1] != "GA", name
+
+
+@pytest.mark.parametrize("version", ["1.%d" % minor for minor in _gates.SUPPORTED_MINORS])
+def test_every_release_accepts_its_own_defaults(version):
+    # No gate that is on by default depends on one that is off by default: the components start
+    # without any --feature-gates, so the catalog must not refuse an empty request.
+    assert _gates.validate_gates(version, {}) == []
+
+
+@pytest.mark.parametrize("version,gate,dependents", [
+    ("v1.36.3", "DRAResourceClaimDeviceStatus",
+     ["DRADeviceBindingConditions", "DRAResourceClaimGranularStatusAuthorization"]),
+    ("v1.36.3", "ResourceHealthStatus", ["ResourceHealthStatusMessage"]),
+    ("v1.37.2", "DRADeviceTaints", ["DRADeviceTaintRules"]),
+    ("v1.37.2", "DRAConsumableCapacity", []),
+])
+def test_switching_off_what_a_default_on_gate_depends_on_is_refused(version, gate, dependents):
+    # kube-apiserver v1.36.3 refuses DRAResourceClaimDeviceStatus=false: "DRADeviceBindingConditions is
+    # enabled, but depends on features that are disabled: [DRAResourceClaimDeviceStatus]".
+    errors = _gates.validate_gates(version, {gate: False})
+    if not dependents:
+        assert errors == []
+        return
+    assert len(errors) == 1, errors
+    message = errors[0]
+    assert message.startswith("feature gate %s=false: " % gate)
+    for name in dependents:
+        assert name in message and "%s=false" % name in message
+    assert "on by default on Kubernetes 1.%s" % version.split(".")[1] in message
+    assert "remove %s=false, or also set" % gate in message
+    # The fix the message gives is accepted.
+    assert _gates.validate_gates(version, dict([(gate, False)] + [(n, False) for n in dependents])) == []
+
+
+def test_default_on_dependents_are_not_judged_before_the_components_enforce_them():
+    # 1.34's components do not check dependencies: DRA off leaves DRAAdminAccess (on) doing nothing.
+    assert _gates.validate_gates("1.34", {"DynamicResourceAllocation": False}) == []
+    # A gate asked for explicitly still needs its dependencies on every release (it would do nothing).
+    assert "needs DynamicResourceAllocation" in _gates.validate_gates(
+        "1.34", {"DynamicResourceAllocation": False, "DRAAdminAccess": True})[0]
+
+
+def test_locked_gate_is_judged_at_its_locked_value_for_dependencies():
+    errors = _gates.validate_gates("1.36", {"DynamicResourceAllocation": False})
+    assert len(errors) == 1 and "locked to true" in errors[0]
+
+
+@pytest.mark.parametrize("gate", ["DRAPrioritizedList", "DRAAdminAccess", "DRADeviceTaints", "ResourceHealthStatus"])
+def test_dra_settings_on_1_33_judge_the_gates_with_what_dra_needs(gate):
+    # The role writes DynamicResourceAllocation=true itself on 1.33: a gate that needs it is fine.
+    settings = _gates.dra_settings("v1.33.13", {gate: True})
+    assert settings["errors"] == []
+    assert settings["gates"] == {"DynamicResourceAllocation": True, gate: True}
+    assert _gates.validate_dra_gates("v1.33.13", {gate: True}) == []
+
+
+def test_dra_gates_merge_what_dra_needs_with_the_request():
+    assert _gates.dra_gates("1.33", {"DRAAdminAccess": "true", "DRADeviceTaints": None}) == {
+        "DynamicResourceAllocation": True, "DRAAdminAccess": True}
+    assert _gates.dra_gates("1.36", {"DRADeviceTaintRules": True}) == {"DRADeviceTaintRules": True}
+    assert _gates.dra_runtime_config("1.33", {"DynamicResourceAllocation": True, "DRADeviceTaints": True}) == {
+        "resource.k8s.io/v1beta1": "true", "resource.k8s.io/v1beta2": "true", "resource.k8s.io/v1alpha3": "true"}
+
+
+def test_validate_dra_gates_refuses_switching_dra_off_once():
+    errors = _gates.validate_dra_gates("v1.33.13", {"DynamicResourceAllocation": "false"})
+    assert len(errors) == 1 and "switches DRA off" in errors[0]
+    assert "'maybe' is not a feature gate value" in _gates.validate_dra_gates(
+        "1.33", {"DynamicResourceAllocation": "maybe"})[0]
+
+
+def test_1_37_rows_follow_the_released_v1_37_2():
+    fractional = _gates.gate_info("1.37", "DRAFractionalCapacityRange")
+    assert (fractional["stage"], fractional["default"], fractional["depends_on"]) == (
+        "beta", False, ["DRAConsumableCapacity"])
+    assert _gates.gate_info("1.37", "DRAPartitionableDevicesType")["depends_on"] == [
+        "DynamicResourceAllocation", "DRAPartitionableDevices", "DRAResourcePoolStatus"]
+    assert _gates.gate_info("1.37", "DRADeviceCompatibilityGroups")["depends_on"] == [
+        "DynamicResourceAllocation", "DRAPartitionableDevices"]
+    assert _gates.gate_info("1.37", "KubeletPodResourcesDynamicResources")["locked"] is True
+    # DRAOptionalNodeOperations needs NodeDeclaredFeatures, which is locked on in 1.37 (not a DRA gate).
+    assert _gates.validate_gates("1.37", {"DRAOptionalNodeOperations": True}) == []
+    assert "not a DRA gate" in _gates.validate_gates("1.37", {"NodeDeclaredFeatures": True})[0]
+    assert "NodeDeclaredFeatures" not in _gates.gate_catalog("1.37")
+
+
+def test_a_locked_dependent_leaves_only_keeping_the_gate(monkeypatch):
+    # No release has a locked gate depending on an unlocked one yet; the message must not offer
+    # switching a locked gate off when one does.
+    gates = dict(_gates._GATES)
+    components, history, removed_in, depends_on = gates["ResourceHealthStatusMessage"]
+    gates["ResourceHealthStatusMessage"] = (components, ((36, "GA", True, True),), removed_in, depends_on)
+    monkeypatch.setattr(_gates, "_GATES", gates)
+    errors = _gates.validate_gates("1.36", {"ResourceHealthStatus": False})
+    assert len(errors) == 1
+    assert errors[0].endswith("remove ResourceHealthStatus=false (ResourceHealthStatusMessage cannot be switched "
+                              "off: locked)")

@@ -80,3 +80,14 @@ def test_enable_dra_on_133_and_on_136(capsys, config):
     new = run_module(capsys, {"path": str(config), "backup": False, "kubernetes_version": "v1.36.3",
                               "enable_dra": True})
     assert new["changed"] is False and new["dra_feature_gates"] == {}
+
+
+def test_enable_dra_refuses_switching_dra_off_and_breaking_a_default_on_gate(capsys, config):
+    off = run_module(capsys, {"path": str(config), "backup": False, "kubernetes_version": "v1.33.13",
+                              "enable_dra": True, "feature_gates": {"DynamicResourceAllocation": False}})
+    assert off["failed"] is True and "switches DRA off" in off["msg"]
+    health = run_module(capsys, {"path": str(config), "backup": False, "kubernetes_version": "v1.36.3",
+                                 "enable_dra": True, "merge": {"featureGates": {"ResourceHealthStatus": False}}})
+    assert health["failed"] is True and "ResourceHealthStatusMessage is on by default" in health["msg"]
+    with open(SOURCE) as source:
+        assert config.read_text() == source.read()

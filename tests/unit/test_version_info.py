@@ -25,3 +25,16 @@ def test_removed_gate_is_an_error_naming_it():
 def test_unsupported_version_raises():
     with pytest.raises(VersionError, match="1.30 to 1.37"):
         version_info("v1.29.0", {})
+
+
+def test_1_33_gate_that_needs_dra_is_accepted_with_dra():
+    # Enabling DRA is what the module's answer is for: DRAPrioritizedList on 1.33 comes with DRA itself.
+    info = version_info("v1.33.13", {"DRAPrioritizedList": True})
+    assert info["errors"] == []
+    assert info["feature_gates"] == {"DynamicResourceAllocation": True, "DRAPrioritizedList": True}
+
+
+def test_1_36_switching_off_a_dependency_of_a_default_on_gate_is_an_error():
+    info = version_info("v1.36.3", {"ResourceHealthStatus": False})
+    assert len(info["errors"]) == 1
+    assert "ResourceHealthStatusMessage" in info["errors"][0] and "ResourceHealthStatus=false" in info["errors"][0]
