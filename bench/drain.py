@@ -29,11 +29,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 import clusterlib  # noqa: E402
-from dra_objects import claim_template  # noqa: E402
+from dra_objects import EXCLUSION_LABEL, claim_template  # noqa: E402
 
 NS = "bench-drain"
 DRIVER_NS = "dra-system"
-EXCLUSION = "dra.admin/driver-excluded"
+EXCLUSION = EXCLUSION_LABEL
 TOLERATE = [{"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}]
 
 

@@ -1,4 +1,19 @@
 """Builders for DRA test objects in the API version a cluster serves."""
+import os
+import sys
+
+# The checkout as ansible_collections.dra.admin (the link `make collection-link` keeps), for the constants.
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_COLLECTIONS = os.path.join(_ROOT, ".tmp", "collections")
+_LINK = os.path.join(_COLLECTIONS, "ansible_collections", "dra", "admin")
+if not os.path.islink(_LINK):
+    os.makedirs(os.path.dirname(_LINK), exist_ok=True)
+    os.symlink(_ROOT, _LINK)
+if _COLLECTIONS not in sys.path:
+    sys.path.insert(0, _COLLECTIONS)
+from ansible_collections.dra.admin.plugins.module_utils._node_selection import (  # noqa: E402
+    DEFAULT_EXCLUSION_LABEL as EXCLUSION_LABEL,
+)
 
 DRIVER = "gpu.example.com"
 DEVICE_CLASS = "gpu.example.com"
