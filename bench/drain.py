@@ -30,11 +30,11 @@ sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 import clusterlib  # noqa: E402
 import kube  # noqa: E402  (hack/cluster/kube.py: the API client and wait helper shared with tests and hack/)
-from dra_objects import claim_template  # noqa: E402
+from dra_objects import EXCLUSION_LABEL, claim_template  # noqa: E402
 
 NS = "bench-drain"
 DRIVER_NS = "dra-system"
-EXCLUSION = "dra.admin/driver-excluded"
+EXCLUSION = EXCLUSION_LABEL
 TOLERATE = [{"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}]
 
 

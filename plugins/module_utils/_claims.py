@@ -5,23 +5,27 @@
 
 Pure functions over the JSON objects the API returns. v1, v1beta2 and
 v1beta1 claims share every field read here.
+
+Which nodes a claim is on: the nodes of the pods among its consumers
+(``status.reservedFor``); when no consumer is a live pod with a node, the nodes
+its allocation is local to (pinned by matchFields, or label-selected). A claim
+shared by pods on several nodes is on each of them; a network-attached claim
+(no node selector) is on the nodes of its pods, and on none without them.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.dra.admin.plugins.module_utils._slices import slice_scope
+from ansible_collections.dra.admin.plugins.module_utils._locations import (
+    CLAIM_CLUSTER_WIDE, CLAIM_PINNED, CLAIM_SELECTOR, CLAIM_UNALLOCATED, claim_marker, is_marker,
+)
+from ansible_collections.dra.admin.plugins.module_utils._node_selection import matching_nodes, pinned_nodes
 
 PENDING = "pending"
 ALLOCATED = "allocated"
 RESERVED = "reserved"
 DEALLOCATING = "deallocating"
-
-SCOPE_NODE = "node"
-SCOPE_SELECTOR = "selector"
-SCOPE_CLUSTER = "cluster-wide"
-SCOPE_NONE = "unallocated"
 
 
 def _meta(obj):
@@ -58,110 +62,88 @@ def allocated_devices(claim):
              "device": r.get("device"), "admin_access": bool(r.get("adminAccess"))} for r in results]
 
 
-def _requirement_matches(requirement, value_set):
-    operator = requirement.get("operator")
-    values = requirement.get("values") or []
-    if operator == "In":
-        return bool(value_set) and any(v in values for v in value_set)
-    if operator == "NotIn":
-        return not any(v in values for v in value_set)
-    if operator == "Exists":
-        return bool(value_set)
-    if operator == "DoesNotExist":
-        return not value_set
-    if operator in ("Gt", "Lt") and value_set and values:
-        try:
-            have, want = int(list(value_set)[0]), int(values[0])
-        except ValueError:
-            return False
-        return have > want if operator == "Gt" else have < want
-    return False
+def allocation_nodes(claim, node_labels):
+    """Where the claim's allocation can be used: (node_scope, sorted node names).
 
-
-def node_matches_term(node_name, node_labels, term):
-    """One NodeSelectorTerm: every matchExpression (labels) and matchField (metadata.name) must hold."""
-    for expr in term.get("matchExpressions") or []:
-        label = node_labels.get(expr.get("key"))
-        if not _requirement_matches(expr, set([label]) if label is not None else set()):
-            return False
-    for field in term.get("matchFields") or []:
-        value = node_name if field.get("key") == "metadata.name" else None
-        if not _requirement_matches(field, set([value]) if value is not None else set()):
-            return False
-    return bool(term.get("matchExpressions") or term.get("matchFields"))
-
-
-def named_nodes(node_selector):
-    """Node names an allocator pinned with matchFields metadata.name In [...] (None when it did not)."""
-    names = []
-    for term in node_selector.get("nodeSelectorTerms") or []:
-        fields = [f for f in term.get("matchFields") or [] if f.get("key") == "metadata.name"]
-        if not fields or term.get("matchExpressions") or len(fields) != 1 or fields[0].get("operator") != "In":
-            return None
-        names.extend(fields[0].get("values") or [])
-    return sorted(set(names)) if names else None
-
-
-def claim_nodes(claim, node_labels):
-    """Where the claim's devices are: (scope, sorted node names).
-
-    node_labels maps every known node name to its labels. A claim whose
-    allocation has no nodeSelector can be used on every node (network-attached
-    devices): scope cluster-wide with no node list, never a guess.
+    node_labels maps every known node name to its labels. Pinned (matchFields on
+    metadata.name) or label-selected allocations name their nodes; an allocation
+    without a nodeSelector can be used on every node (network-attached devices):
+    scope cluster-wide with no node list, never a guess.
     """
     alloc = allocation(claim)
     if alloc is None:
-        return SCOPE_NONE, []
+        return CLAIM_UNALLOCATED, []
     selector = alloc.get("nodeSelector")
     if not selector:
-        return SCOPE_CLUSTER, []
-    pinned = named_nodes(selector)
+        return CLAIM_CLUSTER_WIDE, []
+    pinned = pinned_nodes(selector)
     if pinned is not None:
-        return SCOPE_NODE, pinned
-    matched = [name for name, labels in node_labels.items()
-               if any(node_matches_term(name, labels or {}, t) for t in selector.get("nodeSelectorTerms") or [])]
-    return SCOPE_SELECTOR, sorted(matched)
+        return CLAIM_PINNED, pinned
+    return CLAIM_SELECTOR, matching_nodes(selector, node_labels)
 
 
-def pool_nodes(slices):
-    """{(driver, pool): set of slice scopes (node names or scope markers)}."""
-    index = {}
-    for item in slices:
-        spec = item.get("spec") or {}
-        key = (spec.get("driver"), (spec.get("pool") or {}).get("name"))
-        index.setdefault(key, set()).add(slice_scope(item))
-    return index
+def claim_nodes(local_nodes, consumer_list):
+    """The nodes a claim is on: those of its consumer pods; without a live scheduled consumer, its allocation's.
+
+    A shared claim is on every node whose pods use it. A node-local allocation
+    counts for its node(s) only while no consumer elsewhere explains it.
+    """
+    consumer_nodes = sorted(set(c["node"] for c in consumer_list if c.get("node")))
+    return consumer_nodes or list(local_nodes)
 
 
-def slice_cross_check(devices, scope, nodes, pools_index):
-    """Problems found when comparing a claim's node with the slices of its devices' pools."""
+def slice_cross_check(devices, scope, local_nodes, slice_index):
+    """Problems found when comparing a claim's allocation with the slices of its devices.
+
+    slice_index: (device locations, published pools) from _slices.device_index.
+    """
+    locations, pools = slice_index
     problems = []
     for dev in devices:
-        scopes = pools_index.get((dev["driver"], dev["pool"]))
-        if scopes is None:
-            problems.append("device %s/%s/%s: no ResourceSlice publishes pool %s"
-                            % (dev["driver"], dev["pool"], dev["device"], dev["pool"]))
-        elif scope == SCOPE_NODE:
-            slice_nodes = set(s for s in scopes if not s.startswith("<"))
-            if slice_nodes and not slice_nodes.intersection(nodes):
-                problems.append("device %s/%s/%s: allocated for node(s) %s but its pool is published by %s"
-                                % (dev["driver"], dev["pool"], dev["device"], ", ".join(nodes),
-                                   ", ".join(sorted(slice_nodes))))
+        label = "device %s/%s/%s" % (dev["driver"], dev["pool"], dev["device"])
+        where = locations.get((dev["driver"], dev["pool"], dev["device"]))
+        if (dev["driver"], dev["pool"]) not in pools:
+            problems.append("%s: no ResourceSlice publishes pool %s" % (label, dev["pool"]))
+        elif scope == CLAIM_PINNED and where is not None and not is_marker(where) and where not in local_nodes:
+            problems.append("%s: allocated for node(s) %s but it is published for node %s"
+                            % (label, ", ".join(local_nodes), where))
     return problems
 
 
-def consumers(claim, live_pod_uids):
-    """reservedFor entries with whether each consumer still exists.
+def consumer_problems(consumer_list, scope, local_nodes):
+    """Consumer pods running outside the nodes a node-local allocation allows."""
+    if scope not in (CLAIM_PINNED, CLAIM_SELECTOR):
+        return []
+    return ["consumer pods/%s runs on node %s, outside the allocation's node(s) %s"
+            % (c["name"], c["node"], ", ".join(local_nodes) or "(none)")
+            for c in consumer_list if c.get("node") and c["node"] not in local_nodes]
 
-    live_pod_uids: set of uids of pods that exist. Consumers of other resources
+
+UNSCHEDULED = "<none>"  # the pod table's Node cell of a pod without spec.nodeName
+
+
+def pod_ref(node_name, owner_references):
+    """What the claim views keep of a pod: (its node or None, whether a DaemonSet controls it)."""
+    controller = next((r for r in owner_references or [] if r.get("controller")), None)
+    node = node_name if node_name and node_name != UNSCHEDULED else None
+    return node, bool(controller) and controller.get("kind") == "DaemonSet"
+
+
+def consumers(claim, pods):
+    """reservedFor entries with whether each consumer still exists, its node and whether it is a DaemonSet pod.
+
+    pods: {uid: pod_ref(...)} of the pods that exist. Consumers of other resources
     cannot be checked here and are reported with exists=None (never counted as gone).
     """
     out = []
     for ref in reserved_for(claim):
         is_pod = ref.get("resource") == "pods" and not ref.get("apiGroup")
+        known = pods.get(ref.get("uid")) if is_pod else None
         out.append({"resource": ref.get("resource"), "api_group": ref.get("apiGroup") or "",
                     "name": ref.get("name"), "uid": ref.get("uid"),
-                    "exists": (ref.get("uid") in live_pod_uids) if is_pod else None})
+                    "exists": (known is not None) if is_pod else None,
+                    "node": known[0] if known else None,
+                    "daemonset": known[1] if known else None})
     return out
 
 
@@ -172,21 +154,27 @@ def is_orphaned(state, consumer_list):
     return not any(c["exists"] is not False for c in consumer_list)
 
 
-def claim_view(claim, node_labels, live_pod_uids, pools_index):
+def claim_view(claim, node_labels, pods, slice_index):
+    """Everything the reports say about one claim.
+
+    node_labels: {node: labels}; pods: {uid: pod_ref}; slice_index: _slices.device_index(slices).
+    """
     meta = _meta(claim)
     state = claim_state(claim)
     devices = allocated_devices(claim)
-    scope, nodes = claim_nodes(claim, node_labels)
-    consumer_list = consumers(claim, live_pod_uids)
+    scope, local_nodes = allocation_nodes(claim, node_labels)
+    consumer_list = consumers(claim, pods)
     return {
         "namespace": meta.get("namespace"), "name": meta.get("name"), "uid": meta.get("uid"),
-        "state": state, "node_scope": scope, "nodes": nodes, "devices": devices,
+        "state": state, "node_scope": scope, "nodes": claim_nodes(local_nodes, consumer_list),
+        "allocation_nodes": local_nodes, "devices": devices,
         "drivers": sorted(set(d["driver"] for d in devices)),
         "consumers": consumer_list,
         "missing_consumers": [c for c in consumer_list if c["exists"] is False],
         "orphaned": is_orphaned(state, consumer_list),
         "deletion_requested": bool(meta.get("deletionTimestamp")),
-        "problems": slice_cross_check(devices, scope, nodes, pools_index),
+        "problems": (slice_cross_check(devices, scope, local_nodes, slice_index)
+                     + consumer_problems(consumer_list, scope, local_nodes)),
     }
 
 
@@ -203,6 +191,27 @@ def holds_devices(view):
     return view["state"] in (ALLOCATED, RESERVED, DEALLOCATING)
 
 
+def held_only_by_daemonset_pods(view, node):
+    """The claim's consumers on the node are all DaemonSet pods (which a drain leaves in place)."""
+    here = [c for c in view["consumers"] if c.get("node") == node]
+    return bool(here) and all(c.get("daemonset") for c in here)
+
+
+def blocks_node(view, node):
+    """Whether the claim keeps the node's DRA driver from leaving.
+
+    It does while it holds devices on the node, unless only DaemonSet pods use it
+    there: those stay on a drained node (kubectl drain rules; their controller
+    would recreate them on a cordoned node), so their claims are reported, not waited for.
+    """
+    return holds_devices(view) and node in view["nodes"] and not held_only_by_daemonset_pods(view, node)
+
+
+def daemonset_claims(views, node):
+    """Claims holding devices on the node for DaemonSet pods only (reported, not blocking)."""
+    return [v for v in views if holds_devices(v) and node in v["nodes"] and held_only_by_daemonset_pods(v, node)]
+
+
 def _empty_counts():
     return {PENDING: 0, ALLOCATED: 0, RESERVED: 0, DEALLOCATING: 0, "orphaned": 0, "total": 0}
 
@@ -214,10 +223,11 @@ def _count(counts, view):
 
 
 def summarize_by_node(views):
-    """{node: counts}; claims without a node go under their scope marker (<cluster-wide>, <unallocated>)."""
+    """{node: counts}; a shared claim counts under each of its nodes, a claim on no node under
+    its scope's marker (<cluster-wide>, <unallocated>)."""
     summary = {}
     for view in views:
-        for key in view["nodes"] or ["<%s>" % view["node_scope"]]:
+        for key in view["nodes"] or [claim_marker(view["node_scope"])]:
             _count(summary.setdefault(key, _empty_counts()), view)
     return summary
 
@@ -230,11 +240,17 @@ def claim_totals(views):
     return totals
 
 
+def consumer_note(consumer):
+    if consumer["exists"] is False:
+        return " (gone)"
+    return " on %s" % consumer["node"] if consumer.get("node") else ""
+
+
 def blocking_message(node, views):
     """The gate-mode failure text: each claim still holding devices on the node, with its consumers."""
     lines = ["%d ResourceClaim(s) still allocated or reserved on node %s:" % (len(views), node)]
     for view in views:
-        who = ", ".join("%s/%s%s" % (c["resource"], c["name"], "" if c["exists"] is not False else " (gone)")
+        who = ", ".join("%s/%s%s" % (c["resource"], c["name"], consumer_note(c))
                         for c in view["consumers"]) or "no consumer"
         lines.append("  %s/%s [%s] held by %s" % (view["namespace"], view["name"], view["state"], who))
     lines.append("Evict or delete the consuming pods first (role dra.admin.drain does this in order), "

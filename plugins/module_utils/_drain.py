@@ -18,7 +18,6 @@ __metaclass__ = type
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 TERMINAL_PHASES = ("Succeeded", "Failed")
 CORDON_ANNOTATION = "dra.admin/cordoned-before-drain"
-DEFAULT_EXCLUSION_LABEL = "dra.admin/driver-excluded"
 
 
 def pod_key(pod):
@@ -105,25 +104,6 @@ def plan_drain(pods, driver_daemonsets=(), driver_labels=None, evict_daemonset_p
                 plan["unmanaged"].append(key)
             plan["claim_pods" if uses_claims(pod) else "other_pods"].append(pod)
     return plan
-
-
-def excludes_label(daemonset, key):
-    """Whether a DaemonSet's required node affinity keeps its pods off nodes labelled `key`.
-
-    Every nodeSelectorTerm must carry `key DoesNotExist` or `key NotIn [...]`
-    (terms are ORed, so one term without it would still admit the node).
-    """
-    affinity = (((((daemonset.get("spec") or {}).get("template") or {}).get("spec") or {})
-                 .get("affinity") or {}).get("nodeAffinity") or {})
-    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
-    terms = required.get("nodeSelectorTerms") or []
-    if not terms:
-        return False
-    for term in terms:
-        if not any(e.get("key") == key and e.get("operator") in ("DoesNotExist", "NotIn")
-                   for e in term.get("matchExpressions") or []):
-            return False
-    return True
 
 
 def pod_ready(pod):

@@ -18,7 +18,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.dra.admin.plugins.module_utils._slices import pool_key, summarize_pools
+from ansible_collections.dra.admin.plugins.module_utils._slices import (
+    device_location, slices_for_node, summarize_pools,
+)
 
 PROFILE_DEFAULTS = {
     "pci_types": ["gpu"],
@@ -81,33 +83,13 @@ def _same(value, wanted):
     return str(value) == str(wanted)
 
 
-def node_slices(slices, node, driver):
-    """The driver's slices for the node, newest generation of each pool only."""
-    mine = []
-    for item in slices or []:
-        spec = item.get("spec") or {}
-        if spec.get("driver") != driver:
-            continue
-        if spec.get("nodeName") == node or (
-                spec.get("perDeviceNodeSelection")
-                and any(d.get("nodeName") == node for d in spec.get("devices") or [])):
-            mine.append(item)
-    newest = {}
-    for item in mine:
-        generation = int(((item.get("spec") or {}).get("pool") or {}).get("generation") or 0)
-        newest[pool_key(item)] = max(newest.get(pool_key(item), generation), generation)
-    return [s for s in mine
-            if int(((s.get("spec") or {}).get("pool") or {}).get("generation") or 0) == newest[pool_key(s)]]
-
-
 def published_devices(slices, node, profile):
     """Devices of the profile's driver on the node that pass its device_match."""
     devices = []
     for item in slices:
         spec = item.get("spec") or {}
-        per_device = bool(spec.get("perDeviceNodeSelection"))
         for device in spec.get("devices") or []:
-            if per_device and device.get("nodeName") != node:
+            if device_location(item, device) != node:
                 continue
             attributes = device_attributes(device, profile["name"])
             if all(_same(attributes.get(k), v) for k, v in (profile["device_match"] or {}).items()):
@@ -167,7 +149,7 @@ def _status(hardware, published, missing, extra, has_slices):
 def compare_driver(facts, slices, node, profile):
     """Drift of one driver on one node."""
     notes = []
-    mine = node_slices(slices, node, profile["name"])
+    mine = slices_for_node(slices, node, profile["name"])
     for pool in summarize_pools(mine):
         if not pool["complete"]:
             notes.append("pool %s is incomplete (%d of %d slices): the driver may still be publishing"

@@ -25,6 +25,9 @@ import copy
 import re
 
 from ansible_collections.dra.admin.plugins.module_utils._gates import RESOURCE_GROUP, VersionError, parse_minor
+from ansible_collections.dra.admin.plugins.module_utils._node_selection import (
+    EXCLUSION_VALUE, required_terms, term_matches, terms_exclude, with_exclusion,
+)
 
 # kubeletplugin.RollingUpdate (two plugin instances on one node during an update) needs a
 # kubelet of 1.33 or newer. A version fact: it belongs in the catalog (_gates.py), which
@@ -231,65 +234,9 @@ def default_daemonset_name(driver):
 
 # --- node selection -----------------------------------------------------------------------
 
-def exclusion_expression(label):
-    return {"key": label, "operator": "DoesNotExist"}
-
-
-def with_exclusion(terms, label):
-    """nodeSelectorTerms with `label DoesNotExist` in every term (terms are ORed: one term
-    without it would still admit an excluded node). No terms -> one term with only the exclusion."""
-    result = []
-    for term in terms or []:
-        term = copy.deepcopy(term)
-        expressions = term.setdefault("matchExpressions", [])
-        if not any(e.get("key") == label and e.get("operator") == "DoesNotExist" for e in expressions):
-            expressions.append(exclusion_expression(label))
-        result.append(term)
-    return result or [{"matchExpressions": [exclusion_expression(label)]}]
-
-
 def node_affinity(terms, label):
     return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": with_exclusion(terms, label)}}}
-
-
-def _expression_matches(expression, values_of):
-    key = expression.get("key")
-    operator = expression.get("operator")
-    wanted = [str(v) for v in expression.get("values") or []]
-    present, value = values_of(key)
-    if operator == "In":
-        return present and value in wanted
-    if operator == "NotIn":
-        return not present or value not in wanted
-    if operator == "Exists":
-        return present
-    if operator == "DoesNotExist":
-        return not present
-    if operator in ("Gt", "Lt"):
-        try:
-            number, bound = int(value), int(wanted[0])
-        except (TypeError, ValueError, IndexError):
-            return False
-        return present and (number > bound if operator == "Gt" else number < bound)
-    return False
-
-
-def term_matches(term, node):
-    """Whether one nodeSelectorTerm admits the node (its expressions and fields are ANDed)."""
-    meta = node.get("metadata") or {}
-    labels = meta.get("labels") or {}
-    expressions = term.get("matchExpressions") or []
-    fields = term.get("matchFields") or []
-    if not expressions and not fields:
-        return False  # an empty term matches no node
-    for expression in expressions:
-        if not _expression_matches(expression, lambda k: (k in labels, labels.get(k))):
-            return False
-    for expression in fields:
-        if not _expression_matches(expression, lambda k: (k == "metadata.name", meta.get("name"))):
-            return False
-    return True
 
 
 def _toleration_matches(toleration, taint):
@@ -319,18 +266,14 @@ def pod_spec_of(daemonset):
     return (((daemonset.get("spec") or {}).get("template") or {}).get("spec") or {})
 
 
-def required_terms(pod_spec):
-    affinity = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {})
-    return (affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms")
-
-
 def why_not_selected(node, node_selector, terms, tolerations):
     """None when a DaemonSet pod with this selection would run on the node, else the reason."""
-    labels = (node.get("metadata") or {}).get("labels") or {}
+    meta = node.get("metadata") or {}
+    labels = meta.get("labels") or {}
     mismatched = sorted(k for k, v in (node_selector or {}).items() if labels.get(k) != str(v))
     if mismatched:
         return "nodeSelector %s does not match" % ", ".join("%s=%s" % (k, node_selector[k]) for k in mismatched)
-    if terms is not None and not any(term_matches(t, node) for t in terms):
+    if terms is not None and not any(term_matches(t, meta.get("name"), labels) for t in terms):
         return "no required node affinity term matches (labels or exclusion label)"
     taints = untolerated_taints(node, tolerations)
     if taints:
@@ -659,11 +602,9 @@ def check_daemonset(daemonset, exclusion_label, health_ports=None, strategy=None
     name = "%s/%s" % ((daemonset.get("metadata") or {}).get("namespace"), (daemonset.get("metadata") or {}).get("name"))
     problems = []
     spec = pod_spec_of(daemonset)
-    terms = required_terms(spec) or []
-    if not terms or not all(any(e.get("key") == exclusion_label and e.get("operator") in ("DoesNotExist", "NotIn")
-                                for e in t.get("matchExpressions") or []) for t in terms):
-        problems.append("DaemonSet %s: not every required nodeSelectorTerm has %s DoesNotExist, so a drain "
-                        "cannot keep the driver off a node" % (name, exclusion_label))
+    if not terms_exclude(required_terms(spec), exclusion_label):
+        problems.append("DaemonSet %s: not every required nodeSelectorTerm has %s DoesNotExist (or NotIn [%s]), so "
+                        "a drain cannot keep the driver off a node" % (name, exclusion_label, EXCLUSION_VALUE))
     containers = spec.get("containers") or []
     for port in health_ports or []:
         if not any(_probe_on(c, "livenessProbe", port) for c in containers):

@@ -5,67 +5,152 @@
 
 Pure functions over the JSON objects the API returns (any served
 resource.k8s.io version: v1, v1beta2 and v1beta1 share these fields).
+
+Where devices are (see _locations): the slice's ``nodeName``, or with
+``perDeviceNodeSelection`` each device's own ``nodeName``; devices offered to
+several nodes (``allNodes``, a ``nodeSelector``, at slice or device level) are
+shared and reported under a marker, not under any node.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-CLUSTER_WIDE = "<all-nodes>"
-NODE_SELECTOR = "<node-selector>"
-PER_DEVICE = "<per-device-node-selection>"
+from ansible_collections.dra.admin.plugins.module_utils._locations import (
+    SLICE_ALL_NODES, SLICE_NODE_SELECTOR, is_marker,
+)
 
 
-def slice_scope(resource_slice):
-    """Where a slice's devices are: a node name, or one of the scope markers above."""
-    spec = resource_slice.get("spec") or {}
-    if spec.get("nodeName"):
-        return spec["nodeName"]
-    if spec.get("allNodes"):
-        return CLUSTER_WIDE
+def _spec(resource_slice):
+    return resource_slice.get("spec") or {}
+
+
+def _where(holder):
+    """The location of a slice spec or a per-device entry: a node name or a marker (None when it says nothing)."""
+    if holder.get("nodeName"):
+        return holder["nodeName"]
+    if holder.get("allNodes"):
+        return SLICE_ALL_NODES
+    if holder.get("nodeSelector"):
+        return SLICE_NODE_SELECTOR
+    return None
+
+
+def device_location(resource_slice, device):
+    """Where one device of the slice is: a node name, SLICE_ALL_NODES or SLICE_NODE_SELECTOR."""
+    spec = _spec(resource_slice)
     if spec.get("perDeviceNodeSelection"):
-        return PER_DEVICE
-    return NODE_SELECTOR
+        return _where(device) or SLICE_NODE_SELECTOR
+    return _where(spec) or SLICE_NODE_SELECTOR
+
+
+def slice_locations(resource_slice):
+    """{location: devices there} of one slice. A node-bound slice without devices still names its node."""
+    spec = _spec(resource_slice)
+    counts = {}
+    if not spec.get("perDeviceNodeSelection"):
+        counts[_where(spec) or SLICE_NODE_SELECTOR] = 0
+    for device in spec.get("devices") or []:
+        location = device_location(resource_slice, device)
+        counts[location] = counts.get(location, 0) + 1
+    return counts
+
+
+def slice_nodes(resource_slice):
+    """Sorted node names the slice's devices belong to (markers left out)."""
+    return sorted(k for k in slice_locations(resource_slice) if not is_marker(k))
 
 
 def device_names(resource_slice):
-    return [d.get("name") for d in (resource_slice.get("spec") or {}).get("devices") or []]
+    return [d.get("name") for d in _spec(resource_slice).get("devices") or []]
 
 
 def pool_key(resource_slice):
-    spec = resource_slice.get("spec") or {}
+    spec = _spec(resource_slice)
     return spec.get("driver"), (spec.get("pool") or {}).get("name")
 
 
-def summarize_pools(slices):
-    """One entry per (driver, pool): generation, slices seen vs expected, devices, scopes.
+def pool_generation(resource_slice):
+    return int((_spec(resource_slice).get("pool") or {}).get("generation") or 0)
 
-    Only slices of the newest generation count (older ones are being replaced);
-    a pool with fewer slices than ``resourceSliceCount`` is flagged incomplete.
-    """
+
+def newest_generations(slices):
+    """{(driver, pool): newest generation seen}."""
     newest = {}
     for item in slices:
         key = pool_key(item)
-        generation = int(((item.get("spec") or {}).get("pool") or {}).get("generation") or 0)
-        newest[key] = max(newest.get(key, generation), generation)
+        newest[key] = max(newest.get(key, pool_generation(item)), pool_generation(item))
+    return newest
+
+
+def current_slices(slices):
+    """The slices of each pool's newest generation (older ones are being replaced)."""
+    slices = list(slices)
+    newest = newest_generations(slices)
+    return [s for s in slices if pool_generation(s) == newest[pool_key(s)]]
+
+
+def slices_for_node(slices, node, driver=None):
+    """Current slices (of the driver, if given) with at least one device, or the slice itself, on the node."""
+    return [s for s in current_slices(slices)
+            if (driver is None or _spec(s).get("driver") == driver) and node in slice_locations(s)]
+
+
+def device_index(slices):
+    """({(driver, pool, device): location}, set of (driver, pool) published), newest generations only.
+
+    Reads the slices once, keeping only names and locations (not the slices).
+    """
+    newest = {}  # (driver, pool) -> (generation, [(device, location), ...])
+    for item in slices:
+        key, generation = pool_key(item), pool_generation(item)
+        seen = newest.get(key)
+        if seen is None or generation > seen[0]:
+            seen = newest[key] = (generation, [])
+        if generation == seen[0]:
+            seen[1].extend((d.get("name"), device_location(item, d)) for d in _spec(item).get("devices") or [])
+    locations = {}
+    for (driver, pool), (_generation, devices) in newest.items():
+        for name, location in devices:
+            locations[(driver, pool, name)] = location
+    return locations, set(newest)
+
+
+def _new_pool_entry(key, generation):
+    return {"driver": key[0], "pool": key[1], "generation": generation, "slices_expected": 0,
+            "slices_seen": 0, "stale_slices": 0, "devices": 0, "scopes": [], "devices_at": {},
+            "slice_names": []}
+
+
+def _add_current_slice(entry, item):
+    pool = _spec(item).get("pool") or {}
+    entry["slices_seen"] += 1
+    entry["slices_expected"] = max(entry["slices_expected"], int(pool.get("resourceSliceCount") or 1))
+    entry["devices"] += len(device_names(item))
+    entry["slice_names"].append((item.get("metadata") or {}).get("name"))
+    for location, count in slice_locations(item).items():
+        entry["devices_at"][location] = entry["devices_at"].get(location, 0) + count
+        if location not in entry["scopes"]:
+            entry["scopes"].append(location)
+
+
+def summarize_pools(slices):
+    """One entry per (driver, pool): generation, slices seen vs expected, devices, where they are.
+
+    Only slices of the newest generation count; a pool with fewer slices than
+    ``resourceSliceCount`` is flagged incomplete. ``scopes`` lists the node names
+    and markers the pool's devices are at, ``devices_at`` the devices at each.
+    """
+    slices = list(slices)
+    newest = newest_generations(slices)
     pools = {}
     for item in slices:
         key = pool_key(item)
-        pool = (item.get("spec") or {}).get("pool") or {}
-        generation = int(pool.get("generation") or 0)
-        entry = pools.setdefault(key, {
-            "driver": key[0], "pool": key[1], "generation": newest[key], "slices_expected": 0,
-            "slices_seen": 0, "stale_slices": 0, "devices": 0, "scopes": [], "slice_names": []})
-        if generation < newest[key]:
+        entry = pools.setdefault(key, _new_pool_entry(key, newest[key]))
+        if pool_generation(item) < newest[key]:
             entry["stale_slices"] += 1
-            continue
-        entry["slices_seen"] += 1
-        entry["slices_expected"] = max(entry["slices_expected"], int(pool.get("resourceSliceCount") or 1))
-        entry["devices"] += len(device_names(item))
-        entry["slice_names"].append((item.get("metadata") or {}).get("name"))
-        scope = slice_scope(item)
-        if scope not in entry["scopes"]:
-            entry["scopes"].append(scope)
+        else:
+            _add_current_slice(entry, item)
     result = []
     for key in sorted(pools, key=lambda k: (k[0] or "", k[1] or "")):
         entry = pools[key]
@@ -76,14 +161,18 @@ def summarize_pools(slices):
 
 
 def devices_by_node(pools):
-    """{scope: {driver: {"pools": [...], "devices": n, "slices": n, "complete": bool}}}."""
+    """{node or marker: {driver: {"pools": [...], "devices": n, "slices": n, "complete": bool}}}.
+
+    ``devices`` counts only the pool's devices at that node (or marker); ``slices``
+    is the pool's slice count, once per location the pool reaches.
+    """
     by_node = {}
     for pool in pools:
-        for scope in pool["scopes"]:
-            driver = by_node.setdefault(scope, {}).setdefault(
+        for location in pool["scopes"]:
+            driver = by_node.setdefault(location, {}).setdefault(
                 pool["driver"], {"pools": [], "devices": 0, "slices": 0, "complete": True})
             driver["pools"].append(pool["pool"])
-            driver["devices"] += pool["devices"]
+            driver["devices"] += pool["devices_at"].get(location, 0)
             driver["slices"] += pool["slices_seen"]
             driver["complete"] = driver["complete"] and pool["complete"]
     return by_node

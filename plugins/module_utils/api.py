@@ -45,6 +45,7 @@ __all__ = ["AnsibleK8SModule", "DraApi", "DraApiError", "DraNotServedError", "au
 
 LIST_PAGE_SIZE = 500
 METADATA_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json"
+TABLE_ACCEPT = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 
 
 class DraApiError(Exception):
@@ -127,16 +128,46 @@ class DraApi(object):
         With metadata_only, the server sends only each object's metadata (name, uid, labels,
         deletionTimestamp, ownerReferences): a fraction of the bytes for pods and nodes.
         """
+        accept = METADATA_LIST_ACCEPT if metadata_only else "application/json"
+        for page in self.list_pages(path, query, page_size, accept=accept):
+            yield from page.get("items") or []
+
+    def list_pages(self, path, query=None, page_size=LIST_PAGE_SIZE, accept="application/json"):
+        """Every page of a LIST (a fixed number of requests per page, not per object)."""
         params = dict(query or {})
         params["limit"] = page_size
-        accept = METADATA_LIST_ACCEPT if metadata_only else "application/json"
         while True:
             page = self.get(path, params, accept=accept)
-            yield from page.get("items") or []
+            yield page
             token = (page.get("metadata") or {}).get("continue")
             if not token:
                 return
             params["continue"] = token
+
+    def list_table_rows(self, path, columns, query=None, page_size=LIST_PAGE_SIZE):
+        """(metadata, {column: cell}) per object of a LIST in the server's Table form.
+
+        The server sends each object's metadata and its printed columns instead of the
+        whole object (for pods, ``Node`` is ``spec.nodeName``) at a fraction of the
+        bytes. ``columns`` maps each wanted column to a function reading the same value
+        from a whole object, used if the server answers with a plain list instead.
+        """
+        params = dict(query or {}, includeObject="Metadata")
+        for page in self.list_pages(path, params, page_size, accept=TABLE_ACCEPT):
+            if page.get("kind") != "Table":
+                for item in page.get("items") or []:
+                    yield item.get("metadata") or {}, dict((n, read(item)) for n, read in columns.items())
+                continue
+            names = [c.get("name") for c in page.get("columnDefinitions") or []]
+            missing = sorted(set(columns) - set(names))
+            if missing:
+                raise DraApiError("the server's table of %s has no column %s (it has %s); this collection reads "
+                                  "them to place objects on nodes" % (path, ", ".join(missing), ", ".join(names)))
+            wanted = [(i, n) for i, n in enumerate(names) if n in columns]
+            for row in page.get("rows") or []:
+                cells = row.get("cells") or []
+                yield ((row.get("object") or {}).get("metadata") or {},
+                       dict((n, cells[i]) for i, n in wanted if i < len(cells)))
 
     def server_version(self):
         return self.get("/version")

@@ -10,8 +10,11 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.dra.admin.plugins.module_utils._claims import (
-    claim_selected, claim_view, holds_devices, pool_nodes,
+    blocks_node, claim_selected, claim_view, daemonset_claims, pod_ref,
 )
+from ansible_collections.dra.admin.plugins.module_utils._slices import device_index
+
+POD_NODE_COLUMN = "Node"
 
 
 class ClaimsError(Exception):
@@ -24,9 +27,15 @@ def node_label_index(api):
                 for n in api.list_items("/api/v1/nodes", metadata_only=True))
 
 
-def live_pod_uids(api, namespaces=()):
+def pod_index(api, namespaces=()):
+    """{uid: pod_ref} of every pod (in the namespaces, if given): metadata and node only, never whole pods."""
     paths = ["/api/v1/namespaces/%s/pods" % ns for ns in namespaces] or ["/api/v1/pods"]
-    return set(p["metadata"]["uid"] for path in paths for p in api.list_items(path, metadata_only=True))
+    columns = {POD_NODE_COLUMN: lambda pod: (pod.get("spec") or {}).get("nodeName")}
+    index = {}
+    for path in paths:
+        for meta, cells in api.list_table_rows(path, columns):
+            index[meta.get("uid")] = pod_ref(cells.get(POD_NODE_COLUMN), meta.get("ownerReferences"))
+    return index
 
 
 def claim_items(api, version, namespaces=(), label_selector=None):
@@ -44,18 +53,25 @@ def unknown_node_error(node, nodes):
 
 
 def gather_claim_views(api, node=None, namespaces=(), driver=None, label_selector=None):
-    """(resource api version, sorted claim views, views still holding devices on `node`)."""
+    """Claim views of the cluster, as a dict.
+
+    version: the resource api version used; views: sorted claim views (those on
+    `node` when given); blocking: views that keep `node`'s driver from leaving;
+    daemonset_claims: views on `node` held only by DaemonSet pods (not blocking).
+    """
     version = api.resource_api_version()
     nodes = node_label_index(api)
     if node is not None and node not in nodes:
         raise unknown_node_error(node, nodes)
-    pools_index = pool_nodes(api.list_items(api.resource_path("resourceslices", version=version)))
-    pods = live_pod_uids(api, namespaces)
+    slice_index = device_index(api.list_items(api.resource_path("resourceslices", version=version)))
+    pods = pod_index(api, namespaces)
     views = []
     for item in claim_items(api, version, namespaces, label_selector):
-        view = claim_view(item, nodes, pods, pools_index)
+        view = claim_view(item, nodes, pods, slice_index)
         if claim_selected(view, node=node, driver=driver):
             views.append(view)
     views.sort(key=lambda v: (v["namespace"] or "", v["name"] or ""))
-    blocking = [v for v in views if node is not None and holds_devices(v)]
-    return version, views, blocking
+    on_node = node is not None
+    return {"version": version, "views": views,
+            "blocking": [v for v in views if on_node and blocks_node(v, node)],
+            "daemonset_claims": daemonset_claims(views, node) if on_node else []}

@@ -4,7 +4,8 @@
 """Ordered node drain and return to service, against the API (see _drain for the plan).
 
 Requests per node are proportional to the pods on it: pods are listed with a
-field selector on the node, claims and pods are then polled by name. The
+field selector on the node, claims and pods are then polled by name (a claim
+whose consumers left the node is checked for a consumer elsewhere by GET). The
 cluster-wide claim list runs twice per drain (preflight and final check),
 never per poll.
 """
@@ -19,12 +20,13 @@ from concurrent.futures import ThreadPoolExecutor
 from ansible_collections.dra.admin.plugins.module_utils.api import DraApiError
 from ansible_collections.dra.admin.plugins.module_utils.claims import gather_claim_views
 from ansible_collections.dra.admin.plugins.module_utils._claims import (
-    claim_view, holds_devices,
+    blocks_node, claim_view, consumer_note, pod_ref, reserved_for,
 )
 from ansible_collections.dra.admin.plugins.module_utils._drain import (
-    CORDON_ANNOTATION, backoff_delays, claim_names, eviction_body, excludes_label, plan_drain,
-    pod_key, pod_ready,
+    CORDON_ANNOTATION, backoff_delays, claim_names, eviction_body, plan_drain, pod_key, pod_ready,
 )
+from ansible_collections.dra.admin.plugins.module_utils._node_selection import daemonset_excludes
+from ansible_collections.dra.admin.plugins.module_utils._slices import slices_for_node
 
 MERGE_PATCH = "application/merge-patch+json"
 MAX_PARALLEL_EVICTIONS = 16
@@ -84,7 +86,7 @@ class NodeDrain(object):
             ds = self.api.get_or_none("/apis/apps/v1/namespaces/%s/daemonsets/%s" % (namespace, name))
             if ds is None:
                 raise DrainError("driver DaemonSet %s not found; give driver_daemonsets as namespace/name" % ref)
-            if not excludes_label(ds, self.p["exclusion_label"]):
+            if not daemonset_excludes(ds, self.p["exclusion_label"]):
                 raise DrainError(
                     "driver DaemonSet %s does not keep its pods off nodes labelled %s, so the drain could not "
                     "take the driver off the node last. Add a required node affinity '%s DoesNotExist' to "
@@ -103,11 +105,13 @@ class NodeDrain(object):
                           driver_labels=self.p["driver_pod_labels"],
                           evict_daemonset_pods=self.p["evict_daemonset_pods"],
                           delete_emptydir_data=self.p["delete_emptydir_data"], force=self.p["force"])
-        version, _views, held = gather_claim_views(self.api, node=self.node)
+        gathered = gather_claim_views(self.api, node=self.node)
+        version, held = gathered["version"], gathered["blocking"]
         self.phase("preflight", t0)
         was_cordoned = bool((node.get("spec") or {}).get("unschedulable"))
         labels = node["metadata"].get("labels") or {}
         summary = self.plan_summary(plan, held, was_cordoned, labels)
+        summary["daemonset_claims"] = claim_keys(gathered["daemonset_claims"])
         if plan["blocked"]:
             reasons = "; ".join("%s (%s)" % (b["pod"], b["reason"]) for b in plan["blocked"])
             raise DrainError("pods on %s need an explicit option before the drain can start: %s. Nothing was "
@@ -118,6 +122,12 @@ class NodeDrain(object):
         if self.p["force"] and plan["unmanaged"]:
             self.warnings.append("force=true: evicting pods no controller will recreate: %s"
                                  % ", ".join(plan["unmanaged"]))
+        if gathered["daemonset_claims"]:
+            self.warnings.append(
+                "ResourceClaim(s) used on %s only by DaemonSet pods, which stay on the node and are not waited "
+                "for: %s. The DRA driver leaves while they are prepared; give such DaemonSets a node affinity that "
+                "keeps them off the node before the drain if they must be unprepared first."
+                % (self.node, describe_claims(gathered["daemonset_claims"])))
         t = self.clock()
         self.cordon(node, was_cordoned)
         self.phase("cordon", t)
@@ -131,7 +141,7 @@ class NodeDrain(object):
         self.phase("evict_other_pods", t)
 
         t = self.clock()
-        self.wait_claims_released(version, held, plan["claim_pods"])
+        self.wait_claims_released(version, held, plan["claim_pods"], labels)
         self.phase("wait_claims_released", t)
 
         t = self.clock()
@@ -151,7 +161,7 @@ class NodeDrain(object):
             "other_pods": [pod_key(p) for p in plan["other_pods"]],
             "driver_pods": [pod_key(p) for p in plan["driver_pods"]],
             "skipped_pods": plan["skipped"],
-            "claims_held_at_start": ["%s/%s" % (v["namespace"], v["name"]) for v in held],
+            "claims_held_at_start": claim_keys(held),
         }
 
     def cordon(self, node, was_cordoned):
@@ -238,17 +248,17 @@ class NodeDrain(object):
                 names.append("%s/%s" % (pdb["metadata"]["namespace"], pdb["metadata"]["name"]))
         return names
 
-    def wait_claims_released(self, version, held, claim_pods):
-        """Poll the node's known claims by name until none is allocated or reserved; then one final LIST."""
+    def wait_claims_released(self, version, held, claim_pods, labels):
+        """Poll the node's known claims by name until none keeps the driver on the node; then one final LIST."""
         watched = set((v["namespace"], v["name"]) for v in held)
         for pod in claim_pods:
             for name in claim_names(pod):
                 watched.add((pod["metadata"]["namespace"], name))
         last_report = 0
         while True:
-            still = self.claims_still_held(version, watched)
+            still = self.claims_still_held(version, watched, labels)
             if not still:
-                remaining = gather_claim_views(self.api, node=self.node)[2]
+                remaining = gather_claim_views(self.api, node=self.node)["blocking"]
                 if not remaining:
                     self.event("no ResourceClaim allocated or reserved on %s" % self.node)
                     return
@@ -262,14 +272,11 @@ class NodeDrain(object):
                     "%d ResourceClaim(s) still allocated or reserved on %s after the timeout: %s. The node stays "
                     "cordoned and the DRA driver was not touched, so it can still unprepare them. Next: check "
                     "the consumers listed, then run the drain again." % (len(still), self.node, describe_claims(still)),
-                    {"claims": ["%s/%s" % (v["namespace"], v["name"]) for v in still]})
+                    {"claims": claim_keys(still)})
             self.sleep(self.p["poll_interval"])
 
-    def claims_still_held(self, version, watched):
-        """Views of the watched claims still holding devices on the node.
-
-        One request per namespace with watched claims: a GET for a lone claim, a LIST otherwise.
-        """
+    def watched_claims(self, version, watched):
+        """The watched claims that still exist. One request per namespace: a GET for a lone claim, else a LIST."""
         by_namespace = {}
         for namespace, name in watched:
             by_namespace.setdefault(namespace, set()).add(name)
@@ -282,14 +289,37 @@ class NodeDrain(object):
             else:
                 path = self.api.resource_path("resourceclaims", namespace=namespace, version=version)
                 claims.extend(c for c in self.api.list_items(path) if c["metadata"]["name"] in names)
+        return claims
+
+    def claims_still_held(self, version, watched, labels):
+        """Views of the watched claims that still keep the driver on the node (see _claims.blocks_node).
+
+        Consumers are placed from one LIST of the node's pods; a claim none of whose consumers runs
+        here is checked for a live consumer elsewhere (GET by name, until one is found).
+        """
+        claims = [c for c in self.watched_claims(version, watched) if c.get("status")]
+        pods = dict((p["metadata"]["uid"], pod_ref(p["spec"].get("nodeName"), p["metadata"].get("ownerReferences")))
+                    for p in self.pods_on_node()) if claims else {}
         still = []
         for claim in claims:
-            view = claim_view(claim, {}, set(), {})
-            on_node = not view["nodes"] or self.node in view["nodes"]
-            if holds_devices(view) and on_node:
+            if not any(ref.get("uid") in pods for ref in reserved_for(claim)):
+                self.find_consumer_elsewhere(claim, pods)
+            view = claim_view(claim, {self.node: labels}, pods, ({}, set()))
+            if blocks_node(view, self.node):
                 view["missing_consumers"] = []
                 still.append(view)
         return still
+
+    def find_consumer_elsewhere(self, claim, pods):
+        """Add to `pods` the first consumer pod of the claim that exists (on another node)."""
+        namespace = claim["metadata"]["namespace"]
+        for ref in reserved_for(claim):
+            if ref.get("resource") != "pods" or ref.get("apiGroup"):
+                continue
+            pod = self.api.get_or_none("/api/v1/namespaces/%s/pods/%s" % (namespace, ref.get("name")))
+            if pod is not None and pod["metadata"]["uid"] == ref.get("uid"):
+                pods[ref["uid"]] = pod_ref(pod["spec"].get("nodeName"), pod["metadata"].get("ownerReferences"))
+                return
 
     def remove_driver(self, labels, driver_pods):
         key = self.p["exclusion_label"]
@@ -359,18 +389,32 @@ class NodeDrain(object):
 
     def wait_slices_published(self):
         for driver in self.p["drivers"]:
-            query = {"fieldSelector": "spec.nodeName=%s,spec.driver=%s" % (self.node, driver)}
-            while not list(self.api.list_items(self.api.resource_path("resourceslices"), query)):
+            while not self.node_has_slices(driver):
                 if self.remaining() <= 0:
                     raise DrainError("driver %s publishes no ResourceSlice for %s after the timeout; the node "
                                      "stays cordoned. Check the driver pod's logs." % (driver, self.node))
                 self.sleep(self.p["poll_interval"])
             self.event("%s publishes ResourceSlices for %s" % (driver, self.node))
 
+    def node_has_slices(self, driver):
+        """The driver publishes devices for the node: a slice with its nodeName, or (perDeviceNodeSelection)
+        a device naming it, which only the driver's whole slice list can tell."""
+        path = self.api.resource_path("resourceslices")
+        query = {"fieldSelector": "spec.nodeName=%s,spec.driver=%s" % (self.node, driver)}
+        if any(True for _ in self.api.list_items(path, query)):
+            return True
+        every = self.api.list_items(path, {"fieldSelector": "spec.driver=%s" % driver})
+        return bool(slices_for_node(every, self.node, driver))
+
+
+def claim_keys(views):
+    return ["%s/%s" % (v["namespace"], v["name"]) for v in views]
+
 
 def describe_claims(views):
     parts = []
     for view in views:
-        who = ", ".join("%s/%s" % (c["resource"], c["name"]) for c in view["consumers"]) or "no consumer"
+        who = ", ".join("%s/%s%s" % (c["resource"], c["name"], consumer_note(c))
+                        for c in view["consumers"]) or "no consumer"
         parts.append("%s/%s [%s] by %s" % (view["namespace"], view["name"], view["state"], who))
     return "; ".join(parts)

@@ -16,14 +16,18 @@ description:
   - Lists ResourceClaims with their state (C(pending), C(allocated), C(reserved), C(deallocating)), the
     node(s) their devices are on, the devices, the consumers from C(status.reservedFor) and whether each
     still exists, and whether the claim is orphaned (allocated or reserved with no live consumer).
-  - The node comes from the allocation's C(nodeSelector) (C(matchFields) on C(metadata.name), or a label
-    selector evaluated against Node labels). Without a node selector the devices are usable everywhere
-    (network-attached), so such claims are reported with C(node_scope=cluster-wide) and no node.
+  - A claim is on the nodes of the pods among its consumers (C(status.reservedFor), each pod placed by its
+    C(spec.nodeName)); a claim shared by pods on several nodes is on each of them. Without a live scheduled
+    consumer it is on the nodes its allocation is local to (C(nodeSelector) C(matchFields) on C(metadata.name), or
+    a label selector evaluated against Node labels). An allocation without a node selector (network-attached
+    devices, C(node_scope=cluster-wide)) is on the nodes of its pods, and on no node without them.
   - Each allocated device is cross-checked with the ResourceSlices of its pool.
   - Uses the newest C(resource.k8s.io) version the cluster serves (v1, v1beta2, v1beta1) and a fixed number
     of paginated LIST requests, however many nodes there are.
-  - With O(fail_if_any_on_node=true) it is a gate for drains; it fails listing every claim still allocated or
-    reserved on O(node) and its consumers.
+  - With O(fail_if_any_on_node=true) it is a gate for drains, the same check M(dra.admin.dra_node_drain) makes
+    before it removes the driver; it fails listing every claim still allocated or reserved on O(node) and its
+    consumers. Claims used on O(node) only by DaemonSet pods do not fail it, because a drain leaves those pods in
+    place; they are listed in RV(daemonset_claims).
   - Read-only; the same answer in check mode.
 author:
   - dra.admin maintainers (@dra-admin)
@@ -32,7 +36,8 @@ extends_documentation_fragment:
 options:
   node:
     description:
-      - Only claims whose devices are on this node. The node must exist.
+      - Only claims on this node (used by a pod on it, or allocated there without a consumer elsewhere). The node
+        must exist.
     type: str
   namespaces:
     description:
@@ -105,11 +110,22 @@ claims:
       returned: always
     node_scope:
       description: >-
-        C(node) (pinned to named nodes), C(selector) (label selector, matched against Node labels),
-        C(cluster-wide) (no node selector: usable everywhere) or C(unallocated).
+        Where the allocation can be used - C(node) (pinned to named nodes), C(selector) (label selector, matched
+        against Node labels), C(cluster-wide) (no node selector: usable everywhere) or C(unallocated).
       type: str
       returned: always
-    nodes: {description: Nodes the devices are on., type: list, elements: str, returned: always}
+    nodes:
+      description: >-
+        Nodes the claim is on - those of its consumer pods, or without a live scheduled consumer those of
+        RV(claims[].allocation_nodes).
+      type: list
+      elements: str
+      returned: always
+    allocation_nodes:
+      description: Nodes the allocation is local to (empty for C(cluster-wide) and C(unallocated)).
+      type: list
+      elements: str
+      returned: always
     devices:
       description: Allocated devices (C(request), C(driver), C(pool), C(device), C(admin_access)).
       type: list
@@ -117,7 +133,9 @@ claims:
       returned: always
     drivers: {description: Drivers of the allocated devices., type: list, elements: str, returned: always}
     consumers:
-      description: C(status.reservedFor) entries with C(exists) (true, false, or null when not checkable).
+      description: >-
+        C(status.reservedFor) entries with C(exists) (true, false, or null when not checkable), C(node) (the
+        pod's node, null when gone or unscheduled) and C(daemonset) (a DaemonSet controls the pod).
       type: list
       elements: dict
       returned: always
@@ -125,12 +143,16 @@ claims:
     orphaned: {description: Allocated or reserved with no live consumer., type: bool, returned: always}
     deletion_requested: {description: The claim has a deletion timestamp., type: bool, returned: always}
     problems:
-      description: Disagreements with the pools' ResourceSlices.
+      description: >-
+        Disagreements with the devices' ResourceSlices, and consumer pods running outside a node-local
+        allocation's nodes.
       type: list
       elements: str
       returned: always
 summary:
-  description: Per node (or C(<cluster-wide>), C(<unallocated>)) counts of claims by state, orphaned and total.
+  description: >-
+    Per node counts of claims by state, orphaned and total; a shared claim counts under each of its nodes, a
+    claim on no node under C(<cluster-wide>) or C(<unallocated>).
   returned: always
   type: dict
   sample: {kwok-node-0: {pending: 0, allocated: 0, reserved: 2, deallocating: 0, orphaned: 0, total: 2}}
@@ -140,7 +162,12 @@ totals:
   type: dict
   sample: {pending: 1, allocated: 0, reserved: 5, deallocating: 0, orphaned: 0, total: 6}
 blocking:
-  description: With O(node), the claims still allocated or reserved on it (namespace/name).
+  description: With O(node), the claims still allocated or reserved on it (namespace/name), except RV(daemonset_claims).
+  returned: always
+  type: list
+  elements: str
+daemonset_claims:
+  description: With O(node), claims on it used there only by DaemonSet pods (namespace/name); they do not block.
   returned: always
   type: list
   elements: str
@@ -172,6 +199,10 @@ def argument_spec():
     return spec
 
 
+def claim_keys(views):
+    return ["%s/%s" % (v["namespace"], v["name"]) for v in views]
+
+
 def main():
     module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
     params = module.params
@@ -179,16 +210,17 @@ def main():
         module.fail_json(msg="fail_if_any_on_node needs node: name the node whose claims must all be released")
     api = DraApi(module)
     try:
-        version, views, blocking = gather_claim_views(
+        gathered = gather_claim_views(
             api, node=params["node"], namespaces=params["namespaces"], driver=params["driver"],
             label_selector=params["label_selector"])
     except (DraApiError, ClaimsError) as exc:
         module.fail_json(msg=str(exc), api_requests=api.requests)
+    views, blocking = gathered["views"], gathered["blocking"]
     result = dict(
-        changed=False, resource_api_version=version,
+        changed=False, resource_api_version=gathered["version"],
         claims=views if params["include_claims"] else [],
         summary=summarize_by_node(views), totals=claim_totals(views),
-        blocking=["%s/%s" % (v["namespace"], v["name"]) for v in blocking],
+        blocking=claim_keys(blocking), daemonset_claims=claim_keys(gathered["daemonset_claims"]),
         api_requests=api.requests,
     )
     if params["fail_if_any_on_node"] and blocking:

@@ -98,12 +98,19 @@ pools:
     complete: {description: Whether every slice of the pool is published., type: bool, returned: always}
     devices: {description: Devices in the pool's slices., type: int, returned: always}
     scopes:
-      description: Node names, or C(<all-nodes>), C(<node-selector>), C(<per-device-node-selection>).
+      description: >-
+        Where the pool's devices are - node names (the slice's C(nodeName), or with C(perDeviceNodeSelection)
+        each device's), C(<all-nodes>) (C(allNodes)) or C(<node-selector>) (a node selector, slice or device).
       type: list
       elements: str
       returned: always
+    devices_at: {description: "Devices per node or marker of C(scopes).", type: dict, returned: always}
+    stale_slices: {description: Slices of older generations (being replaced)., type: int, returned: always}
+    slice_names: {description: Names of the current slices., type: list, elements: str, returned: always}
 nodes:
-  description: Per node, per driver, the pools, slice and device counts.
+  description: >-
+    Per node (and C(<all-nodes>), C(<node-selector>) for shared devices), per driver, the pools, slice and
+    device counts; devices count under the node they are on.
   returned: always
   type: dict
   sample: {kwok-node-0: {gpu.example.com: {pools: [kwok-node-0], devices: 8, slices: 1, complete: true}}}
@@ -126,6 +133,7 @@ api_requests:
 from ansible_collections.dra.admin.plugins.module_utils.api import (
     AnsibleK8SModule, DraApi, DraApiError, DraNotServedError, auth_argument_spec,
 )
+from ansible_collections.dra.admin.plugins.module_utils._locations import is_marker
 from ansible_collections.dra.admin.plugins.module_utils._slices import (
     devices_by_node, nodes_without_slices, summarize_pools,
 )
@@ -172,11 +180,11 @@ def gather(api, require_dra, node_selector):
         {"name": dc["metadata"]["name"],
          "selectors": [(s.get("cel") or {}).get("expression") for s in (dc.get("spec") or {}).get("selectors") or []]}
         for dc in api.list_items(api.resource_path("deviceclasses"))]
-    pools = summarize_pools(list(api.list_items(api.resource_path("resourceslices"))))
+    pools = summarize_pools(api.list_items(api.resource_path("resourceslices")))
     by_node = devices_by_node(pools)
     selected = set(node_names)
     result["pools"] = pools
-    result["nodes"] = dict((k, v) for k, v in by_node.items() if k in selected or k.startswith("<"))
+    result["nodes"] = dict((k, v) for k, v in by_node.items() if k in selected or is_marker(k))
     result["nodes_without_slices"] = nodes_without_slices(node_names, by_node)
     result["drivers"] = driver_totals(result["nodes"])
     return result

@@ -169,9 +169,9 @@ from ansible_collections.dra.admin.plugins.module_utils._driver import (
     KNOWN_CHARTS, DriverInputError, NoSelectedNodesError, SeamlessUpgradeError, build_daemonset,
     build_device_classes, chart_kind, chart_values, check_daemonset, daemonsets_in, decide_strategy,
     default_daemonset_name, kubelet_version, node_affinity, object_labels, select_nodes, validate_inputs,
-    with_exclusion,
 )
 from ansible_collections.dra.admin.plugins.module_utils._gates import RESOURCE_GROUP
+from ansible_collections.dra.admin.plugins.module_utils._node_selection import DEFAULT_EXCLUSION_LABEL, with_exclusion
 from ansible_collections.dra.admin.plugins.module_utils._rbac import driver_rules, granular_status, served_resource_names
 
 
@@ -201,7 +201,7 @@ def argument_spec():
         node_selector=dict(type="dict", default={}),
         node_affinity=dict(type="list", elements="dict", default=[]),
         tolerations=dict(type="list", elements="dict", default=[]),
-        exclusion_label=dict(type="str", default="dra.admin/driver-excluded"),
+        exclusion_label=dict(type="str", default=DEFAULT_EXCLUSION_LABEL),
         liveness=dict(type="dict", default={"period": 10, "failure_threshold": 3, "timeout": 5}),
         startup=dict(type="dict", default={"period": 1, "failure_threshold": 600, "timeout": 5}),
         seamless_upgrade=dict(type="str", choices=["auto", "required", "disabled"], default="auto"),

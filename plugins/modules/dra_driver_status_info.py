@@ -65,7 +65,13 @@ rollout:
   returned: always
   type: dict
 selected_nodes: {description: Nodes the DaemonSet selects., returned: always, type: list, elements: str}
-nodes_with_slices: {description: Selected nodes publishing complete slices of the driver., returned: always, type: list, elements: str}
+nodes_with_slices:
+  description: >-
+    Selected nodes with devices of the driver in complete pools (a slice's C(nodeName), or with
+    C(perDeviceNodeSelection) a device's).
+  returned: always
+  type: list
+  elements: str
 nodes_without_slices: {description: Selected nodes publishing no (or incomplete) slices of the driver., returned: always, type: list, elements: str}
 daemonset_problems: {description: What is wrong with the DaemonSet spec., returned: always, type: list, elements: str}
 update_strategy: {description: The DaemonSet's updateStrategy., returned: always, type: dict}
@@ -81,6 +87,7 @@ from ansible_collections.dra.admin.plugins.module_utils.api import (
 from ansible_collections.dra.admin.plugins.module_utils._driver import (
     check_daemonset, rollout_state, select_nodes_for_daemonset,
 )
+from ansible_collections.dra.admin.plugins.module_utils._node_selection import DEFAULT_EXCLUSION_LABEL
 from ansible_collections.dra.admin.plugins.module_utils._slices import devices_by_node, summarize_pools
 
 
@@ -90,7 +97,7 @@ def argument_spec():
         driver=dict(type="str", required=True),
         namespace=dict(type="str", required=True),
         daemonset_name=dict(type="str", required=True),
-        exclusion_label=dict(type="str", default="dra.admin/driver-excluded"),
+        exclusion_label=dict(type="str", default=DEFAULT_EXCLUSION_LABEL),
         health_ports=dict(type="list", elements="int", default=[]),
         require_startup_probe=dict(type="bool", default=False),
         expected_strategy=dict(type="dict"),

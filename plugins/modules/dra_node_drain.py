@@ -18,11 +18,15 @@ description:
     (2) evict the pods that consume ResourceClaims through the Eviction API, concurrently, retrying
     PodDisruptionBudget refusals (HTTP 429) with backoff until O(timeout);
     (3) evict the remaining evictable pods under C(kubectl drain) rules;
-    (4) wait until no ResourceClaim is allocated or reserved on the node;
+    (4) wait until no ResourceClaim is allocated or reserved on the node (a claim is on the node while a pod there
+    uses it, or while it is allocated there and no pod elsewhere uses it, so a claim shared with pods on other nodes
+    does not hold the drain once this node's pods are gone; claims used here only by DaemonSet pods, which stay,
+    are listed in RV(daemonset_claims) with a warning and not waited for);
     (5) only then take the DRA driver off the node by labelling it with O(exclusion_label), which the driver
     DaemonSet's node affinity excludes, and wait until the driver pods are gone.
   - O(state=in_service) reverses it, removes the label, waits for a ready driver pod and for the node's
-    ResourceSlices of O(drivers), then uncordons (by default only when the drain cordoned it).
+    ResourceSlices of O(drivers) (a slice with the node's C(nodeName), or a C(perDeviceNodeSelection) slice with a
+    device naming it), then uncordons (by default only when the drain cordoned it).
   - On any timeout or error the node stays cordoned, the driver is not touched while a claim on the node is still
     allocated or reserved, and the message lists the blocking pods, PodDisruptionBudgets or claims.
   - Nothing is deleted without the Eviction API. Pods no controller manages are only evicted with O(force=true),
@@ -45,8 +49,8 @@ options:
   driver_daemonsets:
     description:
       - The DRA driver DaemonSets as C(namespace/name). Their pods are removed last, by O(exclusion_label).
-      - Each must have a required node affinity with O(exclusion_label) C(DoesNotExist) (or C(NotIn)) in every
-        term; the module refuses to start otherwise, before changing anything.
+      - Each must have a required node affinity with O(exclusion_label) C(DoesNotExist) (or C(NotIn) a list
+        holding V(true)) in every term; the module refuses to start otherwise, before changing anything.
     type: list
     elements: str
     default: []
@@ -159,7 +163,12 @@ skipped_pods:
   type: list
   elements: dict
 claims_held_at_start:
-  description: Claims allocated or reserved on the node when the drain started.
+  description: Claims allocated or reserved on the node when the drain started (those it waits for).
+  returned: state=drained
+  type: list
+  elements: str
+daemonset_claims:
+  description: Claims used on the node only by DaemonSet pods, which stay on it; not waited for.
   returned: state=drained
   type: list
   elements: str
@@ -189,7 +198,7 @@ from ansible_collections.dra.admin.plugins.module_utils.api import (
 )
 from ansible_collections.dra.admin.plugins.module_utils.claims import ClaimsError
 from ansible_collections.dra.admin.plugins.module_utils.drain import DrainError, NodeDrain
-from ansible_collections.dra.admin.plugins.module_utils._drain import DEFAULT_EXCLUSION_LABEL
+from ansible_collections.dra.admin.plugins.module_utils._node_selection import DEFAULT_EXCLUSION_LABEL
 
 
 def argument_spec():

@@ -29,7 +29,8 @@ options:
     type: str
   node:
     description:
-      - Only slices published for this node.
+      - Only pools with devices on this node (slices with its C(nodeName), or with C(perDeviceNodeSelection)
+        devices naming it).
     type: str
   node_selector:
     description:
@@ -75,7 +76,10 @@ pools:
   type: list
   elements: dict
 nodes:
-  description: Per node (or scope marker such as C(<all-nodes>)), per driver, pools, slices, devices, complete.
+  description: >-
+    Per node, per driver, pools, slices, devices (those on that node), complete. Devices of slices with
+    C(perDeviceNodeSelection) count under the node each device names. Devices offered to several nodes are under
+    C(<all-nodes>) (C(allNodes)) or C(<node-selector>) (a node selector), not under any node.
   returned: always
   type: dict
   sample: {kwok-node-0: {gpu.example.com: {pools: [kwok-node-0], slices: 1, devices: 8, complete: true}}}
@@ -114,20 +118,22 @@ def argument_spec():
     return spec
 
 
-def slice_query(driver, node):
-    selectors = []
-    if driver:
-        selectors.append("spec.driver=%s" % driver)
-    if node:
-        selectors.append("spec.nodeName=%s" % node)
-    return {"fieldSelector": ",".join(selectors)} if selectors else {}
+def slice_query(driver):
+    return {"fieldSelector": "spec.driver=%s" % driver} if driver else {}
+
+
+def only_node(pools, by_node, node):
+    """Pools and the per-node entry reduced to one node (per-device slices name nodes only inside them)."""
+    return [p for p in pools if node in p["scopes"]], dict((k, v) for k, v in by_node.items() if k == node)
 
 
 def gather(api, params):
     version = api.resource_api_version()
     path = api.resource_path("resourceslices", version=version)
-    pools = summarize_pools(list(api.list_items(path, slice_query(params["driver"], params["node"]))))
+    pools = summarize_pools(api.list_items(path, slice_query(params["driver"])))
     by_node = devices_by_node(pools)
+    if params["node"]:
+        pools, by_node = only_node(pools, by_node, params["node"])
     query = {"labelSelector": params["node_selector"]} if params["node_selector"] else {}
     if params["node"]:
         query["fieldSelector"] = "metadata.name=%s" % params["node"]

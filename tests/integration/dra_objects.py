@@ -1,12 +1,27 @@
 """Builders for DRA test objects in the API version a cluster serves."""
+import os
+import sys
+
+# The checkout as ansible_collections.dra.admin (the link `make collection-link` keeps), for the constants.
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_COLLECTIONS = os.path.join(_ROOT, ".tmp", "collections")
+_LINK = os.path.join(_COLLECTIONS, "ansible_collections", "dra", "admin")
+if not os.path.islink(_LINK):
+    os.makedirs(os.path.dirname(_LINK), exist_ok=True)
+    os.symlink(_ROOT, _LINK)
+if _COLLECTIONS not in sys.path:
+    sys.path.insert(0, _COLLECTIONS)
+from ansible_collections.dra.admin.plugins.module_utils._node_selection import (  # noqa: E402
+    DEFAULT_EXCLUSION_LABEL as EXCLUSION_LABEL,
+)
 
 DRIVER = "gpu.example.com"
 DEVICE_CLASS = "gpu.example.com"
 
 
-def device_request(api_version, name="gpu", count=1, selector=None):
+def device_request(api_version, name="gpu", count=1, selector=None, device_class=DEVICE_CLASS):
     """One device request; v1 and v1beta2 nest it under `exactly`, v1beta1 does not."""
-    body = {"deviceClassName": DEVICE_CLASS, "allocationMode": "ExactCount", "count": count}
+    body = {"deviceClassName": device_class, "allocationMode": "ExactCount", "count": count}
     if selector:
         body["selectors"] = [{"cel": {"expression": selector}}]
     if api_version == "v1beta1":
@@ -20,10 +35,38 @@ def claim_template(api_version, namespace, name, selector=None):
             "spec": {"spec": {"devices": {"requests": [device_request(api_version, selector=selector)]}}}}
 
 
-def claim(api_version, namespace, name, selector=None):
+def claim(api_version, namespace, name, selector=None, device_class=DEVICE_CLASS):
     return {"apiVersion": f"resource.k8s.io/{api_version}", "kind": "ResourceClaim",
             "metadata": {"name": name, "namespace": namespace},
-            "spec": {"devices": {"requests": [device_request(api_version, selector=selector)]}}}
+            "spec": {"devices": {"requests": [device_request(api_version, selector=selector,
+                                                             device_class=device_class)]}}}
+
+
+def device_class(api_version, driver):
+    """A DeviceClass named like the driver, selecting all its devices."""
+    return {"apiVersion": f"resource.k8s.io/{api_version}", "kind": "DeviceClass", "metadata": {"name": driver},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]}}
+
+
+def resource_slice(api_version, driver, pool, devices, **where):
+    """A ResourceSlice of one pool; `where` is nodeName=, allNodes=, nodeSelector= or perDeviceNodeSelection=.
+
+    devices: names, or (name, {nodeName|allNodes|nodeSelector: ...}) with perDeviceNodeSelection.
+    """
+    entries = []
+    for device in devices:
+        name, placement = (device, {}) if isinstance(device, str) else device
+        # v1beta1 keeps a device's fields (placement included) under `basic`.
+        entries.append({"name": name, "basic": placement} if api_version == "v1beta1" else dict({"name": name}, **placement))
+    return {"apiVersion": f"resource.k8s.io/{api_version}", "kind": "ResourceSlice",
+            "metadata": {"name": f"{driver}-{pool}".replace(".", "-")},
+            "spec": dict({"driver": driver, "pool": {"name": pool, "generation": 1, "resourceSliceCount": 1},
+                          "devices": entries}, **where)}
+
+
+def hostname_selector(*nodes):
+    return {"nodeSelectorTerms": [{"matchExpressions": [
+        {"key": "kubernetes.io/hostname", "operator": "In", "values": list(nodes)}]}]}
 
 
 def pod(namespace, name, template=None, claim_name=None, node=None, labels=None, grace=None):

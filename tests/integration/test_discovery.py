@@ -33,7 +33,7 @@ if not os.path.islink(LINK):
     os.symlink(ROOT, LINK)
 if COLLECTIONS not in sys.path:
     sys.path.insert(0, COLLECTIONS)
-from ansible_collections.dra.admin.plugins.module_utils import _drift  # noqa: E402
+from ansible_collections.dra.admin.plugins.module_utils import _drift, _slices  # noqa: E402
 
 PLAYBOOK = """
 - name: Discovery
@@ -153,7 +153,7 @@ def test_example_driver_devices_carry_the_attributes_the_profile_reads(cluster):
     node = sorted(published_per_node(cluster))[0]
     slices = cluster.get_json("resourceslices")["items"]
     profile = _drift.driver_profile(DRIVER)
-    devices = _drift.published_devices(_drift.node_slices(slices, node, DRIVER), node, profile)
+    devices = _drift.published_devices(_slices.slices_for_node(slices, node, DRIVER), node, profile)
     assert len(devices) == len(published_per_node(cluster)[node])
     for device in devices:
         assert {"index", "uuid", "model", "driverVersion"} <= set(device["attributes"]), device

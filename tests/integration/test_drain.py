@@ -9,11 +9,11 @@ import time
 import pytest
 
 from api_recorder import ApiRecorder
-from dra_objects import claim_template
+from dra_objects import EXCLUSION_LABEL, claim_template
 
 DRIVER_NS = "dra-system"
 DRIVER_DS = "dra-driver"
-EXCLUSION = "dra.admin/driver-excluded"
+EXCLUSION = EXCLUSION_LABEL
 TOLERATE_KWOK = [{"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}]
 
 

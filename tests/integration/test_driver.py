@@ -18,11 +18,12 @@ import pytest
 
 from api_recorder import ApiRecorder
 from conftest import ROOT
+from dra_objects import EXCLUSION_LABEL
 
 sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
 import clusterlib  # noqa: E402
 
-EXCLUSION = "dra.admin/driver-excluded"
+EXCLUSION = EXCLUSION_LABEL
 IMAGE = "registry.invalid/dra-example-driver"
 OLD_KUBELET = "v1.32.9"
 CHART = os.path.join(ROOT, "tests", "charts", "dra-example-driver")
@@ -333,7 +334,7 @@ def test_helm_chart_install_and_upgrade(cluster, nodes, driver_ns, tmp_path):
     unknown = run_role(cluster, tmp_path, role_vars(driver, driver_ns, **other))
     assert unknown.returncode != 0
     assert "the chart's DaemonSet is not safe to install, nothing was installed" in unknown.stdout
-    assert "dra.admin/driver-excluded DoesNotExist" in unknown.stdout
+    assert f"{EXCLUSION} DoesNotExist" in unknown.stdout
     assert cluster.kubectl("get", "namespace", driver_ns, check=False).returncode != 0
     with HostPlugins(cluster, driver, driver_ns) as hosts:
         res = run_role(cluster, tmp_path, role_vars(driver, driver_ns, **settings))

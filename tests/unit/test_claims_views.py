@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from ansible_collections.dra.admin.plugins.module_utils import _claims, _drain, _slices
+from ansible_collections.dra.admin.plugins.module_utils import _claims, _drain, _locations, _node_selection, _slices
 
 REC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "recorded")
 
@@ -36,10 +36,15 @@ def world():
     }
 
 
+def pod_index(pods):
+    return dict((p["metadata"]["uid"], _claims.pod_ref(p["spec"].get("nodeName"), p["metadata"].get("ownerReferences")))
+                for p in pods)
+
+
 def views(world, claims_key, pods_key):
-    uids = set(p["metadata"]["uid"] for p in world[pods_key])
-    index = _claims.pool_nodes(world["slices"])
-    return dict((c["metadata"]["name"], _claims.claim_view(c, world["nodes"], uids, index))
+    index = _slices.device_index(world["slices"])
+    pods = pod_index(world[pods_key])
+    return dict((c["metadata"]["name"], _claims.claim_view(c, world["nodes"], pods, index))
                 for c in world[claims_key])
 
 
@@ -78,7 +83,7 @@ def test_deleted_consumer_and_deleted_claim_after_recording(world):
 
 def test_orphan_when_every_consumer_is_gone(world):
     claim = copy.deepcopy(next(c for c in world["claims"] if c["metadata"]["name"] == "shared"))
-    view = _claims.claim_view(claim, world["nodes"], set(), _claims.pool_nodes(world["slices"]))
+    view = _claims.claim_view(claim, world["nodes"], {}, _slices.device_index(world["slices"]))
     assert view["orphaned"] is True and len(view["missing_consumers"]) == 2
 
 
@@ -87,23 +92,23 @@ def test_slice_cross_check_flags_a_pool_on_another_node(world):
     node = claim["status"]["allocation"]["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"][0]
     other = next(n for n in world["nodes"] if n != node)
     claim["status"]["allocation"]["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"] = [other]
-    view = _claims.claim_view(claim, world["nodes"], set(), _claims.pool_nodes(world["slices"]))
+    view = _claims.claim_view(claim, world["nodes"], {}, _slices.device_index(world["slices"]))
     assert view["nodes"] == [other]
-    assert len(view["problems"]) == 1 and "published by %s" % node in view["problems"][0]
+    assert len(view["problems"]) == 1 and "published for node %s" % node in view["problems"][0]
 
 
 def test_label_selector_allocation_is_matched_against_node_labels(world):
     claim = copy.deepcopy(next(c for c in world["claims"] if c["metadata"]["name"] == "shared"))
     claim["status"]["allocation"]["nodeSelector"] = {"nodeSelectorTerms": [{"matchExpressions": [
         {"key": "kubernetes.io/hostname", "operator": "In", "values": sorted(world["nodes"])[:2]}]}]}
-    scope, nodes = _claims.claim_nodes(claim, world["nodes"])
+    scope, nodes = _claims.allocation_nodes(claim, world["nodes"])
     assert scope == "selector" and nodes == sorted(world["nodes"])[:2]
 
 
 def test_no_node_selector_means_cluster_wide_never_a_guess(world):
     claim = copy.deepcopy(next(c for c in world["claims"] if c["metadata"]["name"] == "shared"))
     del claim["status"]["allocation"]["nodeSelector"]
-    assert _claims.claim_nodes(claim, world["nodes"]) == ("cluster-wide", [])
+    assert _claims.allocation_nodes(claim, world["nodes"]) == ("cluster-wide", [])
 
 
 def test_summaries_and_totals(world):
@@ -112,7 +117,7 @@ def test_summaries_and_totals(world):
     assert totals == {"pending": 1, "allocated": 0, "reserved": 2, "deallocating": 0, "orphaned": 0, "total": 3}
     summary = _claims.summarize_by_node(v)
     assert summary["<unallocated>"]["pending"] == 1
-    assert sum(c["reserved"] for k, c in summary.items() if not k.startswith("<")) == 2
+    assert sum(c["reserved"] for k, c in summary.items() if not _locations.is_marker(k)) == 2
 
 
 def test_gate_message_names_claims_and_consumers(world):
@@ -155,8 +160,8 @@ def test_drain_plan_on_recorded_pods_and_driver(world):
     assert sorted(p["metadata"]["name"] for p in forced["claim_pods"]) == sorted(
         p["metadata"]["name"] for p in world["pods"] if p["spec"].get("nodeName") == node)
     assert set(forced["unmanaged"]) == set(_drain.pod_key(p) for p in forced["claim_pods"])
-    assert _drain.excludes_label(driver_ds, _drain.DEFAULT_EXCLUSION_LABEL)
-    assert not _drain.excludes_label(driver_ds, "other/label")
+    assert _node_selection.daemonset_excludes(driver_ds, _node_selection.DEFAULT_EXCLUSION_LABEL)
+    assert not _node_selection.daemonset_excludes(driver_ds, "other/label")
 
 
 def test_drain_skips_mirror_and_other_daemonset_pods_and_blocks_emptydir(world):

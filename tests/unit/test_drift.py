@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from ansible_collections.dra.admin.plugins.module_utils import _drift, _hardware
+from ansible_collections.dra.admin.plugins.module_utils import _drift, _hardware, _slices
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HW = os.path.join(HERE, "fixtures", "hardware")
@@ -344,7 +344,7 @@ def test_recorded_slices_against_recorded_trees(gpu_facts, cpu_facts, name):
 def test_recorded_devices_expose_their_attributes(name):
     slices = recorded(name)
     profile = _drift.driver_profile("gpu.example.com")
-    devices = _drift.published_devices(_drift.node_slices(slices, "node-000001", "gpu.example.com"),
+    devices = _drift.published_devices(_slices.slices_for_node(slices, "node-000001", "gpu.example.com"),
                                        "node-000001", profile)
     assert [d["attributes"]["index"] for d in devices] == list(range(len(devices)))
     assert all(d["attributes"]["uuid"].startswith("gpu-") and d["attributes"]["model"] for d in devices)

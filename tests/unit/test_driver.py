@@ -4,7 +4,9 @@ import copy
 import pytest
 
 from ansible_collections.dra.admin.plugins.module_utils import _driver as d
-from ansible_collections.dra.admin.plugins.module_utils._drain import DEFAULT_EXCLUSION_LABEL, excludes_label
+from ansible_collections.dra.admin.plugins.module_utils._node_selection import (
+    DEFAULT_EXCLUSION_LABEL, daemonset_excludes as excludes_label, with_exclusion,
+)
 
 EXCL = DEFAULT_EXCLUSION_LABEL
 KWOK_TAINT = {"key": "kwok.x-k8s.io/node", "value": "fake", "effect": "NoSchedule"}
@@ -84,13 +86,13 @@ def test_exclusion_label_is_added_to_every_term():
     terms = [{"matchExpressions": [{"key": "gpu", "operator": "In", "values": ["a"]}]},
              {"matchExpressions": [{"key": "gpu", "operator": "In", "values": ["b"]}]}]
     original = copy.deepcopy(terms)
-    result = d.with_exclusion(terms, EXCL)
+    result = with_exclusion(terms, EXCL)
     assert terms == original, "input must not be modified"
     assert len(result) == 2
     for term in result:
         assert {"key": EXCL, "operator": "DoesNotExist"} in term["matchExpressions"]
-    assert d.with_exclusion([], EXCL) == [{"matchExpressions": [{"key": EXCL, "operator": "DoesNotExist"}]}]
-    assert d.with_exclusion(result, EXCL) == result, "adding twice must not duplicate"
+    assert with_exclusion([], EXCL) == [{"matchExpressions": [{"key": EXCL, "operator": "DoesNotExist"}]}]
+    assert with_exclusion(result, EXCL) == result, "adding twice must not duplicate"
 
 
 def test_select_nodes_follows_selector_affinity_taints_and_exclusion():
@@ -98,33 +100,11 @@ def test_select_nodes_follows_selector_affinity_taints_and_exclusion():
              node("d", {"gpu": "yes"}, taints=[{"key": "dedicated", "value": "x", "effect": "NoExecute"}]),
              node("e", {"gpu": "yes"}, unschedulable=True,
                   taints=[KWOK_TAINT, {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}])]
-    terms = d.with_exclusion([], EXCL)
+    terms = with_exclusion([], EXCL)
     selected, excluded = d.select_nodes(nodes, {"gpu": "yes"}, terms, [KWOK_TOLERATION])
     assert selected == ["a", "e"], "cordoned nodes keep their DaemonSet pods"
     assert "exclusion" in excluded["b"] and "nodeSelector gpu=yes" in excluded["c"]
     assert excluded["d"] == "taints not tolerated: dedicated=x:NoExecute"
-
-
-@pytest.mark.parametrize("expression,labels,expected", [
-    ({"key": "k", "operator": "In", "values": ["1", "2"]}, {"k": "2"}, True),
-    ({"key": "k", "operator": "In", "values": ["1"]}, {}, False),
-    ({"key": "k", "operator": "NotIn", "values": ["1"]}, {}, True),
-    ({"key": "k", "operator": "NotIn", "values": ["1"]}, {"k": "1"}, False),
-    ({"key": "k", "operator": "Exists"}, {"k": ""}, True),
-    ({"key": "k", "operator": "DoesNotExist"}, {"k": ""}, False),
-    ({"key": "k", "operator": "Gt", "values": ["3"]}, {"k": "4"}, True),
-    ({"key": "k", "operator": "Lt", "values": ["3"]}, {"k": "4"}, False),
-    ({"key": "k", "operator": "Gt", "values": ["3"]}, {"k": "x"}, False),
-])
-def test_term_operators(expression, labels, expected):
-    assert d.term_matches({"matchExpressions": [expression]}, {"metadata": {"name": "n", "labels": labels}}) is expected
-
-
-def test_match_fields_on_name_and_empty_term():
-    n = {"metadata": {"name": "n1", "labels": {}}}
-    assert d.term_matches({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n1"]}]}, n)
-    assert not d.term_matches({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n2"]}]}, n)
-    assert not d.term_matches({}, n)
 
 
 # --- strategy -----------------------------------------------------------------------------

@@ -31,7 +31,9 @@ def test_driver_daemonset_probes_and_drain_exclusion(host):
     container = pod["containers"][0]
     assert container["livenessProbe"]["grpc"]["service"] == "liveness"
     terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
-    assert all(any(e["key"] == "dra.admin/driver-excluded" and e["operator"] == "DoesNotExist"
+    with open(os.path.join(ROOT, "roles", "driver", "defaults", "main.yml")) as fh:
+        label = yaml.safe_load(fh)["dra_driver_exclusion_label"]
+    assert all(any(e["key"] == label and e["operator"] == "DoesNotExist"
                    for e in t["matchExpressions"]) for t in terms)
 
 
