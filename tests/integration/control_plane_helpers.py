@@ -45,7 +45,8 @@ import yaml
 
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
 ROOTFS_PREFIXES = ("/etc/kubernetes", "/var/lib/etcd")
-PORT_RANGE = (18000, 18999)
+# DRA_IT_CP_PORTS=first-last narrows it, e.g. for two runs at once (test_control_plane checks it too).
+PORT_RANGE = tuple(int(p) for p in os.environ.get("DRA_IT_CP_PORTS", "18000-18999").split("-", 1))
 NODE = "cp-1"
 # kubeadm refuses a loopback advertise address when the host has no default route; this
 # documentation address (as in the recorded fixtures) is only published, never bound to.
