@@ -17,6 +17,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
+
 KUBE_CONTROLLER_MANAGER = "kube-controller-manager"
 KUBE_SCHEDULER = "kube-scheduler"
 
@@ -47,16 +49,37 @@ class TuningError(ValueError):
 
 
 def _number(value):
-    """A QPS/Burst value as a number, or None when it is not one (booleans are not numbers)."""
+    """A QPS/Burst value as a number, or None when it is not one (booleans are not numbers).
+
+    ``nan`` and the infinities are not numbers here: a rate limiter cannot run on them, and
+    arithmetic on them (``int(inf)``) raises instead of comparing.
+    """
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, (int, float)):
-        return value
-    try:
-        text = str(value).strip()
-        return int(text) if text.lstrip("+-").isdigit() else float(text)
-    except ValueError:
+        number = value
+    else:
+        try:
+            text = str(value).strip()
+            number = int(text) if text.lstrip("+-").isdigit() else float(text)
+        except ValueError:
+            return None
+    if isinstance(number, float) and not math.isfinite(number):
         return None
+    return number
+
+
+def _not_a_number_reason(value):
+    """Why a value that _number refused is not one, for the error message."""
+    try:
+        number = float(value) if not isinstance(value, bool) else None
+    except (TypeError, ValueError):
+        number = None
+    if number is not None and math.isnan(number):
+        return "is not a number (NaN)"
+    if number is not None and math.isinf(number):
+        return "is not a finite number"
+    return "is not a number"
 
 
 def qps_text(value):
@@ -78,15 +101,16 @@ def check_rate(qps, burst, where="client", qps_name="qps", burst_name="burst"):
     burst_value = _number(burst) if burst is not None else None
     if qps is not None:
         if qps_value is None:
-            errors.append("%s %s=%r is not a number: give the requests per second, e.g. 75" % (where, qps_name, qps))
+            errors.append("%s %s=%r %s: give the requests per second, e.g. 75"
+                          % (where, qps_name, qps, _not_a_number_reason(qps)))
         elif qps_value <= 0:
             errors.append("%s %s=%s must be greater than 0 (0 means the built-in default and a negative value "
                           "switches the client rate limit off): give the requests per second, e.g. 75"
                           % (where, qps_name, qps))
     if burst is not None:
         if burst_value is None or float(burst_value) != int(burst_value):
-            errors.append("%s %s=%r is not a whole number: give the bucket size, e.g. 150"
-                          % (where, burst_name, burst))
+            reason = "is not a whole number" if burst_value is not None else _not_a_number_reason(burst)
+            errors.append("%s %s=%r %s: give the bucket size, e.g. 150" % (where, burst_name, burst, reason))
             burst_value = None
         elif burst_value < 1:
             errors.append("%s %s=%s must be at least 1: give the bucket size, e.g. 150" % (where, burst_name, burst))

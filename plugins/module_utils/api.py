@@ -21,16 +21,41 @@ from ansible_collections.dra.admin.plugins.module_utils._gates import (
     preferred_api_version,
 )
 
+from ansible.module_utils.basic import AnsibleModule, _load_params
+
+# The kubernetes.core release galaxy.yml declares as the collection's dependency.
+K8S_CORE_MIN_VERSION = "5.0.0"
+K8S_CORE_MISSING = (
+    "this module needs the kubernetes.core collection (>= %s) and the kubernetes Python package; "
+    "kubernetes.core cannot be imported here (%%s). Install both where the module runs: "
+    "ansible-galaxy collection install 'kubernetes.core:>=%s' and pip install kubernetes "
+    "(or use an execution environment built from the collection's execution-environment.yml)"
+    % (K8S_CORE_MIN_VERSION, K8S_CORE_MIN_VERSION))
+
 try:
     from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC
     from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
     from ansible_collections.kubernetes.core.plugins.module_utils.k8s.core import AnsibleK8SModule
     HAS_K8S_CORE = True
-except ImportError:  # pragma: no cover - reported by the module at run time
+    K8S_CORE_IMPORT_ERROR = None
+except ImportError as exc:  # reported by AnsibleK8SModule below, when a module starts
     AUTH_ARG_SPEC = {}
     get_api_client = None
-    AnsibleK8SModule = None
     HAS_K8S_CORE = False
+    K8S_CORE_IMPORT_ERROR = str(exc)
+
+    class AnsibleK8SModule(object):  # pylint: disable=function-redefined
+        """Stands in for kubernetes.core's class when that collection is missing: fails saying what to install.
+
+        The module's own argument spec cannot be checked (it names kubernetes.core's auth options), so every
+        given option is accepted as it is, only to be able to report the failure the usual way.
+        """
+
+        def __init__(self, argument_spec=None, **kwargs):
+            params = _load_params()
+            spec = dict((name, {"type": "raw"}) for name in params if not name.startswith("_ansible_"))
+            module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
+            module.fail_json(msg=K8S_CORE_MISSING % K8S_CORE_IMPORT_ERROR)
 
 try:
     from kubernetes.client.rest import ApiException

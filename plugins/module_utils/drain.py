@@ -110,7 +110,8 @@ class NodeDrain(object):
         self.phase("preflight", t0)
         was_cordoned = bool((node.get("spec") or {}).get("unschedulable"))
         labels = node["metadata"].get("labels") or {}
-        summary = self.plan_summary(plan, held, was_cordoned, labels)
+        annotations = node["metadata"].get("annotations") or {}
+        summary = self.plan_summary(plan, held, was_cordoned, labels, annotations)
         summary["daemonset_claims"] = claim_keys(gathered["daemonset_claims"])
         if plan["blocked"]:
             reasons = "; ".join("%s (%s)" % (b["pod"], b["reason"]) for b in plan["blocked"])
@@ -150,10 +151,13 @@ class NodeDrain(object):
         summary.update(phases=self.phases, events=self.events)
         return summary
 
-    def plan_summary(self, plan, held, was_cordoned, labels):
+    def plan_summary(self, plan, held, was_cordoned, labels, annotations):
+        """What the drain would do; would_change is true when it would write anything (what cordon,
+        evict_all and remove_driver write: unschedulable, the cordon annotation, evictions, the label)."""
         order = ([pod_key(p) for p in plan["claim_pods"]] + [pod_key(p) for p in plan["other_pods"]])
         label_set = labels.get(self.p["exclusion_label"]) == "true"
-        would_change = bool(order or plan["driver_pods"] or not was_cordoned or not label_set)
+        would_change = bool(order or plan["driver_pods"] or not was_cordoned or not label_set
+                            or CORDON_ANNOTATION not in annotations)
         return {
             "node": self.node, "was_cordoned": was_cordoned, "would_change": would_change,
             "eviction_order": order,

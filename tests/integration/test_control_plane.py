@@ -193,10 +193,9 @@ class ControlPlane:
         result = dict(("dra_feature_gates_" + k, v) for k, v in common.items())
         result.update(("dra_control_plane_tuning_" + k, v) for k, v in common.items())
         result.update({
-            "dra_control_plane_tuning_kubeconfig": self.admin_conf,
+            "dra_kubeconfig": self.admin_conf,
             "dra_feature_gates_endpoints": endpoints,
             "dra_feature_gates_manage_kubelet": False,
-            "dra_feature_gates_kubeconfig": self.admin_conf,
             "dra_feature_gates_extra": {dra_extra_gate(self.version): True},
             "dra_control_plane_tuning_endpoints": dict((k, v) for k, v in endpoints.items() if k != "kube-apiserver"),
             "dra_control_plane_tuning_scheduler_config": self.scheduler_config,

@@ -368,3 +368,37 @@ def test_helm_chart_install_and_upgrade(cluster, nodes, driver_ns, tmp_path):
         assert len(hosts.started) == 2 * len(nodes)
     subprocess.run([helm, "uninstall", "it-helm", "-n", driver_ns, "--kubeconfig", cluster.kubeconfig],
                    capture_output=True, check=False)
+
+
+def test_settings_removed_from_the_variables_leave_the_live_daemonset(cluster, nodes, driver_ns, tmp_path):
+    """Server-side apply: a toleration, nodeSelector entry or env entry dropped from the variables is gone
+    from the live DaemonSet after the next run (a merge patch kept them); unchanged input changes nothing."""
+    driver = "it-ssa.example.com"
+    name = "it-ssa-example-com-kubeletplugin"
+    extra = {"dra_driver_wait": False,
+             "dra_driver_tolerations": [{"key": "it.example.com/dedicated", "operator": "Exists",
+                                         "effect": "NoSchedule"}],
+             "dra_driver_node_selector": {"kubernetes.io/os": "linux"},
+             "dra_driver_env": {"IT_EXTRA": "1"}}
+    first = run_role(cluster, tmp_path, role_vars(driver, driver_ns, **extra))
+    assert first.returncode == 0, first.stdout[-5000:]
+    spec = daemonset(cluster, driver_ns, name)["spec"]["template"]["spec"]
+    assert spec["tolerations"] == extra["dra_driver_tolerations"]
+    assert spec["nodeSelector"] == {"kubernetes.io/os": "linux"}
+    assert "IT_EXTRA" in [e["name"] for e in spec["containers"][0]["env"]]
+
+    plain = role_vars(driver, driver_ns, dra_driver_wait=False)
+    generation = daemonset(cluster, driver_ns, name)["metadata"]["generation"]
+    planned = run_role(cluster, tmp_path, plain, check=True)
+    assert planned.returncode == 0 and int(recap(planned)["changed"]) >= 1, planned.stdout[-4000:]
+    assert daemonset(cluster, driver_ns, name)["metadata"]["generation"] == generation, "check mode wrote"
+
+    second = run_role(cluster, tmp_path, plain)
+    assert second.returncode == 0, second.stdout[-5000:]
+    spec = daemonset(cluster, driver_ns, name)["spec"]["template"]["spec"]
+    assert "tolerations" not in spec
+    assert "nodeSelector" not in spec
+    assert "IT_EXTRA" not in [e["name"] for e in spec["containers"][0]["env"]]
+
+    again = run_role(cluster, tmp_path, plain)
+    assert again.returncode == 0 and recap(again)["changed"] == "0", again.stdout[-4000:]

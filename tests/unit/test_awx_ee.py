@@ -85,6 +85,22 @@ def test_context_has_the_python_requirements_and_bindep(context):
     assert "--user-pip=requirements.txt --user-bindep=bindep.txt" in containerfile
 
 
+def test_jmespath_is_neither_used_nor_shipped(context):
+    """docs/decisions.md: nothing calls json_query, so neither jmespath nor community.general is a dependency."""
+    users = []
+    for top in ("plugins", "roles", "playbooks"):
+        for path in (ROOT / top).rglob("*"):
+            if path.is_file() and re.search(r"json_query|\bjmespath\b", path.read_text(errors="replace")):
+                users.append(str(path.relative_to(ROOT)))
+    assert users == []
+    pip = [re.split(r"[<>=!~ \[;]", line)[0].lower()
+           for line in requirement_lines((context / "_build" / "requirements.txt").read_text())]
+    assert "jmespath" not in pip and pip == ["kubernetes", "pyyaml", "jsonpatch"]
+    galaxy = yaml.safe_load((context / "_build" / "requirements.yml").read_text())
+    assert sorted(c["name"] for c in galaxy["collections"]) == ["dra_admin", "kubernetes.core"]
+    assert "**`jmespath` is not used and not required either" in (ROOT / "docs" / "decisions.md").read_text()
+
+
 def test_context_carries_the_collection_itself(context):
     copy = context / "_build" / "dra_admin"
     assert (copy / "galaxy.yml").read_text() == (ROOT / "galaxy.yml").read_text()

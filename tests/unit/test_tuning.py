@@ -3,6 +3,8 @@ import difflib
 import json
 import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -38,6 +40,26 @@ def test_bad_rates_name_the_item_and_the_fix(qps, burst, words):
     assert len(errors) == 1, errors
     for word in words:
         assert word in errors[0], (word, errors)
+
+
+@pytest.mark.parametrize("qps,burst,words", [
+    (float("nan"), 150, ["qps=nan is not a number (NaN)"]),
+    ("nan", 150, ["qps='nan' is not a number (NaN)"]),
+    (float("inf"), 150, ["qps=inf is not a finite number"]),
+    ("inf", 150, ["qps='inf' is not a finite number"]),
+    ("-inf", 150, ["qps='-inf' is not a finite number"]),
+    (75, float("nan"), ["burst=nan is not a number (NaN)"]),
+    (75, float("inf"), ["burst=inf is not a finite number"]),
+    (75, "Infinity", ["burst='Infinity' is not a finite number"]),
+])
+def test_nan_and_infinity_are_refused_with_a_message(qps, burst, words):
+    errors = _tuning.check_rate(qps, burst, "kcm")
+    assert len(errors) == 1, errors
+    for word in words:
+        assert word in errors[0], (word, errors)
+    # the same through the component checks (pair with the current or default values)
+    assert len(_tuning.check_component_rate("kube-controller-manager", qps, burst)) == 1
+    assert len(_tuning.config_rate_errors("kube-scheduler", {"clientConnection": {"qps": qps, "burst": burst}})) == 1
 
 
 def test_a_single_value_is_checked_against_what_stays():
@@ -280,6 +302,48 @@ def test_controller_manager_refusals_write_nothing(capsys, node, flags, words):
     assert read(path) == original and not node["backups"].exists()
 
 
+@pytest.mark.parametrize("qps,burst,words", [
+    (float("nan"), 150, "clientConnection.qps=nan is not a number (NaN)"),
+    (float("inf"), 150, "clientConnection.qps=inf is not a finite number"),
+    (75, float("inf"), "clientConnection.burst=inf is not a finite number"),
+])
+def test_scheduler_nan_and_infinity_write_nothing(capsys, node, qps, burst, words):
+    original = read(node["manifests"] / "kube-scheduler.yaml")
+    result = run_module(component_flags, capsys, scheduler_args(node, qps, burst))
+    assert result["failed"] is True and words in result["msg"], result
+    assert read(node["manifests"] / "kube-scheduler.yaml") == original
+    assert not node["config"].exists() and not node["backups"].exists()
+
+
+@pytest.mark.parametrize("flags,words", [
+    ({"kube-api-qps": "nan", "kube-api-burst": 150}, "kube-api-qps='nan' is not a number (NaN)"),
+    ({"kube-api-qps": "inf", "kube-api-burst": 150}, "kube-api-qps='inf' is not a finite number"),
+    ({"kube-api-qps": 75, "kube-api-burst": "inf"}, "kube-api-burst='inf' is not a finite number"),
+])
+def test_controller_manager_nan_and_infinity_write_nothing(capsys, node, flags, words):
+    path = node["manifests"] / "kube-controller-manager.yaml"
+    original = read(path)
+    result = run_module(component_flags, capsys, {"path": str(path), "backup_dir": str(node["backups"]),
+                                                  "set_flags": flags})
+    assert result["failed"] is True and words in result["msg"], result
+    assert read(path) == original and not node["backups"].exists()
+
+
+@pytest.mark.parametrize("merge,words", [
+    ({"kubeAPIQPS": float("nan"), "kubeAPIBurst": 100}, "kubeAPIQPS=nan is not a number (NaN)"),
+    ({"kubeAPIQPS": float("inf"), "kubeAPIBurst": 100}, "kubeAPIQPS=inf is not a finite number"),
+    ({"kubeAPIQPS": 50, "kubeAPIBurst": float("inf")}, "kubeAPIBurst=inf is not a finite number"),
+])
+def test_kubelet_nan_and_infinity_write_nothing(capsys, tmp_path, merge, words):
+    config = tmp_path / "config.yaml"
+    shutil.copy(os.path.join(FIXTURES, "kubeadm-v1.36.3", "kubelet-config.yaml"), str(config))
+    original = read(config)
+    result = run_module(kubelet_config, capsys, {"path": str(config), "backup_dir": str(tmp_path / "b"),
+                                                 "merge": merge})
+    assert result["failed"] is True and words in result["msg"], result
+    assert read(config) == original and not (tmp_path / "b").exists()
+
+
 def test_kubelet_rates_are_checked(capsys, tmp_path):
     config = tmp_path / "config.yaml"
     shutil.copy(os.path.join(FIXTURES, "kubeadm-v1.36.3", "kubelet-config.yaml"), str(config))
@@ -291,3 +355,52 @@ def test_kubelet_rates_are_checked(capsys, tmp_path):
     ok = run_module(kubelet_config, capsys, {"path": str(config), "backup_dir": str(tmp_path / "b"),
                                              "merge": {"kubeAPIQPS": 200, "kubeAPIBurst": 400}})
     assert ok["changed"] is True
+
+
+# ---- the role ----
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+CHECK_TASK = "Check every change (values, manifests, release) before writing anything"
+ARG_SPEC_TASK = "Validating arguments against arg spec 'main'"
+
+
+@pytest.mark.parametrize("role_vars,task,words", [
+    ("dra_control_plane_tuning_controller_manager_qps: .nan", CHECK_TASK, "kube-api-qps=nan is not a number (NaN)"),
+    ("dra_control_plane_tuning_controller_manager_qps: .inf", CHECK_TASK, "kube-api-qps=inf is not a finite number"),
+    ("dra_control_plane_tuning_scheduler_qps: .nan", CHECK_TASK, "clientConnection.qps=nan is not a number (NaN)"),
+    ("dra_control_plane_tuning_scheduler_qps: .inf", CHECK_TASK, "clientConnection.qps=inf is not a finite number"),
+    # Burst is an int in the argument spec: Ansible's own validation refuses it first.
+    ("dra_control_plane_tuning_scheduler_burst: .inf", ARG_SPEC_TASK, "cannot convert Infinity to integer"),
+])
+def test_role_refuses_nan_and_infinity_before_writing(tmp_path, role_vars, task, words):
+    """The role fails with a message naming the value; no manifest, config file or backup changes."""
+    manifests = tmp_path / "manifests"
+    manifests.mkdir()
+    for name in ("kube-apiserver.yaml", "kube-controller-manager.yaml", "kube-scheduler.yaml"):
+        shutil.copy(os.path.join(FIXTURES, "kubeadm-v1.36.3", name), str(manifests / name))
+    before = {name: read(manifests / name) for name in os.listdir(str(manifests))}
+    (tmp_path / "vars.yml").write_text(
+        "dra_control_plane_tuning_manifest_dir: %s\n"
+        "dra_control_plane_tuning_backup_dir: %s\n"
+        "dra_control_plane_tuning_scheduler_config: %s\n"
+        "dra_control_plane_tuning_update_kubeadm_config: false\n%s\n"
+        % (manifests, tmp_path / "backups", tmp_path / "sched.yaml", role_vars))
+    (tmp_path / "play.yml").write_text("- hosts: localhost\n  gather_facts: false\n  roles:\n"
+                                       "    - dra.admin.control_plane_tuning\n")
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".tmp", "collections"),
+               ANSIBLE_CALLBACK_RESULT_FORMAT="json")
+    res = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,",
+                          "-c", "local", "-e", "ansible_python_interpreter=" + sys.executable,
+                          "-e", "@" + str(tmp_path / "vars.yml"), str(tmp_path / "play.yml")],
+                         capture_output=True, text=True, env=env, cwd=ROOT, check=False)
+    output = res.stdout + res.stderr
+    assert res.returncode == 2, output
+    failed_task = output.split("fatal: [localhost]")[0].rsplit("TASK [", 1)[-1]
+    assert task in failed_task, output
+    assert words in output, output
+    assert "Traceback" not in output and "OverflowError" not in output, output
+    assert {name: read(manifests / name) for name in os.listdir(str(manifests))} == before
+    assert not (tmp_path / "sched.yaml").exists() and not (tmp_path / "backups").exists()
