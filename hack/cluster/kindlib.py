@@ -209,7 +209,7 @@ def write_image_archive(path, refs, layer, entrypoint=None, cmd=None, env=None, 
 # modules run on the nodes: inventory/local.yml reaches them with the podman connection).
 DEBIAN_PACKAGES = sorted([
     "systemd", "conntrack", "iptables", "nftables", "iproute2", "ethtool", "util-linux", "mount", "kmod",
-    "libseccomp2", "e2fsprogs", "bash", "ca-certificates", "procps", "runc", "busybox-static", "python3",
+    "libseccomp2", "e2fsprogs", "bash", "ca-certificates", "procps", "jq", "runc", "busybox-static", "python3",
 ])
 
 
@@ -451,7 +451,7 @@ def kind_go_constant(kind_dir, relpath, name, images):
     from clusterlib import ClusterError
     with open(os.path.join(kind_dir, relpath)) as fh:
         source = fh.read()
-    match = re.search(r"^const " + name + r" = `(.*?)`\s*$", source, re.M | re.S)
+    match = re.search(r"^const " + name + r" = `(.*?)^`\s*$", source, re.M | re.S)
     if not match:
         raise ClusterError(f"no constant {name} in {relpath} of kind: its layout changed")
     text = match.group(1)
