@@ -1,0 +1,3 @@
+module dra-admin.local/nodenet
+
+go 1.24
