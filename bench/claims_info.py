@@ -3,11 +3,12 @@
 
 Brings up a local cluster (hack/cluster/up), scales it to --nodes KWOK nodes,
 publishes one ResourceSlice per node (10 devices, driver bench.example.com),
-creates --claims ResourceClaims spread over the nodes and writes their
-allocation and reservation status the way the scheduler does (nodeSelector
-matchFields on metadata.name, reservedFor a pod). kube-controller-manager is
-paused (SIGSTOP) while the data exists, so its claim controller does not
-release reservations whose pods do not exist; it is resumed before teardown.
+creates one pod per claim bound to a node (spec.nodeName; KWOK runs it) and
+--claims ResourceClaims spread over the nodes, and writes their allocation and
+reservation status the way the scheduler does (nodeSelector matchFields on
+metadata.name, reservedFor the pod on that node). kube-controller-manager is
+paused (SIGSTOP) while the data exists, so its claim controller does not touch
+claims the scheduler did not allocate; it is resumed before teardown.
 
 Then, in the same run and alternating, it times:
   - kubectl get resourceclaims -A -o json   (wall time, peak RSS, bytes)
@@ -77,7 +78,31 @@ def make_slices(api, nodes):
         list(pool.map(one, nodes))
 
 
-def make_claims(api, nodes, count):
+def make_pods(kubeconfig, nodes, count):
+    """One pod per claim, bound to the claim's node; returns their uids by index."""
+    from kubernetes import client, config
+    core = client.CoreV1Api(config.new_client_from_config(config_file=kubeconfig))
+
+    def one(i):
+        body = {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": f"pod-{i}", "namespace": f"bench-{i % NAMESPACES}"},
+                "spec": {"nodeName": nodes[i % len(nodes)], "automountServiceAccountToken": False,
+                         "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}],
+                         "containers": [{"name": "main", "image": "registry.invalid/app:none"}]}}
+        response = core.create_namespaced_pod(f"bench-{i % NAMESPACES}", body, _preload_content=False)
+        return json.loads(response.data)["metadata"]["uid"]
+    with ThreadPoolExecutor(8) as pool:
+        return list(pool.map(one, range(count)))
+
+
+def pending_pods(kubeconfig):
+    """Whether any benchmark pod is not Running yet (one small LIST)."""
+    from kubernetes import client, config
+    core = client.CoreV1Api(config.new_client_from_config(config_file=kubeconfig))
+    return bool(core.list_pod_for_all_namespaces(field_selector="status.phase!=Running", limit=1).items)
+
+
+def make_claims(api, nodes, count, pod_uids):
     def one(i):
         ns = f"bench-{i % NAMESPACES}"
         node = nodes[i % len(nodes)]
@@ -92,11 +117,19 @@ def make_claims(api, nodes, count):
                                          "device": f"dev-{(i // len(nodes)) % DEVICES_PER_NODE}"}]},
                 "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
                     {"key": "metadata.name", "operator": "In", "values": [node]}]}]}},
-            "reservedFor": [{"resource": "pods", "name": f"pod-{i}", "uid": f"00000000-0000-4000-8000-{i:012d}"}],
+            "reservedFor": [{"resource": "pods", "name": f"pod-{i}", "uid": pod_uids[i]}],
         }}
         api.patch_namespaced_custom_object_status("resource.k8s.io", "v1", ns, "resourceclaims", name, status)
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(one, range(count)))
+
+
+def wait_for(probe, timeout):
+    deadline = time.time() + timeout
+    while not probe():
+        if time.time() > deadline:
+            raise RuntimeError("timed out waiting for the benchmark's objects")
+        time.sleep(0.5)
 
 
 def module_cmd(args_file):
@@ -137,6 +170,13 @@ def main():
         setup = {"up_and_scale_s": round(time.time() - t0, 1)}
         for i in range(NAMESPACES):
             sh(["kubectl", "create", "namespace", f"bench-{i}"], env)
+        for i in range(NAMESPACES):  # pods are admitted once the namespace's ServiceAccount exists
+            wait_for(lambda: subprocess.run(["kubectl", "get", "serviceaccount", "default", "-n", f"bench-{i}"],
+                                            env=env, capture_output=True).returncode == 0, 60)
+        t = time.time()
+        pod_uids = make_pods(st["kubeconfig"], nodes, args.claims)
+        wait_for(lambda: not pending_pods(st["kubeconfig"]), 900)  # KWOK has marked every pod Running
+        setup["pods_s"] = round(time.time() - t, 1)
         pid_file = os.path.join(st["kwok_workdir"], "clusters", args.name, "pids", "kube-controller-manager.pid")
         kcm_pid = int(open(pid_file).read().strip())
         os.kill(kcm_pid, signal.SIGSTOP)
@@ -145,7 +185,7 @@ def main():
         make_slices(api, nodes)
         setup["slices_s"] = round(time.time() - t, 1)
         t = time.time()
-        make_claims(api, nodes, args.claims)
+        make_claims(api, nodes, args.claims, pod_uids)
         setup["claims_s"] = round(time.time() - t, 1)
 
         tmp = tempfile.mkdtemp(prefix="bench-claims-")
@@ -163,6 +203,7 @@ def main():
                 json.dump({"ANSIBLE_MODULE_ARGS": params}, fh)
             arg_files[key] = path
         out = os.path.join(tmp, "out.json")
+        load_at_start = os.getloadavg()
         for _ in range(args.repeat):
             wall, rss, size = child_peak(["kubectl", "get", "resourceclaims", "-A", "-o", "json"], env, out)
             runs["kubectl"].append({"wall_s": wall, "peak_rss_mib": rss, "json_bytes": size})
@@ -193,7 +234,8 @@ def main():
     json_mib = med("kubectl", "json_bytes") / 1048576.0
     result = {
         "nodes": args.nodes, "claims": args.claims, "repeat": args.repeat, "kubernetes": k8s,
-        "machine": {"cpus": os.cpu_count(), "load_avg_at_end": os.getloadavg()},
+        "pods": args.claims,
+        "machine": {"cpus": os.cpu_count(), "load_avg_at_start": load_at_start, "load_avg_at_end": os.getloadavg()},
         "setup": setup, "runs": runs, "import_baseline": {"wall_s": baseline_wall, "peak_rss_mib": baseline_rss},
         "summary": {
             "kubectl_wall_s": med("kubectl", "wall_s"),
@@ -220,6 +262,7 @@ def main():
         print(f"| {key} | {s['wall_s']:.2f} | {s['time_vs_kubectl']:.2f} | {s['peak_rss_mib']:.0f} | "
               f"{s['rss_vs_json']:.2f} | {s['rss_above_import_vs_json']:.2f} | {s['api_requests']:.0f} |")
     print(f"module import baseline: {baseline_rss:.0f} MiB RSS; setup: {setup}")
+    print(f"load average at start {load_at_start}, at end {result['machine']['load_avg_at_end']}")
 
 
 if __name__ == "__main__":
