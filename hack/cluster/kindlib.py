@@ -728,6 +728,32 @@ def kind_config(versions, k8s_version, workers, port=0, dra_gates=None, runtime_
     return yaml.dump(config, Dumper=Dumper, sort_keys=False)
 
 
+# inotify instances a 3-node cluster needs: with one cluster up the host had 88 of 128 in use, and a
+# second cluster failed (kubelet: "inotify_init: too many open files").
+INOTIFY_PER_CLUSTER = 50
+
+
+def inotify_instances():
+    """(fs.inotify.max_user_instances, inotify instances open on this host), or (None, 0) when unreadable.
+    Every node's processes run as root, so they all count against root's limit."""
+    try:
+        with open("/proc/sys/fs/inotify/max_user_instances") as fh:
+            limit = int(fh.read())
+    except (OSError, ValueError):
+        return None, 0
+    used = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:inotify":
+                    used += 1
+        except OSError:
+            continue
+    return limit, used
+
+
 def host_problems(versions, k8s_version, port=0):
     """What keeps kind from running on this host, each with its fix (empty: nothing)."""
     import shutil
@@ -751,6 +777,12 @@ def host_problems(versions, k8s_version, port=0):
         problems.append("cgroup v1 without a name=systemd hierarchy (systemd in the nodes needs it): mount one with "
                         "`mkdir -p /sys/fs/cgroup/systemd && mount -t cgroup -o none,name=systemd cgroup "
                         "/sys/fs/cgroup/systemd`, or boot with cgroup v2")
+    limit, used = inotify_instances()
+    if limit is not None and limit - used < INOTIFY_PER_CLUSTER:
+        problems.append(f"only {limit - used} of fs.inotify.max_user_instances={limit} are free and a cluster of "
+                        f"3 nodes needs about {INOTIFY_PER_CLUSTER} (systemd, containerd and the kubelet in each "
+                        f"node; kubelets then fail with 'inotify_init: too many open files'): delete another "
+                        f"kind cluster, or raise it (`sysctl -w fs.inotify.max_user_instances=512`)")
     if port and port_in_use(port):
         problems.append(f"port {port} (the API server's, --port) is in use: pick another or free it")
     kind = component_bin("kind", versions["KIND_VERSION"], "kind")
