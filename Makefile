@@ -1,7 +1,8 @@
 # dra.admin — developer entry points. See README.md.
 #
-#   make demo   set up everything, bring the local cluster up, run playbooks/site.yml
-#   make test   ansible-lint + ansible-test sanity + unit + integration (real cluster)
+#   make demo         set up everything, bring the local kind cluster up (real nodes), run playbooks/site.yml
+#   make test         ansible-lint + ansible-test sanity + unit + integration (KWOK cluster) + molecule
+#   make demo-kwok    the same on the KWOK cluster (fake nodes, control plane as host processes)
 #   make gate-matrix  the catalog's feature-gate verdicts against kube-apiserver 1.32+ (docs/gate-matrix.md)
 
 SHELL := /bin/bash
@@ -24,8 +25,12 @@ STATE ?= $(CACHE)/state
 K8S_DEFAULT := $(shell sed -n 's/^K8S_VERSIONS=\([^ ]*\).*/\1/p' $(ROOT)/hack/cluster/versions.env)
 KUBE_BIN := $(CACHE)/kubernetes-$(K8S_DEFAULT)/bin
 
-.PHONY: help venv build up down demo site lint sanity test-deps unit integration molecule test collection-link clean \
-	gate-matrix
+.PHONY: help venv build build-kind kind-deps up down up-kwok down-kwok demo demo-kwok site site-kwok lint sanity \
+	test-deps unit integration integration-kind molecule molecule-kind test collection-link clean gate-matrix
+
+KIND_WORKERS ?= 2
+# podman settings of the kind backend come from the project's own file, never from the host's.
+export CONTAINERS_CONF := $(ROOT)/hack/cluster/kind/containers.conf
 
 help:
 	@sed -n '1,6p' $(MAKEFILE_LIST)
@@ -46,17 +51,38 @@ collection-link:
 build:
 	$(ROOT)/hack/cluster/build
 
-up: build
-	$(ROOT)/hack/cluster/up --name $(CLUSTER_NAME) --nodes $(NODES) $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION))
+# The kind backend's programs, cluster images, node images (one per Kubernetes version) and driver image.
+build-kind:
+	$(ROOT)/hack/cluster/build --kind
+
+# Debian packages the kind backend needs on this host (podman, runc, aardvark-dns, debootstrap).
+kind-deps:
+	$(ROOT)/hack/install-kind-deps
+
+up: build-kind
+	$(ROOT)/hack/cluster/kind-up --name $(CLUSTER_NAME) --workers $(KIND_WORKERS) \
+		$(if $(K8S_VERSION),--k8s-version $(K8S_VERSION))
 
 down:
+	$(ROOT)/hack/cluster/kind-down --name $(CLUSTER_NAME)
+
+up-kwok: build
+	$(ROOT)/hack/cluster/up --name $(CLUSTER_NAME) --nodes $(NODES) $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION))
+
+down-kwok:
 	$(ROOT)/hack/cluster/down --name $(CLUSTER_NAME)
 
 site: venv collection-link
 	K8S_AUTH_KUBECONFIG=$(STATE)/$(CLUSTER_NAME)/kubeconfig \
 	  $(BIN)/ansible-playbook -i $(ROOT)/inventory/local.yml $(ROOT)/playbooks/site.yml
 
-demo: venv build up site
+site-kwok: venv collection-link
+	K8S_AUTH_KUBECONFIG=$(STATE)/$(CLUSTER_NAME)/kubeconfig \
+	  $(BIN)/ansible-playbook -i $(ROOT)/inventory/kwok.yml $(ROOT)/playbooks/site.yml
+
+demo: venv kind-deps build-kind up site
+
+demo-kwok: venv build up-kwok site-kwok
 
 lint: venv collection-link
 	cd $(ROOT) && $(BIN)/ansible-lint --offline --profile production
@@ -72,11 +98,18 @@ unit: venv collection-link test-deps
 	cd $(ROOT) && $(BIN)/python -m pytest -q tests/unit
 
 integration: venv collection-link build test-deps
-	cd $(ROOT) && $(BIN)/python -m pytest -q tests/integration
+	cd $(ROOT) && $(BIN)/python -m pytest -q tests/integration --ignore-glob='*/test_kind_*'
+
+# Tests on real nodes (kind clusters, one per Kubernetes version); not part of `make test` yet.
+integration-kind: venv collection-link kind-deps build-kind
+	cd $(ROOT) && $(BIN)/python -m pytest -q tests/integration/test_kind_nodes.py
 
 molecule: venv collection-link build
 	cd $(ROOT) && PATH=$(KUBE_BIN):$$PATH MOLECULE_KUBECONFIG=$(STATE)/molecule-dra/kubeconfig \
 		$(ROOT)/hack/molecule-test $(BIN)/molecule $(KUBE_BIN)/kubectl $(STATE)/molecule-dra/kubeconfig
+
+molecule-kind: venv collection-link kind-deps build-kind
+	cd $(ROOT) && $(BIN)/molecule test -s kind
 
 test: lint sanity unit integration molecule
 

@@ -210,6 +210,7 @@ def write_image_archive(path, refs, layer, entrypoint=None, cmd=None, env=None, 
 DEBIAN_PACKAGES = sorted([
     "systemd", "conntrack", "iptables", "nftables", "iproute2", "ethtool", "util-linux", "mount", "kmod",
     "libseccomp2", "e2fsprogs", "bash", "ca-certificates", "procps", "jq", "runc", "busybox-static", "python3",
+    "python3-yaml",
 ])
 
 
@@ -344,15 +345,20 @@ def add_with_libraries(layer, rootfs, binaries):
 
 
 def kube_proxy_layer(rootfs, kube_bin):
-    """kube-proxy with iptables (nf_tables backend, as the node's entrypoint selects on a fresh node)."""
+    """kube-proxy with iptables in the mode kind's node entrypoint selects on a fresh node: it counts the
+    rules of both backends and takes legacy on a tie (a new node's namespace has none)."""
     import glob
     layer = Layer().file("/usr/local/bin/kube-proxy", os.path.join(kube_bin, "kube-proxy"), 0o755)
-    add_with_libraries(layer, rootfs, ["/usr/sbin/xtables-nft-multi"])
+    add_with_libraries(layer, rootfs, ["/usr/sbin/xtables-legacy-multi"])
     plugin_dir = "/usr/lib/x86_64-linux-gnu/xtables"
     for plugin in sorted(glob.glob(in_rootfs(rootfs, plugin_dir) + "/*.so")):
-        layer.file(plugin_dir + "/" + os.path.basename(plugin), plugin, 0o644)
+        path = plugin_dir + "/" + os.path.basename(plugin)
+        layer.file(path, plugin, 0o644)
+        # Matches such as `statistic` load libraries of their own (libm).
+        for lib in elf_dependencies(rootfs, path):
+            layer.file(lib, in_rootfs(rootfs, lib), 0o755)
     for name in ("iptables", "iptables-save", "iptables-restore", "ip6tables", "ip6tables-save", "ip6tables-restore"):
-        layer.symlink("/usr/sbin/" + name, "xtables-nft-multi")
+        layer.symlink("/usr/sbin/" + name, "xtables-legacy-multi")
     for name in ("etc/protocols", "etc/services", "etc/ld.so.cache"):
         if os.path.exists(os.path.join(rootfs, name)):
             layer.file("/" + name, os.path.join(rootfs, name), 0o644)
@@ -380,6 +386,10 @@ def pause_binary(k8s_version, dest_dir):
         run(["strip", out + ".tmp"])
         os.replace(out + ".tmp", out)
     return out
+
+
+# Bump when a layer made from the rootfs changes recipe (its archive is cached under this key).
+LAYER_RECIPES_VERSION = "2"
 
 
 def image_archives(versions, k8s_version, rootfs, log):
@@ -421,6 +431,8 @@ def image_archives(versions, k8s_version, rootfs, log):
         if role not in layers:
             continue
         make_layer, options, key = layers[role]
+        if key:
+            key = key + "-" + LAYER_RECIPES_VERSION
         name = ref.replace("/", "_").replace(":", "_") + (f"-{key}" if key else "") + ".tar"
         path = os.path.join(directory, name)
         if not os.path.exists(path):
@@ -716,6 +728,32 @@ def kind_config(versions, k8s_version, workers, port=0, dra_gates=None, runtime_
     return yaml.dump(config, Dumper=Dumper, sort_keys=False)
 
 
+# inotify instances a 3-node cluster needs: with one cluster up the host had 88 of 128 in use, and a
+# second cluster failed (kubelet: "inotify_init: too many open files").
+INOTIFY_PER_CLUSTER = 50
+
+
+def inotify_instances():
+    """(fs.inotify.max_user_instances, inotify instances open on this host), or (None, 0) when unreadable.
+    Every node's processes run as root, so they all count against root's limit."""
+    try:
+        with open("/proc/sys/fs/inotify/max_user_instances") as fh:
+            limit = int(fh.read())
+    except (OSError, ValueError):
+        return None, 0
+    used = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                if os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:inotify":
+                    used += 1
+        except OSError:
+            continue
+    return limit, used
+
+
 def host_problems(versions, k8s_version, port=0):
     """What keeps kind from running on this host, each with its fix (empty: nothing)."""
     import shutil
@@ -739,6 +777,12 @@ def host_problems(versions, k8s_version, port=0):
         problems.append("cgroup v1 without a name=systemd hierarchy (systemd in the nodes needs it): mount one with "
                         "`mkdir -p /sys/fs/cgroup/systemd && mount -t cgroup -o none,name=systemd cgroup "
                         "/sys/fs/cgroup/systemd`, or boot with cgroup v2")
+    limit, used = inotify_instances()
+    if limit is not None and limit - used < INOTIFY_PER_CLUSTER:
+        problems.append(f"only {limit - used} of fs.inotify.max_user_instances={limit} are free and a cluster of "
+                        f"3 nodes needs about {INOTIFY_PER_CLUSTER} (systemd, containerd and the kubelet in each "
+                        f"node; kubelets then fail with 'inotify_init: too many open files'): delete another "
+                        f"kind cluster, or raise it (`sysctl -w fs.inotify.max_user_instances=512`)")
     if port and port_in_use(port):
         problems.append(f"port {port} (the API server's, --port) is in use: pick another or free it")
     kind = component_bin("kind", versions["KIND_VERSION"], "kind")

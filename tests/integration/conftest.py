@@ -80,7 +80,7 @@ class Cluster:
     # --- ansible -------------------------------------------------------
     def run_module(self, module, args=None, check=False, expect_failure=False):
         """Run one module ad hoc against the cluster; return its result dict."""
-        cmd = ["ansible", "localhost", "-i", os.path.join(ROOT, "inventory", "local.yml"), "-m", module]
+        cmd = ["ansible", "localhost", "-i", os.path.join(ROOT, "inventory", "kwok.yml"), "-m", module]
         if args:
             cmd += ["-a", json.dumps(args)]
         if check:
@@ -99,7 +99,7 @@ class Cluster:
         return result
 
     def run_playbook(self, playbook, *extra, env=None):
-        cmd = ["ansible-playbook", "-i", os.path.join(ROOT, "inventory", "local.yml"),
+        cmd = ["ansible-playbook", "-i", os.path.join(ROOT, "inventory", "kwok.yml"),
                os.path.join(ROOT, playbook)] + list(extra)
         return subprocess.run(cmd, env=dict(self.env, **(env or {})), capture_output=True, text=True, cwd=ROOT,
                               check=False)

@@ -1,0 +1,186 @@
+"""Real nodes: one kind cluster on podman per pinned Kubernetes version.
+
+The fixture brings up a kind cluster of its own (hack/cluster/kind-up: node images built
+here, real kubelets and containerd with CDI) and deletes it afterwards
+(hack/cluster/kind-down). The collection's driver role installs the dra-example-driver
+image built here; a pod with a template claim then runs a real container, which must see
+the device the driver injected through CDI.
+
+Not part of `make integration` (it needs podman and the kind build): `make integration-kind`.
+A host where kind cannot run fails these tests; nothing is skipped.
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
+import clusterlib  # noqa: E402
+import kindlib  # noqa: E402
+
+VERSIONS = clusterlib.supported_k8s_versions()
+DRIVER = "gpu.example.com"
+DRIVER_NAMESPACE = "dra-system"
+
+
+def wait_until(probe, timeout, what, interval=1.0):
+    deadline = time.time() + timeout
+    last = None
+    while time.time() < deadline:
+        last = probe()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
+class KindCluster:
+    def __init__(self, name, version, workers):
+        self.name = name
+        self.version = version
+        self.versions = clusterlib.load_versions()
+        st = clusterlib.cluster_state(name)
+        self.kubeconfig = st["kubeconfig"]
+        self.nodes = kindlib.node_names(name, workers)
+        bin_dir = os.path.dirname(clusterlib.component_bin("kubernetes", version, "kubectl"))
+        self.env = kindlib.podman_env(base=dict(
+            os.environ, K8S_AUTH_KUBECONFIG=self.kubeconfig, KUBECONFIG=self.kubeconfig,
+            PATH=os.pathsep.join([bin_dir, os.path.dirname(sys.executable), os.environ["PATH"]]),
+            ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
+            ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".tmp", "collections")))
+
+    def kubectl(self, *args, stdin=None, check=True):
+        res = subprocess.run(["kubectl", "--kubeconfig", self.kubeconfig] + list(args), env=self.env, input=stdin,
+                             capture_output=True, text=True, check=False)
+        if check and res.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed: {res.stderr}")
+        return res
+
+    def get_json(self, *args):
+        return json.loads(self.kubectl("get", "-o", "json", *args).stdout)
+
+    def apply(self, docs):
+        self.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
+
+    def on_node(self, node, *cmd):
+        """Run a command inside a node container (as `podman exec`)."""
+        return subprocess.run(["podman", "exec", node] + list(cmd), env=self.env, capture_output=True, text=True,
+                              check=False)
+
+    @property
+    def resource_version(self):
+        group = json.loads(self.kubectl("get", "--raw", "/apis/resource.k8s.io").stdout)
+        return group["preferredVersion"]["version"]
+
+    def run_role(self, role, tmp_path, extra_vars):
+        playbook = tmp_path / "role.yml"
+        playbook.write_text(f"- hosts: localhost\n  gather_facts: false\n  roles:\n    - {role}\n")
+        vars_file = tmp_path / "vars.json"
+        vars_file.write_text(json.dumps(extra_vars))
+        inventory = tmp_path / "inventory.yml"
+        inventory.write_text(yaml.safe_dump({"all": {"hosts": {"localhost": {
+            "ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}))
+        return subprocess.run(["ansible-playbook", "-i", str(inventory), str(playbook), "-e", f"@{vars_file}"],
+                              env=self.env, capture_output=True, text=True, cwd=ROOT, check=False)
+
+
+@pytest.fixture(scope="module", params=VERSIONS)
+def kind_cluster(request):
+    version = request.param
+    name = "itk-%d-%d" % (int(version.split(".")[1]), os.getpid())
+    workers = 2
+    # DRA is switched on at creation here (on 1.33 it is off by default): these tests are about the
+    # nodes, not about turning DRA on (playbooks/site.yml does that on `make demo`).
+    up = [sys.executable, os.path.join(ROOT, "hack", "cluster", "kind-up"), "--name", name, "--k8s-version", version,
+          "--workers", str(workers), "--enable-dra"]
+    started = time.time()
+    res = subprocess.run(up, capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        subprocess.run([sys.executable, os.path.join(ROOT, "hack", "cluster", "kind-down"), "--name", name],
+                       capture_output=True, check=False)
+        raise RuntimeError(f"kind cluster {version} did not come up:\n{res.stdout}\n{res.stderr}")
+    print(f"\nkind cluster {name} up in {time.time() - started:.0f}s")
+    try:
+        yield KindCluster(name, version, workers)
+    finally:
+        down = subprocess.run([sys.executable, os.path.join(ROOT, "hack", "cluster", "kind-down"), "--name", name],
+                              capture_output=True, text=True, check=False)
+        assert down.returncode == 0, f"kind-down left something behind:\n{down.stdout}\n{down.stderr}"
+
+
+@pytest.fixture(scope="module")
+def driver(kind_cluster, tmp_path_factory):
+    """The example driver installed by the collection's driver role (its own DaemonSet template)."""
+    c = kind_cluster
+    res = c.run_role("dra.admin.driver", tmp_path_factory.mktemp("driver"), {
+        "dra_driver_name": DRIVER, "dra_driver_namespace": DRIVER_NAMESPACE,
+        "dra_driver_image": kindlib.driver_image(c.versions), "dra_driver_command": ["dra-example-kubeletplugin"],
+        "dra_driver_wait_timeout": 240})
+    assert res.returncode == 0, f"driver role failed:\n{res.stdout[-6000:]}\n{res.stderr[-2000:]}"
+    return DRIVER
+
+
+def claim_template(name, namespace, api):
+    return {"apiVersion": f"resource.k8s.io/{api}", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"spec": {"devices": {"requests": [
+                {"name": "gpu", "exactly": {"deviceClassName": DRIVER}} if api == "v1" else
+                {"name": "gpu", "deviceClassName": DRIVER}]}}}}
+
+
+def test_pod_with_template_claim_sees_its_cdi_device(kind_cluster, driver):
+    c = kind_cluster
+    ns = "itk-cdi"
+    c.kubectl("create", "namespace", ns)
+    wait_until(lambda: c.kubectl("get", "serviceaccount", "default", "-n", ns, check=False).returncode == 0, 60,
+               "the namespace's default ServiceAccount")
+    api = c.resource_version
+    if api not in ("v1", "v1beta2"):
+        raise AssertionError(f"unexpected preferred resource.k8s.io version {api}")
+    helper = kindlib.cluster_images(c.versions, c.version)["local-path-helper"]
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "uses-gpu", "namespace": ns},
+           "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
+                    "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
+                    "containers": [{"name": "ctr", "image": helper, "imagePullPolicy": "IfNotPresent",
+                                    "command": ["sh", "-c", "env | sort; sleep 3600"],
+                                    "resources": {"claims": [{"name": "gpu"}]}}]}}
+    c.apply([claim_template("one-gpu", ns, api), pod])
+    running = wait_until(lambda: (lambda p: p if p["status"].get("phase") == "Running" else None)(
+        c.get_json("pod", "uses-gpu", "-n", ns)), 180, "the pod to run")
+    node = running["spec"]["nodeName"]
+    assert node in c.nodes[1:], f"pod on {node}, expected a worker of {c.nodes}"
+    claim_name = running["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
+    claim = c.get_json(f"resourceclaims.{api}.resource.k8s.io", claim_name, "-n", ns)
+    uid = claim["metadata"]["uid"]
+    results = claim["status"]["allocation"]["devices"]["results"]
+    assert [r["driver"] for r in results] == [DRIVER]
+    device = results[0]["device"]
+    assert results[0]["pool"] == node
+
+    # The container's environment comes from the CDI spec the driver wrote for this claim.
+    env_key = "GPU_DEVICE_" + "".join(ch if ch.isalnum() else "_" for ch in device).upper()
+    logs = wait_until(lambda: (lambda out: out if "KUBERNETES_NODE_NAME" in out else None)(
+        c.kubectl("logs", "uses-gpu", "-n", ns, check=False).stdout), 60, "the container's environment")
+    env = dict(line.split("=", 1) for line in logs.splitlines() if "=" in line)
+    assert env.get(f"{env_key}_RESOURCE_CLAIM") == uid, f"no {env_key}_RESOURCE_CLAIM={uid} in:\n{logs}"
+    assert env.get("KUBERNETES_NODE_NAME") == node
+    assert env.get("DRA_RESOURCE_DRIVER_NAME") == DRIVER
+
+    def cdi_specs_naming_claim():
+        out = c.on_node(node, "sh", "-c", f"grep -l {uid} /var/run/cdi/* 2>/dev/null || true")
+        assert out.returncode == 0, out.stderr
+        return out.stdout.split()
+    specs = cdi_specs_naming_claim()
+    assert specs, f"no CDI spec on {node} names claim {uid}"
+
+    # Deleting the pod deletes its claim, and the driver removes the claim's CDI spec from the node.
+    c.kubectl("delete", "pod", "uses-gpu", "-n", ns, "--wait=true", "--timeout=120s")
+    wait_until(lambda: c.kubectl("get", f"resourceclaims.{api}.resource.k8s.io", claim_name, "-n", ns,
+                                 check=False).returncode != 0, 120, f"claim {claim_name} to be deleted")
+    wait_until(lambda: not cdi_specs_naming_claim(), 60, f"the CDI spec of claim {uid} to leave {node}")
+    c.kubectl("delete", "namespace", ns, "--wait=false")
