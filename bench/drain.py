@@ -61,7 +61,7 @@ class Bench:
         self.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
 
     def module(self, name, args):
-        res = subprocess.run(["ansible", "localhost", "-i", os.path.join(ROOT, "inventory", "local.yml"), "-m", name,
+        res = subprocess.run(["ansible", "localhost", "-i", os.path.join(ROOT, "inventory", "kwok.yml"), "-m", name,
                               "-a", json.dumps(args)], env=self.env, capture_output=True, text=True, check=False)
         return json.loads(res.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
 

@@ -54,7 +54,7 @@ def run_playbook(cluster, tmp_path, plays, *extra):
     env = {k: v for k, v in cluster.env.items() if not k.startswith("K8S_AUTH_") and k != "KUBECONFIG"}
     env.update(HOME=str(home), ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
                ANSIBLE_LOCAL_TEMP=str(home / ".ansible" / "tmp"))
-    res = subprocess.run(["ansible-playbook", "-i", os.path.join(ROOT, "inventory", "local.yml"), str(playbook)]
+    res = subprocess.run(["ansible-playbook", "-i", os.path.join(ROOT, "inventory", "kwok.yml"), str(playbook)]
                          + list(extra),
                          env=env, capture_output=True, text=True, cwd=ROOT, check=False)
     try:
