@@ -405,7 +405,7 @@ class NodeDrain(object):
         a device naming it, which only the driver's whole slice list can tell."""
         path = self.api.resource_path("resourceslices")
         query = {"fieldSelector": "spec.nodeName=%s,spec.driver=%s" % (self.node, driver)}
-        if any(True for _ in self.api.list_items(path, query)):
+        if any(True for dummy in self.api.list_items(path, query)):
             return True
         every = self.api.list_items(path, {"fieldSelector": "spec.driver=%s" % driver})
         return bool(slices_for_node(every, self.node, driver))

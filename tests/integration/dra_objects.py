@@ -11,7 +11,8 @@ if not os.path.islink(_LINK):
     os.symlink(_ROOT, _LINK)
 if _COLLECTIONS not in sys.path:
     sys.path.insert(0, _COLLECTIONS)
-from ansible_collections.dra.admin.plugins.module_utils._node_selection import (  # noqa: E402
+# EXCLUSION_LABEL is re-exported for the tests and the drain benchmark.
+from ansible_collections.dra.admin.plugins.module_utils._node_selection import (  # noqa: E402  pylint: disable=unused-import
     DEFAULT_EXCLUSION_LABEL as EXCLUSION_LABEL,
 )
 

@@ -150,8 +150,11 @@ def test_pod_with_template_claim_sees_its_cdi_device(kind_cluster, driver):
                                     "command": ["sh", "-c", "env | sort; sleep 3600"],
                                     "resources": {"claims": [{"name": "gpu"}]}}]}}
     c.apply([claim_template("one-gpu", ns, api), pod])
-    running = wait_until(lambda: (lambda p: p if p["status"].get("phase") == "Running" else None)(
-        c.get_json("pod", "uses-gpu", "-n", ns)), 180, "the pod to run")
+    def running_pod():
+        current = c.get_json("pod", "uses-gpu", "-n", ns)
+        return current if current["status"].get("phase") == "Running" else None
+
+    running = wait_until(running_pod, 180, "the pod to run")
     node = running["spec"]["nodeName"]
     assert node in c.nodes[1:], f"pod on {node}, expected a worker of {c.nodes}"
     claim_name = running["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
@@ -164,8 +167,11 @@ def test_pod_with_template_claim_sees_its_cdi_device(kind_cluster, driver):
 
     # The container's environment comes from the CDI spec the driver wrote for this claim.
     env_key = "GPU_DEVICE_" + "".join(ch if ch.isalnum() else "_" for ch in device).upper()
-    logs = wait_until(lambda: (lambda out: out if "KUBERNETES_NODE_NAME" in out else None)(
-        c.kubectl("logs", "uses-gpu", "-n", ns, check=False).stdout), 60, "the container's environment")
+    def environment():
+        out = c.kubectl("logs", "uses-gpu", "-n", ns, check=False).stdout
+        return out if "KUBERNETES_NODE_NAME" in out else None
+
+    logs = wait_until(environment, 60, "the container's environment")
     env = dict(line.split("=", 1) for line in logs.splitlines() if "=" in line)
     assert env.get(f"{env_key}_RESOURCE_CLAIM") == uid, f"no {env_key}_RESOURCE_CLAIM={uid} in:\n{logs}"
     assert env.get("KUBERNETES_NODE_NAME") == node

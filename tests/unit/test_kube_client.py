@@ -52,12 +52,12 @@ def test_wait_for_retries_the_given_errors_and_propagates_others():
     with pytest.raises(KeyError):
         kube.wait_for(broken, 5, "x", interval=0.01)
     with pytest.raises(kube.GaveUp):
-        kube.wait_for(lambda: (_ for _ in ()).throw(kube.GaveUp("no")), 5, "x", interval=0.01)
+        kube.wait_for(lambda: (item for item in ()).throw(kube.GaveUp("no")), 5, "x", interval=0.01)
     with pytest.raises(kube.WaitTimeout) as info:
-        kube.wait_for(lambda: (_ for _ in ()).throw(kube.ApiError("HTTP 500")), 0.1, "x", interval=0.02)
+        kube.wait_for(lambda: (item for item in ()).throw(kube.ApiError("HTTP 500")), 0.1, "x", interval=0.02)
     assert "last error: HTTP 500" in str(info.value)
     with pytest.raises(kube.ApiError):
-        kube.wait_for(lambda: (_ for _ in ()).throw(kube.ApiError("HTTP 500")), 5, "x", retry_on=())
+        kube.wait_for(lambda: (item for item in ()).throw(kube.ApiError("HTTP 500")), 5, "x", retry_on=())
 
 
 def test_wait_for_probes_once_more_at_the_deadline():

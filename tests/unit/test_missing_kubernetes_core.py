@@ -40,8 +40,8 @@ def run_module(collections, module, args):
     env.pop("K8S_AUTH_KUBECONFIG", None)
     res = subprocess.run([ANSIBLE, "localhost", "-i", "localhost,", "-c", "local", "--one-line",
                           "-e", "ansible_python_interpreter=" + sys.executable,
-                          "-m", "dra.admin." + module, "-a", json.dumps(dict(args, kubeconfig="/nonexistent",
-                                                                              context="other"))],
+                          "-m", "dra.admin." + module, "-a",
+                          json.dumps(dict(args, kubeconfig="/nonexistent", context="other"))],
                          capture_output=True, text=True, env=env, cwd=collections, check=False)
     lines = [line for line in res.stdout.splitlines() if line.startswith("localhost | ")]
     assert res.returncode == 2 and len(lines) == 1, "rc=%s\n%s\n%s" % (res.returncode, res.stdout, res.stderr)

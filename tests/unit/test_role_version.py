@@ -23,7 +23,7 @@ def settle_version(tmp_path, image):
     (manifests / "kube-apiserver.yaml").write_text(yaml.safe_dump(manifest))
     play = [{"hosts": "localhost", "gather_facts": False, "tasks": [
         {"name": "Settle", "ansible.builtin.include_role": {"name": "dra.admin.feature_gates",
-                                                             "tasks_from": "version"},
+                                                            "tasks_from": "version"},
          "vars": {"dra_feature_gates_manifest_dir": str(manifests),
                   "dra_feature_gates_present": ["kube-apiserver"]}},
         {"name": "Show", "ansible.builtin.debug": {"msg": "VERSION={{ dra_feature_gates_version }}"}}]}]
