@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from dra_objects import claim, claim_template, device_class, hostname_selector, pod, resource_slice
-from test_drain import (  # noqa: F401  pylint: disable=unused-import (pytest fixtures)
+from test_drain import (  # noqa: F401  pylint: disable=unused-import
     DRIVER_DS, DRIVER_NS, EXCLUSION, TOLERATE_KWOK, drain_args, drain_node, driver, node_state, pods_on, running_count,
 )
 

@@ -150,6 +150,7 @@ def test_pod_with_template_claim_sees_its_cdi_device(kind_cluster, driver):
                                     "command": ["sh", "-c", "env | sort; sleep 3600"],
                                     "resources": {"claims": [{"name": "gpu"}]}}]}}
     c.apply([claim_template("one-gpu", ns, api), pod])
+
     def running_pod():
         current = c.get_json("pod", "uses-gpu", "-n", ns)
         return current if current["status"].get("phase") == "Running" else None
@@ -167,6 +168,7 @@ def test_pod_with_template_claim_sees_its_cdi_device(kind_cluster, driver):
 
     # The container's environment comes from the CDI spec the driver wrote for this claim.
     env_key = "GPU_DEVICE_" + "".join(ch if ch.isalnum() else "_" for ch in device).upper()
+
     def environment():
         out = c.kubectl("logs", "uses-gpu", "-n", ns, check=False).stdout
         return out if "KUBERNETES_NODE_NAME" in out else None
