@@ -122,6 +122,28 @@ def eviction_body(pod, grace_period=None):
     return body
 
 
+NAMESPACE_TERMINATING = "NamespaceTerminating"
+
+
+def eviction_refusal(status, causes=()):
+    """What a refused eviction means for the drain.
+
+    "gone": the pod no longer exists (404).
+    "budget": a PodDisruptionBudget does not allow it yet (429): retry until the timeout.
+    "namespace": the pod's namespace is being deleted (403 with the NamespaceTerminating cause): no
+    eviction can be created there, the namespace controller will delete the pod; retry until it is
+    marked for deletion, then wait for it to go.
+    "error": anything else; the drain stops on it.
+    """
+    if status == 404:
+        return "gone"
+    if status == 429:
+        return "budget"
+    if status == 403 and NAMESPACE_TERMINATING in causes:
+        return "namespace"
+    return "error"
+
+
 def backoff_delays(initial=0.5, factor=2.0, ceiling=5.0):
     """Retry delays for PDB refusals: 0.5, 1, 2, 4, 5, 5, ... seconds."""
     delay = initial

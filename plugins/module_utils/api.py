@@ -76,9 +76,10 @@ TABLE_ACCEPT = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 class DraApiError(Exception):
     """An API failure with a message a user can act on."""
 
-    def __init__(self, message, status=None):
+    def __init__(self, message, status=None, causes=()):
         super(DraApiError, self).__init__(message)
         self.status = status
+        self.causes = tuple(causes)  # the reasons of the Status's details.causes, e.g. "NamespaceTerminating"
 
 
 class DraNotServedError(DraApiError):
@@ -95,6 +96,15 @@ def _error_text(exc):
         return json.loads(exc.body).get("message") or exc.reason
     except (TypeError, ValueError, AttributeError):
         return getattr(exc, "reason", None) or str(exc)
+
+
+def status_causes(body):
+    """The reasons listed in a Status body's details.causes (empty when the body is not a Status)."""
+    try:
+        details = json.loads(body).get("details") or {}
+    except (TypeError, ValueError, AttributeError):
+        return ()
+    return tuple(c.get("reason") for c in details.get("causes") or [] if isinstance(c, dict) and c.get("reason"))
 
 
 def _call(api_client, method, path, query, headers, body):
@@ -133,7 +143,7 @@ class DraApi(object):
             data = _call(self.api_client, method, path, list((query or {}).items()), headers, body)
         except ApiException as exc:
             raise DraApiError("%s %s failed: HTTP %s: %s" % (method, path, exc.status, _error_text(exc)),
-                              status=exc.status)
+                              status=exc.status, causes=status_causes(getattr(exc, "body", None)))
         return json.loads(data) if data else None
 
     def get(self, path, query=None, accept="application/json"):

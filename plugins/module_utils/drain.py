@@ -23,7 +23,7 @@ from ansible_collections.dra.admin.plugins.module_utils._claims import (
     blocks_node, claim_view, consumer_note, pod_ref, reserved_for,
 )
 from ansible_collections.dra.admin.plugins.module_utils._drain import (
-    CORDON_ANNOTATION, backoff_delays, claim_names, eviction_body, plan_drain, pod_key, pod_ready,
+    CORDON_ANNOTATION, backoff_delays, claim_names, eviction_body, eviction_refusal, plan_drain, pod_key, pod_ready,
 )
 from ansible_collections.dra.admin.plugins.module_utils._node_selection import daemonset_excludes
 from ansible_collections.dra.admin.plugins.module_utils._slices import slices_for_node
@@ -200,7 +200,8 @@ class NodeDrain(object):
         self.event("evicted %d %s(s)" % (len(pods), what))
 
     def evict(self, pod):
-        """Evict one pod, retrying PDB refusals with backoff until the timeout. None on success."""
+        """Evict one pod, retrying PDB refusals and terminating namespaces with backoff until the timeout.
+        None on success (or when the pod is gone or terminating)."""
         meta = pod["metadata"]
         if meta.get("deletionTimestamp"):
             return None  # already terminating: only wait for it to go
@@ -212,20 +213,29 @@ class NodeDrain(object):
                 self.api.request("POST", path, body=body, content_type="application/json")
                 return None
             except DraApiError as exc:
-                if exc.status == 404:
+                refusal = eviction_refusal(exc.status, exc.causes)
+                if refusal == "gone" or (refusal != "budget" and self.is_gone_or_terminating(pod)):
                     return None
-                if exc.status != 429:
-                    current = self.api.get_or_none("/api/v1/namespaces/%s/pods/%s" % (meta["namespace"], meta["name"]))
-                    if current is None or current["metadata"]["uid"] != meta["uid"] or \
-                            current["metadata"].get("deletionTimestamp"):
-                        return None  # gone, or terminating meanwhile (e.g. its namespace is being deleted)
+                if refusal == "error":
                     return {"pod": pod_key(pod), "message": "%s: %s" % (pod_key(pod), exc), "pdbs": []}
                 if self.remaining() <= 0:
-                    pdbs = self.pdbs_for(pod)
-                    return {"pod": pod_key(pod), "pdbs": pdbs,
-                            "message": "%s refused by PodDisruptionBudget %s (%s)"
-                                       % (pod_key(pod), ", ".join(pdbs) or "?", exc)}
+                    return self.refused_until_timeout(pod, refusal, exc)
                 self.sleep(min(next(delays), max(self.remaining(), 0.1)))
+
+    def is_gone_or_terminating(self, pod):
+        meta = pod["metadata"]
+        current = self.api.get_or_none("/api/v1/namespaces/%s/pods/%s" % (meta["namespace"], meta["name"]))
+        return current is None or current["metadata"]["uid"] != meta["uid"] or \
+            bool(current["metadata"].get("deletionTimestamp"))
+
+    def refused_until_timeout(self, pod, refusal, exc):
+        if refusal == "namespace":
+            return {"pod": pod_key(pod), "pdbs": [],
+                    "message": "%s: its namespace is being deleted, and the pod was not marked for deletion "
+                               "within the timeout (%s)" % (pod_key(pod), exc)}
+        pdbs = self.pdbs_for(pod)
+        return {"pod": pod_key(pod), "pdbs": pdbs,
+                "message": "%s refused by PodDisruptionBudget %s (%s)" % (pod_key(pod), ", ".join(pdbs) or "?", exc)}
 
     def wait_pods_gone(self, pods):
         """Poll the node's pod list (one LIST per round, field-selected on the node) until the pods are gone."""

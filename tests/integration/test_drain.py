@@ -100,12 +100,31 @@ def pdb_in_force(cluster, namespace, name, pods):
     cluster.wait_until(computed, 60, f"PodDisruptionBudget {namespace}/{name} to cover {pods} pods")
 
 
-def refused_evictions(cluster):
-    """Evictions the API server has refused with 429 (a PodDisruptionBudget said no) since it started."""
+def refused_evictions(cluster, code=429):
+    """Evictions the API server has refused with this code since it started (429: a PodDisruptionBudget
+    said no; 403: among others, the pod's namespace is being deleted)."""
     text = cluster.kubectl("get", "--raw", "/metrics").stdout
     return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
                if line.startswith("apiserver_request_total{") and 'subresource="eviction"' in line
-               and 'code="429"' in line)
+               and f'code="{code}"' in line)
+
+
+def pod_deletion_hold(name, namespace):
+    """A ValidatingAdmissionPolicy and its binding that refuse every DELETE of a pod in the namespace
+    (so the namespace controller cannot mark them for deletion while the namespace is terminating)."""
+    return [
+        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+         "metadata": {"name": name},
+         "spec": {"failurePolicy": "Fail",
+                  "matchConstraints": {
+                      "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["DELETE"],
+                                         "resources": ["pods"]}],
+                      "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}},
+                  "validations": [{"expression": "false", "message": f"{name}: pod deletion held"}]}},
+        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+         "metadata": {"name": name},
+         "spec": {"policyName": name, "validationActions": ["Deny"]}},
+    ]
 
 
 def node_state(cluster, node):
@@ -249,6 +268,47 @@ def test_pdb_that_allows_later_is_waited_for(cluster, namespace, drain_node):
     # The PDB refused the evictions (the API server answered 429, more than once per pod) until it was
     # relaxed; the drain kept retrying instead of failing.
     assert min(evicted) > relaxed_at[0]
+
+
+def test_pods_of_a_namespace_being_deleted_are_waited_for(cluster, namespace, drain_node):
+    """In a terminating namespace no eviction can be created (403, cause NamespaceTerminating) until the
+    namespace controller marks the pods for deletion; the drain waits for that instead of failing."""
+    api = cluster.resource_version
+    node = drain_node
+    cluster.apply([claim_template(api, namespace, "one-gpu"),
+                   claim_deployment(namespace, "leaving", node, 2, "one-gpu", grace=1)])
+    leaving = running_count(cluster, namespace, node, 2, "app=leaving")
+    hold = f"hold-{namespace}"[:63]
+    cluster.apply(pod_deletion_hold(hold, namespace))
+    try:
+        # In force once a server-side dry-run delete is refused by it.
+        cluster.wait_until(lambda: hold in cluster.kubectl(
+            "delete", "pod", "-n", namespace, leaving[0]["metadata"]["name"], "--dry-run=server",
+            check=False).stderr, 60, f"ValidatingAdmissionPolicy {hold} in force")
+        cluster.kubectl("delete", "namespace", namespace, "--wait=false")
+        cluster.wait_until(lambda: cluster.get_json("namespace", namespace)["status"].get("phase") == "Terminating",
+                           60, f"namespace {namespace} terminating")
+        refused_before = refused_evictions(cluster, 403)
+        outcome = {}
+        drainer = threading.Thread(target=lambda: outcome.update(
+            result=cluster.run_module("dra.admin.dra_node_drain", drain_args(node))))
+        drainer.start()
+        try:
+            # Hold the pods until the drain has been refused twice per pod (so it retried), then let go.
+            cluster.wait_until(lambda: refused_evictions(cluster, 403) - refused_before >= 2 * len(leaving),
+                               120, "the drain's evictions to be refused in the terminating namespace")
+            assert [p["metadata"]["uid"] for p in pods_on(cluster, namespace, node, "app=leaving")] == \
+                [p["metadata"]["uid"] for p in leaving], "the pods were deleted while held"
+        finally:
+            cluster.kubectl("delete", "validatingadmissionpolicybinding", hold, "--ignore-not-found")
+            drainer.join()
+    finally:
+        cluster.kubectl("delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", hold,
+                        "--ignore-not-found", check=False)
+    result = outcome["result"]
+    assert result["changed"] is True
+    assert pods_on(cluster, namespace, node, "app=leaving") == []
+    assert EXCLUSION in node_state(cluster, node)["labels"]
 
 
 def test_pdb_that_never_allows_fails_with_node_cordoned_and_driver_untouched(cluster, namespace, drain_node):
