@@ -375,9 +375,10 @@ def test_settings_removed_from_the_variables_leave_the_live_daemonset(cluster, n
     from the live DaemonSet after the next run (a merge patch kept them); unchanged input changes nothing."""
     driver = "it-ssa.example.com"
     name = "it-ssa-example-com-kubeletplugin"
+    kwok = {"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}
     extra = {"dra_driver_wait": False,
-             "dra_driver_tolerations": [{"key": "it.example.com/dedicated", "operator": "Exists",
-                                         "effect": "NoSchedule"}],
+             "dra_driver_tolerations": [kwok, {"key": "it.example.com/dedicated", "operator": "Exists",
+                                               "effect": "NoSchedule"}],
              "dra_driver_node_selector": {"kubernetes.io/os": "linux"},
              "dra_driver_env": {"IT_EXTRA": "1"}}
     first = run_role(cluster, tmp_path, role_vars(driver, driver_ns, **extra))
@@ -387,7 +388,7 @@ def test_settings_removed_from_the_variables_leave_the_live_daemonset(cluster, n
     assert spec["nodeSelector"] == {"kubernetes.io/os": "linux"}
     assert "IT_EXTRA" in [e["name"] for e in spec["containers"][0]["env"]]
 
-    plain = role_vars(driver, driver_ns, dra_driver_wait=False)
+    plain = role_vars(driver, driver_ns, dra_driver_wait=False, dra_driver_tolerations=[kwok])
     generation = daemonset(cluster, driver_ns, name)["metadata"]["generation"]
     planned = run_role(cluster, tmp_path, plain, check=True)
     assert planned.returncode == 0 and int(recap(planned)["changed"]) >= 1, planned.stdout[-4000:]
@@ -396,7 +397,7 @@ def test_settings_removed_from_the_variables_leave_the_live_daemonset(cluster, n
     second = run_role(cluster, tmp_path, plain)
     assert second.returncode == 0, second.stdout[-5000:]
     spec = daemonset(cluster, driver_ns, name)["spec"]["template"]["spec"]
-    assert "tolerations" not in spec
+    assert spec["tolerations"] == [kwok]
     assert "nodeSelector" not in spec
     assert "IT_EXTRA" not in [e["name"] for e in spec["containers"][0]["env"]]
 
