@@ -98,7 +98,7 @@ unit: venv collection-link test-deps
 	cd $(ROOT) && $(BIN)/python -m pytest -q tests/unit
 
 integration: venv collection-link build test-deps
-	cd $(ROOT) && $(BIN)/python -m pytest -q tests/integration --ignore-glob='*/test_kind_*'
+	cd $(ROOT) && $(BIN)/python -m pytest -q tests/integration --ignore-glob='*/test_kind_*' --durations=30
 
 # Tests on real nodes (kind clusters, one per Kubernetes version); not part of `make test` yet.
 integration-kind: venv collection-link kind-deps build-kind
