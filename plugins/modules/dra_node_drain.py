@@ -16,7 +16,9 @@ description:
   - O(state=drained) drains a node in the order the DRA good-practices page asks for
     (1) cordon, remembering whether the node was already cordoned (annotation C(dra.admin/cordoned-before-drain));
     (2) evict the pods that consume ResourceClaims through the Eviction API, concurrently, retrying
-    PodDisruptionBudget refusals (HTTP 429) with backoff until O(timeout);
+    PodDisruptionBudget refusals (HTTP 429) with backoff until O(timeout); a pod whose namespace is being deleted
+    cannot be evicted (HTTP 403, cause C(NamespaceTerminating)), so it is retried the same way until the namespace
+    controller marks it for deletion, then waited for;
     (3) evict the remaining evictable pods under C(kubectl drain) rules;
     (4) wait until no ResourceClaim is allocated or reserved on the node (a claim is on the node while a pod there
     uses it, or while it is allocated there and no pod elsewhere uses it, so a claim shared with pods on other nodes
