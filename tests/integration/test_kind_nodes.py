@@ -22,6 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
 import clusterlib  # noqa: E402
 import kindlib  # noqa: E402
+from kube import wait_for  # noqa: E402
 
 VERSIONS = clusterlib.supported_k8s_versions()
 DRIVER = "gpu.example.com"
@@ -29,14 +30,8 @@ DRIVER_NAMESPACE = "dra-system"
 
 
 def wait_until(probe, timeout, what, interval=1.0):
-    deadline = time.time() + timeout
-    last = None
-    while time.time() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+    """kube.wait_for (the one wait helper of tests, bench and hack/); a failing probe fails at once."""
+    return wait_for(probe, timeout, what, interval, retry_on=())
 
 
 class KindCluster:
@@ -133,6 +128,11 @@ def claim_template(name, namespace, api):
                 {"name": "gpu", "deviceClassName": DRIVER}]}}}}
 
 
+def running_pod(c, namespace, name):
+    current = c.get_json("pod", name, "-n", namespace)
+    return current if current["status"].get("phase") == "Running" else None
+
+
 def test_pod_with_template_claim_sees_its_cdi_device(kind_cluster, driver):
     c = kind_cluster
     ns = "itk-cdi"
@@ -151,11 +151,7 @@ def test_pod_with_template_claim_sees_its_cdi_device(kind_cluster, driver):
                                     "resources": {"claims": [{"name": "gpu"}]}}]}}
     c.apply([claim_template("one-gpu", ns, api), pod])
 
-    def running_pod():
-        current = c.get_json("pod", "uses-gpu", "-n", ns)
-        return current if current["status"].get("phase") == "Running" else None
-
-    running = wait_until(running_pod, 180, "the pod to run")
+    running = wait_until(lambda: running_pod(c, ns, "uses-gpu"), 180, "the pod to run")
     node = running["spec"]["nodeName"]
     assert node in c.nodes[1:], f"pod on {node}, expected a worker of {c.nodes}"
     claim_name = running["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
@@ -191,4 +187,112 @@ def test_pod_with_template_claim_sees_its_cdi_device(kind_cluster, driver):
     wait_until(lambda: c.kubectl("get", f"resourceclaims.{api}.resource.k8s.io", claim_name, "-n", ns,
                                  check=False).returncode != 0, 120, f"claim {claim_name} to be deleted")
     wait_until(lambda: not cdi_specs_naming_claim(), 60, f"the CDI spec of claim {uid} to leave {node}")
+    c.kubectl("delete", "namespace", ns, "--wait=false")
+
+
+def live_driver_pods(c, node):
+    pods = c.get_json("pods", "-n", DRIVER_NAMESPACE, "--field-selector", f"spec.nodeName={node}")["items"]
+    return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+
+
+def restart_count(pod):
+    return sum(s.get("restartCount", 0) for s in (pod.get("status") or {}).get("containerStatuses") or [])
+
+
+def is_ready(pod):
+    return any(cond.get("type") == "Ready" and cond.get("status") == "True"
+               for cond in (pod.get("status") or {}).get("conditions") or [])
+
+
+def node_slices(c, node):
+    api = c.resource_version
+    return [s for s in c.get_json(f"resourceslices.{api}.resource.k8s.io")["items"]
+            if s["spec"].get("nodeName") == node and s["spec"].get("driver") == DRIVER]
+
+
+def test_liveness_probe_restarts_a_plugin_that_stopped_answering(kind_cluster, driver):
+    """SIGSTOP of the plugin process: its gRPC health service stops answering, the kubelet's liveness probe
+    fails and the kubelet restarts the container; the restarted plugin publishes the node's slices again
+    (they are deleted while it is stopped, so only the new process can have written them)."""
+    c = kind_cluster
+    node = c.nodes[-1]
+    pod = wait_until(lambda: [p for p in live_driver_pods(c, node) if is_ready(p)], 120,
+                     f"a ready driver pod on {node}")[0]
+    uid, before = pod["metadata"]["uid"], restart_count(pod)
+    stop = c.on_node(node, "sh", "-c", "kill -STOP $(crictl inspect -o go-template --template '{{.info.pid}}' "
+                                       f"$(crictl ps -q --name '^plugin$' --label io.kubernetes.pod.uid={uid}))")
+    assert stop.returncode == 0, f"could not stop the plugin: {stop.stdout}{stop.stderr}"
+    api = c.resource_version
+    for s in node_slices(c, node):
+        c.kubectl("delete", f"resourceslices.{api}.resource.k8s.io", s["metadata"]["name"], "--wait=true")
+
+    def restarted():
+        same = [p for p in live_driver_pods(c, node) if p["metadata"]["uid"] == uid]
+        return same[0] if same and restart_count(same[0]) > before and is_ready(same[0]) else None
+    # The role's default probe: every 10 s, 3 failures, 5 s timeout.
+    restarted_pod = wait_until(restarted, 240, f"the kubelet to restart the stopped plugin on {node}")
+    events = c.get_json("events", "-n", DRIVER_NAMESPACE, "--field-selector", f"involvedObject.uid={uid}")["items"]
+    assert any(e.get("reason") == "Unhealthy" and "Liveness probe failed" in e.get("message", "") for e in events), \
+        [(e.get("reason"), e.get("message")) for e in events]
+    assert restarted_pod["metadata"]["uid"] == uid
+    wait_until(lambda: node_slices(c, node), 120, f"the restarted plugin to publish {node}'s slices")
+
+
+def test_seamless_upgrade_hands_over_while_a_new_claim_pod_starts(kind_cluster, driver, tmp_path):
+    """The driver role moves the driver to a second tag built here. On kubelets >= 1.33 the role rolls out
+    with maxSurge 1 / maxUnavailable 0: old and new plugin run side by side on a node, and a claim pod
+    started during the rollout on that node is prepared (no FailedPrepareDynamicResources event)."""
+    c = kind_cluster
+    node = c.nodes[-1]
+    ns = "itk-upgrade"
+    c.kubectl("create", "namespace", ns)
+    wait_until(lambda: c.kubectl("get", "serviceaccount", "default", "-n", ns, check=False).returncode == 0, 60,
+               "the namespace's default ServiceAccount")
+    api = c.resource_version
+    c.apply([claim_template("one-gpu", ns, api)])
+    old = [p["metadata"]["uid"] for p in live_driver_pods(c, node)]
+    new_image = kindlib.driver_image(c.versions, c.versions["DRA_EXAMPLE_DRIVER_VERSION"]
+                                     + kindlib.DRIVER_UPGRADE_TAG_SUFFIX)
+    playbook = tmp_path / "role.yml"
+    playbook.write_text("- hosts: localhost\n  gather_facts: false\n  roles:\n    - dra.admin.driver\n")
+    vars_file = tmp_path / "vars.json"
+    vars_file.write_text(json.dumps({
+        "dra_driver_name": DRIVER, "dra_driver_namespace": DRIVER_NAMESPACE, "dra_driver_image": new_image,
+        "dra_driver_command": ["dra-example-kubeletplugin"], "dra_driver_wait_timeout": 240,
+        "dra_driver_seamless_upgrade": "required"}))
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text(yaml.safe_dump({"all": {"hosts": {"localhost": {
+        "ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}))
+    role = subprocess.Popen(["ansible-playbook", "-i", str(inventory), str(playbook), "-e", f"@{vars_file}"],
+                            env=c.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+    try:
+        def both_plugins():
+            pods = live_driver_pods(c, node)
+            new = [p for p in pods if p["metadata"]["uid"] not in old]
+            return (pods, new) if new and any(p["metadata"]["uid"] in old for p in pods) else None
+        pods, new = wait_until(both_plugins, 240, f"a new driver pod beside the old one on {node}", interval=0.2)
+        assert [ctr["image"] for ctr in new[0]["spec"]["containers"]] == [new_image]
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "during-upgrade", "namespace": ns},
+               "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
+                        "nodeSelector": {"kubernetes.io/hostname": node},
+                        "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
+                        "containers": [{"name": "ctr", "image": kindlib.cluster_images(c.versions, c.version)[
+                            "local-path-helper"], "imagePullPolicy": "IfNotPresent",
+                            "command": ["sh", "-c", "env | sort; sleep 3600"],
+                            "resources": {"claims": [{"name": "gpu"}]}}]}}
+        c.apply([pod])
+        out, _ = role.communicate(timeout=600)
+    finally:
+        if role.poll() is None:
+            role.kill()
+    assert role.returncode == 0, f"driver role failed:\n{out[-6000:]}"
+    running = wait_until(lambda: running_pod(c, ns, "during-upgrade"), 180,
+                         "the claim pod started during the upgrade to run")
+    events = c.get_json("events", "-n", ns)["items"]
+    failed = [e.get("message") for e in events if e.get("reason") in ("FailedPrepareDynamicResources",)]
+    assert not failed, failed
+    assert running["status"]["resourceClaimStatuses"], running["status"]
+    after = live_driver_pods(c, node)
+    assert [p["metadata"]["uid"] for p in after if p["metadata"]["uid"] in old] == []
+    assert [ctr["image"] for p in after for ctr in p["spec"]["containers"]] == [new_image]
     c.kubectl("delete", "namespace", ns, "--wait=false")
