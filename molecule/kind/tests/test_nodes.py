@@ -3,6 +3,7 @@ import os
 
 import pytest
 import testinfra
+import yaml
 
 CLUSTER = os.environ.get("KIND_CLUSTER_NAME", "dra-molecule")
 CONTROL_PLANE = f"{CLUSTER}-control-plane"
@@ -30,15 +31,37 @@ def test_control_plane_runs_as_static_pods():
         assert out.strip(), f"no running {component} container on {CONTROL_PLANE}"
 
 
+def k8s_minor(host):
+    """Minor version of the node's kubelet ("Kubernetes v1.33.13" -> 33)."""
+    return int(host.check_output("kubelet --version").split("v", 1)[1].split(".")[1])
+
+
+def flag_values(manifest, flag):
+    """Values of --flag=value in a static pod manifest's command."""
+    command = yaml.safe_load(manifest)["spec"]["containers"][0]["command"]
+    return [arg.split("=", 1)[1] for arg in command if arg.startswith(f"--{flag}=")]
+
+
 def test_dra_is_on_in_every_component():
-    """site.yml's feature_gates role switched DRA on where the release needs it (1.33); later releases
-    have it on by default, so the kubelet config either names the gate true or not at all."""
+    """Before 1.34 DRA is off by default and the cluster was created with it off: site.yml's feature_gates
+    role must have switched it on in every control-plane component, the API's runtime-config and every
+    kubelet. From 1.34 it is on by default: then nothing may switch it off."""
     host = node(CONTROL_PLANE)
-    manifest = host.file("/etc/kubernetes/manifests/kube-apiserver.yaml").content_string
-    assert "DynamicResourceAllocation=false" not in manifest
+    needs_gate = k8s_minor(host) < 34
+    for component in ("kube-apiserver", "kube-controller-manager", "kube-scheduler"):
+        manifest = host.file(f"/etc/kubernetes/manifests/{component}.yaml").content_string
+        gates = ",".join(flag_values(manifest, "feature-gates"))
+        if needs_gate:
+            assert "DynamicResourceAllocation=true" in gates, f"{component}: --feature-gates={gates}"
+        else:
+            assert "DynamicResourceAllocation=false" not in gates, f"{component}: --feature-gates={gates}"
+    apiserver = host.file("/etc/kubernetes/manifests/kube-apiserver.yaml").content_string
+    if needs_gate:
+        assert "resource.k8s.io" in ",".join(flag_values(apiserver, "runtime-config"))
     for name in [CONTROL_PLANE] + WORKERS:
-        config = node(name).file("/var/lib/kubelet/config.yaml").content_string
-        assert "DynamicResourceAllocation: false" not in config
+        config = yaml.safe_load(node(name).file("/var/lib/kubelet/config.yaml").content_string)
+        gate = (config.get("featureGates") or {}).get("DynamicResourceAllocation")
+        assert (gate is True) if needs_gate else (gate is not False), f"{name}: featureGates {config.get('featureGates')}"
 
 
 @pytest.mark.parametrize("name", WORKERS)
