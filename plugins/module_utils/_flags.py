@@ -20,6 +20,8 @@ __metaclass__ = type
 import copy
 from collections import OrderedDict
 
+from ansible_collections.dra.admin.plugins.module_utils._gates import gate_value
+
 try:
     import yaml
     HAS_YAML = True
@@ -391,16 +393,16 @@ def merge_values(base, updates):
 
 
 def normalize_gates(gates):
-    """Feature gate values as booleans ('true'/'false' strings accepted); None kept (it removes the gate)."""
+    """Feature gate values as booleans (read by _gates.gate_value); None kept (it removes the gate)."""
     result = {}
     for name, value in (gates or {}).items():
-        if value is None or isinstance(value, bool):
-            result[name] = value
+        if value is None:
+            result[name] = None
             continue
-        text = str(value).strip().lower()
-        if text not in ("true", "false"):
+        try:
+            result[name] = gate_value(value)
+        except ValueError:
             raise ManifestError("feature gate %s=%r: the value must be true or false" % (name, value))
-        result[name] = text == "true"
     return result
 
 
