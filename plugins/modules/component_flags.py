@@ -276,6 +276,7 @@ from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.dra.admin.plugins.module_utils import _flags, _tuning
 from ansible_collections.dra.admin.plugins.module_utils.files import backup_file, read_text as read_file_text, write_atomically
+from ansible_collections.dra.admin.plugins.module_utils._merge import deep_merge
 from ansible_collections.dra.admin.plugins.module_utils._gates import (
     dra_gates, dra_runtime_config, gates_for_dra, validate_dra_gates, validate_gates, validate_runtime_config,
 )
@@ -392,7 +393,7 @@ def plan_config_file(options, manifest, container, flags, where):
     merge = dict(options.get("merge") or {})
     if not exists:
         base = _tuning.scheduler_config_from_flags(flags, options["api_version"])
-        merge = _flags.merge_values(base, merge)
+        merge = deep_merge(base, merge)
     new_text, changed, dummy, after = _flags.edit_config_text(text, options["kind"], merge, where=host_path)
     if not exists:
         changed = True
