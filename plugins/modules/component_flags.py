@@ -278,7 +278,7 @@ from ansible_collections.dra.admin.plugins.module_utils import _flags, _tuning
 from ansible_collections.dra.admin.plugins.module_utils.files import backup_file, read_text as read_file_text, write_atomically
 from ansible_collections.dra.admin.plugins.module_utils._merge import deep_merge
 from ansible_collections.dra.admin.plugins.module_utils._gates import (
-    dra_gates, dra_runtime_config, gates_for_dra, validate_dra_gates, validate_gates, validate_runtime_config,
+    dra_additions, validate_dra_gates, validate_gates, validate_runtime_config,
 )
 
 
@@ -330,15 +330,6 @@ def read_text(path):
         path, "manifest %s does not exist: is this a control-plane node set up by kubeadm? "
         "Give the manifest's path in the path option", "%s is not a regular file: give the manifest's path",
         _flags.ManifestError)
-
-
-def dra_additions(version, container, feature_gates):
-    """(gates, runtime-config entries) the catalog says DRA needs for this container on this release."""
-    gates = gates_for_dra(version)
-    runtime_config = {}
-    if container == "kube-apiserver":
-        runtime_config = dra_runtime_config(version, dra_gates(version, feature_gates))
-    return gates, runtime_config
 
 
 CONFIG_ANNOTATION = "dra.admin/config-sha256"

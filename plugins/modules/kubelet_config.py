@@ -136,7 +136,7 @@ from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.dra.admin.plugins.module_utils import _flags, _tuning
 from ansible_collections.dra.admin.plugins.module_utils.files import backup_file, read_text as read_file_text, write_atomically
-from ansible_collections.dra.admin.plugins.module_utils._gates import gates_for_dra, validate_dra_gates, validate_gates
+from ansible_collections.dra.admin.plugins.module_utils._gates import KUBELET, dra_additions, validate_dra_gates, validate_gates
 
 KIND = "KubeletConfiguration"
 
@@ -166,7 +166,7 @@ def plan(params):
     version = params["kubernetes_version"]
     if params["enable_dra"] and not version:
         raise _flags.ManifestError("enable_dra needs kubernetes_version: give the kubelet's version, e.g. v1.33.13")
-    added = gates_for_dra(version) if params["enable_dra"] else {}
+    added = dra_additions(version, KUBELET)[0] if params["enable_dra"] else {}
     feature_gates = dict(params["feature_gates"])
     merge = dict(params["merge"])
     target = merge["featureGates"] if isinstance(merge.get("featureGates"), dict) else feature_gates
