@@ -278,7 +278,7 @@ from ansible_collections.dra.admin.plugins.module_utils import _flags, _tuning
 from ansible_collections.dra.admin.plugins.module_utils.files import backup_file, read_text as read_file_text, write_atomically
 from ansible_collections.dra.admin.plugins.module_utils._merge import deep_merge
 from ansible_collections.dra.admin.plugins.module_utils._gates import (
-    dra_additions, validate_dra_gates, validate_gates, validate_runtime_config,
+    KUBE_SCHEDULER, dra_additions, validate_dra_gates, validate_gates, validate_runtime_config,
 )
 
 
@@ -430,7 +430,7 @@ def plan(params):
                 errors.append("%s: --config is managed through config_file: leave it out of set_flags and "
                               "remove_flags" % path)
             set_flags["config"] = config["path"]
-    if container == _tuning.KUBE_SCHEDULER and (config or flags.get("config")):
+    if container == KUBE_SCHEDULER and (config or flags.get("config")):
         ignored = sorted(n for n in ("kube-api-qps", "kube-api-burst") if n in set_flags)
         if ignored:
             errors.append("%s: kube-scheduler ignores --%s once --config is given: set clientConnection.qps/burst "

@@ -286,7 +286,7 @@ def argument_spec():
         ca_path=dict(type="path"),
         scrape=dict(type="list", elements="dict", options=dict(
             url=dict(type="str", required=True),
-            component=dict(type="str", required=True, choices=list(_metrics.COMPONENTS)),
+            component=dict(type="str", required=True, choices=list(_metrics.SCRAPED_COMPONENTS)),
             bearer_token=dict(type="str", no_log=True),
             client_cert=dict(type="path"),
             client_key=dict(type="path", no_log=False),

@@ -177,14 +177,14 @@ def plan(params):
         gates.update(merge["featureGates"])
     if version:
         check = validate_dra_gates if params["enable_dra"] else validate_gates
-        errors = check(version, dict((k, v) for k, v in gates.items() if v is not None), "kubelet")
+        errors = check(version, dict((k, v) for k, v in gates.items() if v is not None), KUBELET)
         if errors:
             raise _flags.ManifestError("%s: nothing written: %s" % (path, "; ".join(errors)))
     text = read_text(path)
     new_text, changed, before, after = _flags.edit_config_text(text, KIND, merge, feature_gates, where=path)
     if "kubeAPIQPS" in merge or "kubeAPIBurst" in merge:
         errors = _tuning.check_component_rate(
-            "kubelet", merge.get("kubeAPIQPS"), merge.get("kubeAPIBurst"), before.get("kubeAPIQPS"),
+            KUBELET, merge.get("kubeAPIQPS"), merge.get("kubeAPIBurst"), before.get("kubeAPIQPS"),
             before.get("kubeAPIBurst"), path, ("kubeAPIQPS", "kubeAPIBurst"))
         if errors:
             raise _flags.ManifestError("%s: nothing written: %s" % (path, "; ".join(errors)))
