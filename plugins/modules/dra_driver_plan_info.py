@@ -170,9 +170,8 @@ from ansible_collections.dra.admin.plugins.module_utils._driver import (
     build_device_classes, chart_kind, chart_values, check_daemonset, daemonsets_in, decide_strategy,
     default_daemonset_name, kubelet_version, node_affinity, object_labels, select_nodes, validate_inputs,
 )
-from ansible_collections.dra.admin.plugins.module_utils._gates import RESOURCE_GROUP
 from ansible_collections.dra.admin.plugins.module_utils._node_selection import DEFAULT_EXCLUSION_LABEL, with_exclusion
-from ansible_collections.dra.admin.plugins.module_utils._rbac import driver_rules, granular_status, served_resource_names
+from ansible_collections.dra.admin.plugins.module_utils._rbac import driver_rules, granular_status
 
 
 def argument_spec():
@@ -214,11 +213,6 @@ def argument_spec():
         rendered=dict(type="raw"),
     )
     return spec
-
-
-def served_resources(api):
-    return served_resource_names([api.get_or_none("/apis/%s/%s" % (RESOURCE_GROUP, v))
-                                  for v in api.served_resource_versions()])
 
 
 def local_chart_name(chart_ref):
@@ -304,7 +298,7 @@ def plan(api, params, warn):
         warn(message)
 
     version = api.server_version().get("gitVersion")
-    served = served_resources(api)
+    served = api.served_resources()
     api_version = api.resource_api_version()
     result = {
         "kubernetes_version": version, "resource_api_version": api_version,
