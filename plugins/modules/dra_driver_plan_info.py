@@ -171,7 +171,7 @@ from ansible_collections.dra.admin.plugins.module_utils._driver import (
     default_daemonset_name, kubelet_version, node_affinity, object_labels, select_nodes, validate_inputs,
 )
 from ansible_collections.dra.admin.plugins.module_utils._node_selection import DEFAULT_EXCLUSION_LABEL, with_exclusion
-from ansible_collections.dra.admin.plugins.module_utils._rbac import driver_rules, granular_status
+from ansible_collections.dra.admin.plugins.module_utils._rbac import granular_status, kubelet_plugin_objects
 
 
 def argument_spec():
@@ -235,23 +235,6 @@ def rendered_documents(rendered):
     return [d for d in yaml.safe_load_all(str(rendered)) if isinstance(d, dict)]
 
 
-def driver_rbac(params, served, granular):
-    name = "dra-kubeletplugin:%s" % params["driver"]
-    labels = object_labels(params["daemonset_name"], params["driver"])
-    return [
-        {"apiVersion": "v1", "kind": "ServiceAccount",
-         "metadata": {"name": params["service_account"], "namespace": params["namespace"], "labels": labels}},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-         "metadata": {"name": name, "labels": labels},
-         "rules": driver_rules(served, [params["driver"]], granular)},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-         "metadata": {"name": name, "labels": labels},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-         "subjects": [{"kind": "ServiceAccount", "name": params["service_account"],
-                       "namespace": params["namespace"]}]},
-    ]
-
-
 def plan(api, params, warn):
     params = dict(params)
     params["daemonset_name"] = params.get("daemonset_name") or default_daemonset_name(params.get("driver"))
@@ -313,7 +296,9 @@ def plan(api, params, warn):
     if params["method"] == "template":
         params["node_affinity"] = terms
         daemonset = build_daemonset(params, decision["strategy"])
-        result["manifests"] = driver_rbac(params, served, granular_status(version)) + [daemonset]
+        rbac = kubelet_plugin_objects(params["driver"], params["namespace"], params["service_account"], served,
+                                      granular_status(version), object_labels(params["daemonset_name"], params["driver"]))
+        result["manifests"] = rbac + [daemonset]
         result["health_ports"] = [int(params["health_port"])]
     else:
         values, health_ports = chart_values(kind, params["chart_values"], params, decision["strategy"])
