@@ -275,7 +275,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.dra.admin.plugins.module_utils import _flags, _tuning
-from ansible_collections.dra.admin.plugins.module_utils.files import backup_file, read_text as read_file_text, write_atomically
+from ansible_collections.dra.admin.plugins.module_utils.files import backup_file, read_regular_file, read_text, write_atomically
 from ansible_collections.dra.admin.plugins.module_utils._merge import deep_merge
 from ansible_collections.dra.admin.plugins.module_utils._gates import (
     KUBE_SCHEDULER, dra_additions, validate_dra_gates, validate_gates, validate_runtime_config,
@@ -325,19 +325,14 @@ def validate_request(version, feature_gates, runtime_config, enable_dra=False):
     return gate_errors + validate_runtime_config(version, entries)
 
 
-def read_text(path):
-    return read_file_text(
+def read_manifest(path):
+    return read_regular_file(
         path, "manifest %s does not exist: is this a control-plane node set up by kubeadm? "
         "Give the manifest's path in the path option", "%s is not a regular file: give the manifest's path",
         _flags.ManifestError)
 
 
 CONFIG_ANNOTATION = "dra.admin/config-sha256"
-
-
-def read_config(host_path):
-    with open(host_path, "rb") as handle:
-        return handle.read().decode("utf-8")
 
 
 def plan_config_file(options, manifest, container, flags, where):
@@ -380,7 +375,7 @@ def plan_config_file(options, manifest, container, flags, where):
     exists = os.path.isfile(host_path)
     if os.path.exists(host_path) and not exists:
         raise _flags.ManifestError("%s is not a regular file: give config_file.path a file name" % host_path)
-    text = read_config(host_path) if exists else ""
+    text = read_text(host_path) if exists else ""
     merge = dict(options.get("merge") or {})
     if not exists:
         base = _tuning.scheduler_config_from_flags(flags, options["api_version"])
@@ -402,7 +397,7 @@ def plan(params):
         check_backup_dir(path, params["backup_dir"])
     if params["enable_dra"] and not version:
         raise _flags.ManifestError("enable_dra needs kubernetes_version: give the component's version, e.g. v1.33.13")
-    text = read_text(path)
+    text = read_manifest(path)
     manifest = _flags.load_manifest(text, path)
     target = _flags.find_container(manifest, params["container"], path)
     container = target.get("name")

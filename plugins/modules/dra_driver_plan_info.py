@@ -170,6 +170,7 @@ from ansible_collections.dra.admin.plugins.module_utils._driver import (
     build_device_classes, chart_kind, chart_values, check_daemonset, daemonsets_in, decide_strategy,
     default_daemonset_name, kubelet_version, node_affinity, object_labels, select_nodes, validate_inputs,
 )
+from ansible_collections.dra.admin.plugins.module_utils.files import read_text
 from ansible_collections.dra.admin.plugins.module_utils._node_selection import DEFAULT_EXCLUSION_LABEL, with_exclusion
 from ansible_collections.dra.admin.plugins.module_utils._rbac import granular_status, kubelet_plugin_objects
 
@@ -221,8 +222,7 @@ def local_chart_name(chart_ref):
     if not os.path.isfile(path):
         return None
     import yaml
-    with open(path) as handle:
-        return (yaml.safe_load(handle) or {}).get("name")
+    return (yaml.safe_load(read_text(path)) or {}).get("name")
 
 
 def rendered_documents(rendered):

@@ -135,7 +135,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.dra.admin.plugins.module_utils import _flags, _tuning
-from ansible_collections.dra.admin.plugins.module_utils.files import backup_file, read_text as read_file_text, write_atomically
+from ansible_collections.dra.admin.plugins.module_utils.files import backup_file, read_regular_file, write_atomically
 from ansible_collections.dra.admin.plugins.module_utils._gates import KUBELET, dra_additions, validate_dra_gates, validate_gates
 
 KIND = "KubeletConfiguration"
@@ -153,8 +153,8 @@ def argument_spec():
     )
 
 
-def read_text(path):
-    return read_file_text(
+def read_kubelet_config(path):
+    return read_regular_file(
         path, "kubelet configuration %s does not exist: is the kubelet set up by kubeadm on this node? "
         "Give the file's path in the path option (see the kubelet's --config flag)",
         "%s is not a regular file: give the kubelet configuration file's path", _flags.ManifestError)
@@ -180,7 +180,7 @@ def plan(params):
         errors = check(version, dict((k, v) for k, v in gates.items() if v is not None), KUBELET)
         if errors:
             raise _flags.ManifestError("%s: nothing written: %s" % (path, "; ".join(errors)))
-    text = read_text(path)
+    text = read_kubelet_config(path)
     new_text, changed, before, after = _flags.edit_config_text(text, KIND, merge, feature_gates, where=path)
     if "kubeAPIQPS" in merge or "kubeAPIBurst" in merge:
         errors = _tuning.check_component_rate(
