@@ -158,6 +158,7 @@ health_ports:
   type: list
   elements: int
 rendered_problems: {description: Problems of the DaemonSet in O(rendered)., returned: when O(rendered) is given, type: list, elements: str}
+api_requests: {description: Number of API requests the module made., returned: always, type: int}
 """
 
 import os

@@ -77,6 +77,7 @@ daemonset_problems: {description: What is wrong with the DaemonSet spec., return
 update_strategy: {description: The DaemonSet's updateStrategy., returned: always, type: dict}
 progress: {description: One line per change seen while waiting., returned: always, type: list, elements: str}
 elapsed: {description: Seconds spent., returned: always, type: float}
+api_requests: {description: Number of API requests the module made., returned: always, type: int}
 """
 
 import time

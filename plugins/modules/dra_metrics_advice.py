@@ -259,8 +259,9 @@ thresholds:
   description: The thresholds applied (defaults merged with O(thresholds)).
   returned: always
   type: dict
-requests:
-  description: Number of HTTP requests made.
+api_requests:
+  description: Number of HTTP requests the module made (to Prometheus's HTTP API, or to the scraped metrics
+    endpoints), under the same name as the collection's other modules' request counts.
   returned: always
   type: int
 """
@@ -516,7 +517,7 @@ def main():
             module.fail_json(msg="threshold %s is %r, not a number" % (key, value))
     http = Http(params["timeout"])
     result = advise(params, http)
-    module.exit_json(changed=False, requests=http.requests, **result)
+    module.exit_json(changed=False, api_requests=http.requests, **result)
 
 
 if __name__ == "__main__":

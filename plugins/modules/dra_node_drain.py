@@ -190,7 +190,7 @@ details:
   returned: failure
   type: dict
 api_requests:
-  description: Number of API requests made.
+  description: Number of API requests the module made.
   returned: always
   type: int
 """

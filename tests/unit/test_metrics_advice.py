@@ -377,6 +377,7 @@ def test_module_through_ansible(server):
                                                            "scheduler-binding-slow"]
     assert "from 20 to 75" in result["findings"][0]["advice"]
     assert result["thresholds"]["scheduler_e2e_p99_high"] == 0.1 and result["healthy"] is False
+    assert result["api_requests"] == 1 + len(_metrics.QUERIES) and "requests" not in result
 
 
 def test_module_rejects_bad_input():
