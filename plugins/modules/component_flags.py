@@ -36,6 +36,9 @@ description:
     C(dra.admin.feature_gates) role does it).
 author:
   - dra.admin maintainers (@dra-admin)
+extends_documentation_fragment:
+  - dra.admin.attributes
+  - dra.admin.attributes.platform
 options:
   path:
     description:
@@ -140,10 +143,17 @@ options:
 attributes:
   check_mode:
     support: full
-    description: Reports what would change and the diff; writes nothing.
+    details:
+      - Reports what would change and the diff; writes nothing.
   diff_mode:
     support: full
-    description: The manifest text before and after.
+    details:
+      - The manifest text before and after.
+  platform:
+    support: full
+    platforms: posix
+    details:
+      - Runs on the node whose static Pod manifest it changes.
 requirements:
   - PyYAML >= 3.11
 notes:

@@ -32,6 +32,9 @@ author:
   - dra.admin maintainers (@dra-admin)
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - dra.admin.attributes
+  - dra.admin.attributes.info_module
+  - dra.admin.attributes.actiongroup_k8s
 options:
   driver: {description: The DRA driver name its ResourceSlices carry (for example C(gpu.example.com))., type: str, required: true}
   method:

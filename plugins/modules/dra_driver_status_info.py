@@ -25,6 +25,9 @@ author:
   - dra.admin maintainers (@dra-admin)
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - dra.admin.attributes
+  - dra.admin.attributes.info_module
+  - dra.admin.attributes.actiongroup_k8s
 options:
   driver: {description: Driver name in the ResourceSlices., type: str, required: true}
   namespace: {description: Namespace of the DaemonSet., type: str, required: true}

@@ -31,6 +31,9 @@ description:
   - Read-only; the same answer in check mode.
 author:
   - dra.admin maintainers (@dra-admin)
+extends_documentation_fragment:
+  - dra.admin.attributes
+  - dra.admin.attributes.info_module
 options:
   prometheus_url:
     description:

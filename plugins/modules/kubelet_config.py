@@ -28,6 +28,9 @@ description:
     caller's business (the C(dra.admin.feature_gates) role does it).
 author:
   - dra.admin maintainers (@dra-admin)
+extends_documentation_fragment:
+  - dra.admin.attributes
+  - dra.admin.attributes.platform
 options:
   path:
     description:
@@ -70,10 +73,17 @@ options:
 attributes:
   check_mode:
     support: full
-    description: Reports what would change and the diff; writes nothing.
+    details:
+      - Reports what would change and the diff; writes nothing.
   diff_mode:
     support: full
-    description: The file's text before and after.
+    details:
+      - The file's text before and after.
+  platform:
+    support: full
+    platforms: posix
+    details:
+      - Runs on the node whose kubelet configuration file it changes.
 requirements:
   - PyYAML >= 3.11
 """
