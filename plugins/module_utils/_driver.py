@@ -25,6 +25,7 @@ import copy
 import re
 
 from ansible_collections.dra.admin.plugins.module_utils._gates import RESOURCE_GROUP, VersionError, parse_minor
+from ansible_collections.dra.admin.plugins.module_utils._merge import deep_merge
 from ansible_collections.dra.admin.plugins.module_utils._node_selection import (
     EXCLUSION_VALUE, required_terms, term_matches, terms_exclude, with_exclusion,
 )
@@ -530,17 +531,6 @@ def _get_path(values, path):
             return None
         node = node[key]
     return node
-
-
-def deep_merge(base, overlay):
-    """base with overlay merged in (dicts recursively, everything else replaced), as Helm merges values."""
-    result = copy.deepcopy(base or {})
-    for key, value in (overlay or {}).items():
-        if isinstance(value, dict) and isinstance(result.get(key), dict):
-            result[key] = deep_merge(result[key], value)
-        else:
-            result[key] = copy.deepcopy(value)
-    return result
 
 
 def chart_values(kind, user_values, params, strategy):

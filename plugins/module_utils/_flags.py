@@ -20,6 +20,9 @@ __metaclass__ = type
 import copy
 from collections import OrderedDict
 
+from ansible_collections.dra.admin.plugins.module_utils._gates import gate_value
+from ansible_collections.dra.admin.plugins.module_utils._merge import deep_merge
+
 try:
     import yaml
     HAS_YAML = True
@@ -377,30 +380,17 @@ def edit_manifest_text(text, container=None, set_flags=None, remove_flags=None, 
 
 # ---- config files (KubeletConfiguration, KubeSchedulerConfiguration): merge keys, keep the layout ----
 
-def merge_values(base, updates):
-    """A copy of `base` with `updates` merged in: mappings merge recursively, a None update removes the key."""
-    result = copy.deepcopy(base) if isinstance(base, dict) else {}
-    for key, value in updates.items():
-        if value is None:
-            result.pop(key, None)
-        elif isinstance(value, dict) and isinstance(result.get(key), dict):
-            result[key] = merge_values(result[key], value)
-        else:
-            result[key] = copy.deepcopy(value)
-    return result
-
-
 def normalize_gates(gates):
-    """Feature gate values as booleans ('true'/'false' strings accepted); None kept (it removes the gate)."""
+    """Feature gate values as booleans (read by _gates.gate_value); None kept (it removes the gate)."""
     result = {}
     for name, value in (gates or {}).items():
-        if value is None or isinstance(value, bool):
-            result[name] = value
+        if value is None:
+            result[name] = None
             continue
-        text = str(value).strip().lower()
-        if text not in ("true", "false"):
+        try:
+            result[name] = gate_value(value)
+        except ValueError:
             raise ManifestError("feature gate %s=%r: the value must be true or false" % (name, value))
-        result[name] = text == "true"
     return result
 
 
@@ -491,7 +481,7 @@ def edit_config_text(text, kind, merge=None, feature_gates=None, where="config f
         updates["featureGates"] = normalize_gates(feature_gates)
     elif isinstance(updates.get("featureGates"), dict):
         updates["featureGates"] = normalize_gates(updates["featureGates"])
-    after = merge_values(before, updates)
+    after = deep_merge(before, updates)
     if isinstance(after.get("featureGates"), dict) and not after["featureGates"]:
         after.pop("featureGates")
     if after == before:

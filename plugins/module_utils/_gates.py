@@ -490,6 +490,16 @@ def dra_runtime_config(version, gates):
     return runtime_config
 
 
+def dra_additions(version, component, requested_gates=None):
+    """What enable_dra adds to one component's settings on a release (component_flags, kubelet_config):
+    (the gates DRA needs, the --runtime-config entries DRA and the requested gates need). The entries
+    are kube-apiserver's only: for other components they are empty."""
+    runtime_config = {}
+    if component == KUBE_APISERVER:
+        runtime_config = dra_runtime_config(version, dra_gates(version, requested_gates))
+    return gates_for_dra(version), runtime_config
+
+
 def validate_dra_gates(version, extra_gates=None, component=None):
     """Check what the feature_gates role would write (dra_gates), judged as a whole; a list of errors.
 

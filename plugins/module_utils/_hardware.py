@@ -108,8 +108,11 @@ def _describe(exc):
     return str(exc)
 
 
-def read_text(path, errors, section, item, required=False):
-    """A small sysfs/procfs file's text, stripped; None when absent (an error when required or broken)."""
+def read_kernel_text(path, errors, section, item, required=False):
+    """A small sysfs/procfs file's text, stripped; None when absent (an error when required or broken).
+
+    Not files.read_text: what the kernel reports is read leniently (at most 1 MiB, undecodable bytes
+    replaced) and a failure is recorded in `errors` instead of raised."""
     if not os.path.lexists(path):
         if required:
             errors.add(section, item, path, "missing")
@@ -124,7 +127,7 @@ def read_text(path, errors, section, item, required=False):
 
 
 def read_int(path, errors, section, item, base=10, required=False):
-    text = read_text(path, errors, section, item, required)
+    text = read_kernel_text(path, errors, section, item, required)
     if text is None:
         return None
     try:
@@ -354,15 +357,15 @@ def read_rdma(root, errors):
             item = "%s port %s" % (name, port)
             ports.append({
                 "port": int(port) if port.isdigit() else port,
-                "state": read_text(os.path.join(port_dir, "state"), errors, "rdma", item),
-                "phys_state": read_text(os.path.join(port_dir, "phys_state"), errors, "rdma", item),
-                "link_layer": read_text(os.path.join(port_dir, "link_layer"), errors, "rdma", item),
-                "rate": read_text(os.path.join(port_dir, "rate"), errors, "rdma", item),
+                "state": read_kernel_text(os.path.join(port_dir, "state"), errors, "rdma", item),
+                "phys_state": read_kernel_text(os.path.join(port_dir, "phys_state"), errors, "rdma", item),
+                "link_layer": read_kernel_text(os.path.join(port_dir, "link_layer"), errors, "rdma", item),
+                "rate": read_kernel_text(os.path.join(port_dir, "rate"), errors, "rdma", item),
             })
         devices.append({"name": name,
                         "pci_address": _device_address(root, entry, errors, "rdma", name),
-                        "node_guid": read_text(os.path.join(entry, "node_guid"), errors, "rdma", name),
-                        "fw_ver": read_text(os.path.join(entry, "fw_ver"), errors, "rdma", name),
+                        "node_guid": read_kernel_text(os.path.join(entry, "node_guid"), errors, "rdma", name),
+                        "fw_ver": read_kernel_text(os.path.join(entry, "fw_ver"), errors, "rdma", name),
                         "ports": ports})
     return devices
 
@@ -397,9 +400,9 @@ def parse_cpuinfo(text):
 
 def read_cpu(root, errors):
     path = _join(root, "proc/cpuinfo")
-    text = read_text(path, errors, "cpu", "proc/cpuinfo", required=True)
+    text = read_kernel_text(path, errors, "cpu", "proc/cpuinfo", required=True)
     cpu = parse_cpuinfo(text or "")
-    online = read_text(_join(root, "sys/devices/system/cpu/online"), errors, "cpu", "cpu/online")
+    online = read_kernel_text(_join(root, "sys/devices/system/cpu/online"), errors, "cpu", "cpu/online")
     cpu["online"] = online
     if online is not None:
         try:
@@ -420,13 +423,13 @@ def read_numa(root, errors):
             continue
         node_dir = os.path.join(base, name)
         node = {"id": int(name[4:]), "cpulist": None, "cpus": None, "memory_kb": None}
-        node["cpulist"] = read_text(os.path.join(node_dir, "cpulist"), errors, "numa", name, required=True)
+        node["cpulist"] = read_kernel_text(os.path.join(node_dir, "cpulist"), errors, "numa", name, required=True)
         if node["cpulist"] is not None:
             try:
                 node["cpus"] = len(parse_cpulist(node["cpulist"]))
             except ValueError as exc:
                 errors.add("numa", name, os.path.join(node_dir, "cpulist"), str(exc))
-        meminfo = read_text(os.path.join(node_dir, "meminfo"), errors, "numa", name)
+        meminfo = read_kernel_text(os.path.join(node_dir, "meminfo"), errors, "numa", name)
         for line in (meminfo or "").splitlines():
             fields = line.split()
             if len(fields) >= 5 and fields[2] == "MemTotal:" and fields[3].isdigit():

@@ -25,6 +25,9 @@ __metaclass__ = type
 import math
 import re
 
+from ansible_collections.dra.admin.plugins.module_utils._gates import KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER, KUBELET
+from ansible_collections.dra.admin.plugins.module_utils._tuning import DEFAULT_KCM_BURST, DEFAULT_KCM_QPS
+
 # ---------------------------------------------------------------------------
 # Text exposition format
 # ---------------------------------------------------------------------------
@@ -277,37 +280,36 @@ def _sum_by_le(increases):
 # The page's queries
 # ---------------------------------------------------------------------------
 
-KCM = "kube-controller-manager"
-SCHEDULER = "kube-scheduler"
-KUBELET = "kubelet"
+# A driver's kubelet plugin: not a Kubernetes component, but a metrics endpoint the page reads.
 PLUGIN = "dra-kubeletplugin"
-COMPONENTS = (KCM, SCHEDULER, KUBELET, PLUGIN)
+# Whose metrics the queries read (the "component" of a scraped endpoint).
+SCRAPED_COMPONENTS = (KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER, KUBELET, PLUGIN)
 
 # kind: "rate" = sum(rate(metric[5m])); "gauge" = sum(metric);
 # "quantile" = histogram_quantile(q, sum(rate|increase(metric_bucket[5m])) by (le)).
 # target_matchers are labels Prometheus adds to a target, not labels the component
 # exposes; in scrape mode they are matched against the endpoint's component.
 QUERIES = (
-    dict(id="workqueue_add_rate", group="controller", component=KCM, unit="items/s",
+    dict(id="workqueue_add_rate", group="controller", component=KUBE_CONTROLLER_MANAGER, unit="items/s",
          title="ResourceClaim workqueue add rate",
          record="dra:resource_claim_workqueue_adds:rate5m",
          expression='sum(rate(workqueue_adds_total{name="resource_claim"}[5m]))',
          kind="rate", metric="workqueue_adds_total", matchers=(("name", "=", "resource_claim"),),
          target_matchers=()),
-    dict(id="workqueue_depth", group="controller", component=KCM, unit="items",
+    dict(id="workqueue_depth", group="controller", component=KUBE_CONTROLLER_MANAGER, unit="items",
          title="ResourceClaim workqueue depth",
          record="dra:resource_claim_workqueue_depth:sum",
          expression='sum(workqueue_depth{endpoint="kube-controller-manager", name="resource_claim"})',
          kind="gauge", metric="workqueue_depth", matchers=(("name", "=", "resource_claim"),),
-         target_matchers=(("endpoint", "=", KCM),)),
-    dict(id="workqueue_work_duration_p99", group="controller", component=KCM, unit="s",
+         target_matchers=(("endpoint", "=", KUBE_CONTROLLER_MANAGER),)),
+    dict(id="workqueue_work_duration_p99", group="controller", component=KUBE_CONTROLLER_MANAGER, unit="s",
          title="ResourceClaim workqueue work duration (p99)",
          record="dra:resource_claim_workqueue_work_duration_seconds:p99_5m",
          expression='histogram_quantile(0.99, sum(rate(workqueue_work_duration_seconds_bucket'
                     '{name="resource_claim"}[5m])) by (le))',
          kind="quantile", quantile=0.99, metric="workqueue_work_duration_seconds",
          matchers=(("name", "=", "resource_claim"),), target_matchers=()),
-    dict(id="scheduler_e2e_p99", group="scheduler", component=SCHEDULER, unit="s",
+    dict(id="scheduler_e2e_p99", group="scheduler", component=KUBE_SCHEDULER, unit="s",
          title="Scheduler end-to-end scheduling duration (p99)",
          record="dra:scheduler_pod_scheduling_sli_duration_seconds:p99_5m",
          expression='histogram_quantile(0.99, sum(increase(scheduler_pod_scheduling_sli_duration_seconds_bucket'
@@ -315,7 +317,7 @@ QUERIES = (
          kind="quantile", quantile=0.99, metric="scheduler_pod_scheduling_sli_duration_seconds",
          matchers=(), target_matchers=(),
          older_names=("scheduler_pod_scheduling_duration_seconds", "scheduler_e2e_scheduling_duration_seconds")),
-    dict(id="scheduler_algorithm_p99", group="scheduler", component=SCHEDULER, unit="s",
+    dict(id="scheduler_algorithm_p99", group="scheduler", component=KUBE_SCHEDULER, unit="s",
          title="Scheduler algorithm latency (p99)",
          record="dra:scheduler_scheduling_algorithm_duration_seconds:p99_5m",
          expression='histogram_quantile(0.99, sum(increase(scheduler_scheduling_algorithm_duration_seconds_bucket'
@@ -472,11 +474,9 @@ DEFAULT_THRESHOLDS = {
     "plugin_unprepare_p99_high": 5.0,
 }
 
-# The page's baseline from its 100-node scale test, and kube-controller-manager's defaults.
+# The page's baseline from its 100-node scale test (kube-controller-manager's defaults are _tuning's).
 BASELINE_KCM_QPS = 75
 BASELINE_KCM_BURST = 150
-DEFAULT_KCM_QPS = 20
-DEFAULT_KCM_BURST = 30
 
 # Each check fires when any clause holds; a clause holds when all its conditions do.
 # A condition is (query id, operator, threshold name).

@@ -40,6 +40,8 @@ CLAIM_RESOURCES = ("resourceclaims", "resourceclaimtemplates")
 DRIVER_STATUS_SUBRESOURCE = "resourceclaims/driver"
 GRANULAR_STATUS_GATE = "DRAResourceClaimGranularStatusAuthorization"
 ASSOCIATED_NODE_VERBS = ["associated-node:patch", "associated-node:update"]
+# The ClusterRole (and binding) of a driver's own kubelet plugin is this prefix and the driver name.
+KUBELET_PLUGIN_ROLE_PREFIX = "dra-kubeletplugin:"
 
 
 def granular_status(kubernetes_version):
@@ -139,23 +141,43 @@ def subjects(entry):
     return result
 
 
-def cluster_role(name, rules, persona):
-    return {"apiVersion": RBAC_API, "kind": "ClusterRole", "metadata": {"name": name, "labels": labels(persona)},
+def cluster_role(name, rules, object_labels):
+    return {"apiVersion": RBAC_API, "kind": "ClusterRole", "metadata": {"name": name, "labels": object_labels},
             "rules": rules}
 
 
-def cluster_role_binding(name, role, subject_list, persona):
+def cluster_role_binding(name, role, subject_list, object_labels):
     return {"apiVersion": RBAC_API, "kind": "ClusterRoleBinding",
-            "metadata": {"name": name, "labels": labels(persona)},
+            "metadata": {"name": name, "labels": object_labels},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
             "subjects": subject_list}
 
 
-def role_binding(name, namespace, role, subject_list, persona):
+def role_binding(name, namespace, role, subject_list, object_labels):
     return {"apiVersion": RBAC_API, "kind": "RoleBinding",
-            "metadata": {"name": name, "namespace": namespace, "labels": labels(persona)},
+            "metadata": {"name": name, "namespace": namespace, "labels": object_labels},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
             "subjects": subject_list}
+
+
+def service_account(name, namespace, object_labels):
+    return {"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": name, "namespace": namespace, "labels": object_labels}}
+
+
+def kubelet_plugin_objects(driver, namespace, account, served, granular_status, object_labels):
+    """The RBAC a driver's own kubelet plugin runs with (role dra.admin.driver, built-in template): its
+    ServiceAccount `account` in `namespace`, and a ClusterRole named dra-kubeletplugin:<driver> with the
+    driver persona's rules, bound to it.
+
+    The objects carry `object_labels` (the driver's), not the persona label: dra_rbac_plan_info would
+    otherwise count them among its own objects and report them stale.
+    """
+    name = KUBELET_PLUGIN_ROLE_PREFIX + driver
+    bound = subjects({"service_accounts": ["%s/%s" % (namespace, account)]})
+    return [service_account(account, namespace, object_labels),
+            cluster_role(name, driver_rules(served, [driver], granular_status), object_labels),
+            cluster_role_binding(name, name, bound, object_labels)]
 
 
 def validate_personas(admins, drivers, operators):
@@ -191,18 +213,18 @@ def render(served, admins=None, drivers=None, operators=None, prefix="dra-", gra
         raise ValueError("; ".join(problems))
     objects = []
     admin_name = persona_name(prefix, "admin")
-    objects.append(cluster_role(admin_name, admin_rules(served), "admin"))
+    objects.append(cluster_role(admin_name, admin_rules(served), labels("admin")))
     admin_subjects = subjects(admins or {})
     if admin_subjects:
-        objects.append(cluster_role_binding(admin_name, admin_name, admin_subjects, "admin"))
+        objects.append(cluster_role_binding(admin_name, admin_name, admin_subjects, labels("admin")))
     for entry in drivers or []:
         name = persona_name(prefix, "driver", entry["driver"])
-        objects.append(cluster_role(name, driver_rules(served, [entry["driver"]], granular_status), "driver"))
+        objects.append(cluster_role(name, driver_rules(served, [entry["driver"]], granular_status), labels("driver")))
         entry_subjects = subjects(entry)
         if entry_subjects:
-            objects.append(cluster_role_binding(name, name, entry_subjects, "driver"))
+            objects.append(cluster_role_binding(name, name, entry_subjects, labels("driver")))
     operator_name = persona_name(prefix, "operator")
-    objects.append(cluster_role(operator_name, operator_rules(served), "operator"))
+    objects.append(cluster_role(operator_name, operator_rules(served), labels("operator")))
     bindings = {}
     for entry in operators or []:
         for namespace in entry.get("namespaces") or []:
@@ -212,7 +234,8 @@ def render(served, admins=None, drivers=None, operators=None, prefix="dra-", gra
                     bindings[namespace].append(subject)
     for namespace in sorted(bindings):
         if bindings[namespace]:
-            objects.append(role_binding(operator_name, namespace, operator_name, bindings[namespace], "operator"))
+            objects.append(role_binding(operator_name, namespace, operator_name, bindings[namespace],
+                                        labels("operator")))
     return objects
 
 

@@ -74,13 +74,17 @@ def pool_generation(resource_slice):
     return int((_spec(resource_slice).get("pool") or {}).get("generation") or 0)
 
 
+def newest_by_pool(generations):
+    """{pool key: newest generation} of (pool key, generation) pairs: the one rule of which slices count."""
+    newest = {}
+    for key, generation in generations:
+        newest[key] = max(newest.get(key, generation), generation)
+    return newest
+
+
 def newest_generations(slices):
     """{(driver, pool): newest generation seen}."""
-    newest = {}
-    for item in slices:
-        key = pool_key(item)
-        newest[key] = max(newest.get(key, pool_generation(item)), pool_generation(item))
-    return newest
+    return newest_by_pool((pool_key(item), pool_generation(item)) for item in slices)
 
 
 def current_slices(slices):
@@ -101,18 +105,15 @@ def device_index(slices):
 
     Reads the slices once, keeping only names and locations (not the slices).
     """
-    newest = {}  # (driver, pool) -> (generation, [(device, location), ...])
-    for item in slices:
-        key, generation = pool_key(item), pool_generation(item)
-        seen = newest.get(key)
-        if seen is None or generation > seen[0]:
-            seen = newest[key] = (generation, [])
-        if generation == seen[0]:
-            seen[1].extend((d.get("name"), device_location(item, d)) for d in _spec(item).get("devices") or [])
+    read = [(pool_key(item), pool_generation(item),
+             [(d.get("name"), device_location(item, d)) for d in _spec(item).get("devices") or []])
+            for item in slices]
+    newest = newest_by_pool((key, generation) for key, generation, dummy in read)
     locations = {}
-    for (driver, pool), (_generation, devices) in newest.items():
-        for name, location in devices:
-            locations[(driver, pool, name)] = location
+    for (driver, pool), generation, devices in read:
+        if generation == newest[(driver, pool)]:
+            for name, location in devices:
+                locations[(driver, pool, name)] = location
     return locations, set(newest)
 
 

@@ -19,14 +19,17 @@ __metaclass__ = type
 
 import math
 
-KUBE_CONTROLLER_MANAGER = "kube-controller-manager"
-KUBE_SCHEDULER = "kube-scheduler"
+from ansible_collections.dra.admin.plugins.module_utils._gates import KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER, KUBELET
+
+# kube-controller-manager's built-in --kube-api-qps and --kube-api-burst.
+DEFAULT_KCM_QPS = 20
+DEFAULT_KCM_BURST = 30
 
 # Built-in client defaults (QPS, Burst) of each component, used when a value is not set.
 DEFAULT_RATES = {
-    KUBE_CONTROLLER_MANAGER: (20.0, 30),
+    KUBE_CONTROLLER_MANAGER: (float(DEFAULT_KCM_QPS), DEFAULT_KCM_BURST),
     KUBE_SCHEDULER: (50.0, 100),
-    "kubelet": (50.0, 100),
+    KUBELET: (50.0, 100),
 }
 
 SCHEDULER_KIND = "KubeSchedulerConfiguration"

@@ -20,6 +20,7 @@ from ansible_collections.dra.admin.plugins.module_utils._gates import (
     RESOURCE_GROUP,
     preferred_api_version,
 )
+from ansible_collections.dra.admin.plugins.module_utils._rbac import served_resource_names
 
 from ansible.module_utils.basic import AnsibleModule, _load_params
 
@@ -213,6 +214,12 @@ class DraApi(object):
             group = self.get_or_none("/apis/%s" % RESOURCE_GROUP)
             self._served = [v["version"] for v in (group or {}).get("versions", [])]
         return self._served
+
+    def served_resources(self):
+        """Resource names (with subresources, e.g. resourceclaims/status) served in resource.k8s.io across
+        every served version, sorted: one discovery request per served version."""
+        return served_resource_names([self.get_or_none("/apis/%s/%s" % (RESOURCE_GROUP, version))
+                                      for version in self.served_resource_versions()])
 
     def resource_api_version(self):
         """The resource.k8s.io version to use, or DraNotServedError naming what is served."""

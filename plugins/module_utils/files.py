@@ -1,7 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: dra.admin contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Host file writes shared by the modules that edit node files: a backup first, then an atomic write."""
+"""Files on the host a module runs on: the collection's one way to read them (component_flags,
+kubelet_config, a local chart's Chart.yaml), and for the modules that edit node files a backup
+first, then an atomic write. (_hardware reads sysfs and procfs its own lenient way.)"""
 
 from __future__ import absolute_import, division, print_function
 
@@ -13,14 +15,20 @@ import tempfile
 import time
 
 
-def read_text(path, missing, not_a_file, error):
-    """The UTF-8 text of the regular file `path`; raise error(missing % path) or error(not_a_file % path)."""
+def read_text(path):
+    """The UTF-8 text of the file `path`."""
+    with open(path, "rb") as handle:
+        return handle.read().decode("utf-8")
+
+
+def read_regular_file(path, missing, not_a_file, error):
+    """read_text of `path` when it is a regular file; otherwise raise error(missing % path) when it does not
+    exist, error(not_a_file % path) when it is something else."""
     if not os.path.exists(path):
         raise error(missing % path)
     if not os.path.isfile(path):
         raise error(not_a_file % path)
-    with open(path, "rb") as handle:
-        return handle.read().decode("utf-8")
+    return read_text(path)
 
 
 def backup_file(path, backup_dir):

@@ -36,6 +36,9 @@ description:
     C(dra.admin.feature_gates) role does it).
 author:
   - dra.admin maintainers (@dra-admin)
+extends_documentation_fragment:
+  - dra.admin.attributes
+  - dra.admin.attributes.platform
 options:
   path:
     description:
@@ -140,10 +143,17 @@ options:
 attributes:
   check_mode:
     support: full
-    description: Reports what would change and the diff; writes nothing.
+    details:
+      - Reports what would change and the diff; writes nothing.
   diff_mode:
     support: full
-    description: The manifest text before and after.
+    details:
+      - The manifest text before and after.
+  platform:
+    support: full
+    platforms: posix
+    details:
+      - Runs on the node whose static Pod manifest it changes.
 requirements:
   - PyYAML >= 3.11
 notes:
@@ -275,9 +285,10 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.dra.admin.plugins.module_utils import _flags, _tuning
-from ansible_collections.dra.admin.plugins.module_utils.files import backup_file, read_text as read_file_text, write_atomically
+from ansible_collections.dra.admin.plugins.module_utils.files import backup_file, read_regular_file, read_text, write_atomically
+from ansible_collections.dra.admin.plugins.module_utils._merge import deep_merge
 from ansible_collections.dra.admin.plugins.module_utils._gates import (
-    dra_gates, dra_runtime_config, gates_for_dra, validate_dra_gates, validate_gates, validate_runtime_config,
+    KUBE_SCHEDULER, dra_additions, validate_dra_gates, validate_gates, validate_runtime_config,
 )
 
 
@@ -324,28 +335,14 @@ def validate_request(version, feature_gates, runtime_config, enable_dra=False):
     return gate_errors + validate_runtime_config(version, entries)
 
 
-def read_text(path):
-    return read_file_text(
+def read_manifest(path):
+    return read_regular_file(
         path, "manifest %s does not exist: is this a control-plane node set up by kubeadm? "
         "Give the manifest's path in the path option", "%s is not a regular file: give the manifest's path",
         _flags.ManifestError)
 
 
-def dra_additions(version, container, feature_gates):
-    """(gates, runtime-config entries) the catalog says DRA needs for this container on this release."""
-    gates = gates_for_dra(version)
-    runtime_config = {}
-    if container == "kube-apiserver":
-        runtime_config = dra_runtime_config(version, dra_gates(version, feature_gates))
-    return gates, runtime_config
-
-
 CONFIG_ANNOTATION = "dra.admin/config-sha256"
-
-
-def read_config(host_path):
-    with open(host_path, "rb") as handle:
-        return handle.read().decode("utf-8")
 
 
 def plan_config_file(options, manifest, container, flags, where):
@@ -388,11 +385,11 @@ def plan_config_file(options, manifest, container, flags, where):
     exists = os.path.isfile(host_path)
     if os.path.exists(host_path) and not exists:
         raise _flags.ManifestError("%s is not a regular file: give config_file.path a file name" % host_path)
-    text = read_config(host_path) if exists else ""
+    text = read_text(host_path) if exists else ""
     merge = dict(options.get("merge") or {})
     if not exists:
         base = _tuning.scheduler_config_from_flags(flags, options["api_version"])
-        merge = _flags.merge_values(base, merge)
+        merge = deep_merge(base, merge)
     new_text, changed, dummy, after = _flags.edit_config_text(text, options["kind"], merge, where=host_path)
     if not exists:
         changed = True
@@ -410,7 +407,7 @@ def plan(params):
         check_backup_dir(path, params["backup_dir"])
     if params["enable_dra"] and not version:
         raise _flags.ManifestError("enable_dra needs kubernetes_version: give the component's version, e.g. v1.33.13")
-    text = read_text(path)
+    text = read_manifest(path)
     manifest = _flags.load_manifest(text, path)
     target = _flags.find_container(manifest, params["container"], path)
     container = target.get("name")
@@ -438,7 +435,7 @@ def plan(params):
                 errors.append("%s: --config is managed through config_file: leave it out of set_flags and "
                               "remove_flags" % path)
             set_flags["config"] = config["path"]
-    if container == _tuning.KUBE_SCHEDULER and (config or flags.get("config")):
+    if container == KUBE_SCHEDULER and (config or flags.get("config")):
         ignored = sorted(n for n in ("kube-api-qps", "kube-api-burst") if n in set_flags)
         if ignored:
             errors.append("%s: kube-scheduler ignores --%s once --config is given: set clientConnection.qps/burst "

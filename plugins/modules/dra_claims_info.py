@@ -33,6 +33,9 @@ author:
   - dra.admin maintainers (@dra-admin)
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - dra.admin.attributes
+  - dra.admin.attributes.info_module
+  - dra.admin.attributes.actiongroup_k8s
 options:
   node:
     description:

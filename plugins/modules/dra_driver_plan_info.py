@@ -32,6 +32,9 @@ author:
   - dra.admin maintainers (@dra-admin)
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - dra.admin.attributes
+  - dra.admin.attributes.info_module
+  - dra.admin.attributes.actiongroup_k8s
 options:
   driver: {description: The DRA driver name its ResourceSlices carry (for example C(gpu.example.com))., type: str, required: true}
   method:
@@ -158,6 +161,7 @@ health_ports:
   type: list
   elements: int
 rendered_problems: {description: Problems of the DaemonSet in O(rendered)., returned: when O(rendered) is given, type: list, elements: str}
+api_requests: {description: Number of API requests the module made., returned: always, type: int}
 """
 
 import os
@@ -170,9 +174,9 @@ from ansible_collections.dra.admin.plugins.module_utils._driver import (
     build_device_classes, chart_kind, chart_values, check_daemonset, daemonsets_in, decide_strategy,
     default_daemonset_name, kubelet_version, node_affinity, object_labels, select_nodes, validate_inputs,
 )
-from ansible_collections.dra.admin.plugins.module_utils._gates import RESOURCE_GROUP
+from ansible_collections.dra.admin.plugins.module_utils.files import read_text
 from ansible_collections.dra.admin.plugins.module_utils._node_selection import DEFAULT_EXCLUSION_LABEL, with_exclusion
-from ansible_collections.dra.admin.plugins.module_utils._rbac import driver_rules, granular_status, served_resource_names
+from ansible_collections.dra.admin.plugins.module_utils._rbac import granular_status, kubelet_plugin_objects
 
 
 def argument_spec():
@@ -216,19 +220,13 @@ def argument_spec():
     return spec
 
 
-def served_resources(api):
-    return served_resource_names([api.get_or_none("/apis/%s/%s" % (RESOURCE_GROUP, v))
-                                  for v in api.served_resource_versions()])
-
-
 def local_chart_name(chart_ref):
     """The name in Chart.yaml of a chart directory on this host, or None."""
     path = os.path.join(str(chart_ref or ""), "Chart.yaml")
     if not os.path.isfile(path):
         return None
     import yaml
-    with open(path) as handle:
-        return (yaml.safe_load(handle) or {}).get("name")
+    return (yaml.safe_load(read_text(path)) or {}).get("name")
 
 
 def rendered_documents(rendered):
@@ -239,23 +237,6 @@ def rendered_documents(rendered):
         return [d for d in rendered if isinstance(d, dict)]
     import yaml
     return [d for d in yaml.safe_load_all(str(rendered)) if isinstance(d, dict)]
-
-
-def driver_rbac(params, served, granular):
-    name = "dra-kubeletplugin:%s" % params["driver"]
-    labels = object_labels(params["daemonset_name"], params["driver"])
-    return [
-        {"apiVersion": "v1", "kind": "ServiceAccount",
-         "metadata": {"name": params["service_account"], "namespace": params["namespace"], "labels": labels}},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-         "metadata": {"name": name, "labels": labels},
-         "rules": driver_rules(served, [params["driver"]], granular)},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-         "metadata": {"name": name, "labels": labels},
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-         "subjects": [{"kind": "ServiceAccount", "name": params["service_account"],
-                       "namespace": params["namespace"]}]},
-    ]
 
 
 def plan(api, params, warn):
@@ -304,7 +285,7 @@ def plan(api, params, warn):
         warn(message)
 
     version = api.server_version().get("gitVersion")
-    served = served_resources(api)
+    served = api.served_resources()
     api_version = api.resource_api_version()
     result = {
         "kubernetes_version": version, "resource_api_version": api_version,
@@ -319,7 +300,9 @@ def plan(api, params, warn):
     if params["method"] == "template":
         params["node_affinity"] = terms
         daemonset = build_daemonset(params, decision["strategy"])
-        result["manifests"] = driver_rbac(params, served, granular_status(version)) + [daemonset]
+        rbac = kubelet_plugin_objects(params["driver"], params["namespace"], params["service_account"], served,
+                                      granular_status(version), object_labels(params["daemonset_name"], params["driver"]))
+        result["manifests"] = rbac + [daemonset]
         result["health_ports"] = [int(params["health_port"])]
     else:
         values, health_ports = chart_values(kind, params["chart_values"], params, decision["strategy"])

@@ -25,6 +25,9 @@ author:
   - dra.admin maintainers (@dra-admin)
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - dra.admin.attributes
+  - dra.admin.attributes.info_module
+  - dra.admin.attributes.actiongroup_k8s
 options:
   driver: {description: Driver name in the ResourceSlices., type: str, required: true}
   namespace: {description: Namespace of the DaemonSet., type: str, required: true}
@@ -77,6 +80,7 @@ daemonset_problems: {description: What is wrong with the DaemonSet spec., return
 update_strategy: {description: The DaemonSet's updateStrategy., returned: always, type: dict}
 progress: {description: One line per change seen while waiting., returned: always, type: list, elements: str}
 elapsed: {description: Seconds spent., returned: always, type: float}
+api_requests: {description: Number of API requests the module made., returned: always, type: int}
 """
 
 import time

@@ -29,6 +29,11 @@ description:
     driver in O(drivers), and returns RV(ansible_facts.dra_hardware_drift).
 author:
   - dra.admin maintainers (@dra-admin)
+extends_documentation_fragment:
+  - dra.admin.attributes
+  - dra.admin.attributes.facts
+  - dra.admin.attributes.facts_module
+  - dra.admin.attributes.platform
 options:
   root:
     description:
@@ -107,6 +112,12 @@ options:
             V({type: gpu}) to leave out MIG devices)."
         type: dict
         default: {}
+attributes:
+  platform:
+    support: full
+    platforms: linux
+    details:
+      - Reads the node's C(/sys) and C(/proc) (below O(root)) and runs C(nvidia-smi) when it is there.
 notes:
   - The bound driver, IOMMU group and SR-IOV fields are read from the links and files the kernel
     exposes; a field the kernel does not expose is null, not an error.

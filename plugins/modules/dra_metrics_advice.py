@@ -31,6 +31,9 @@ description:
   - Read-only; the same answer in check mode.
 author:
   - dra.admin maintainers (@dra-admin)
+extends_documentation_fragment:
+  - dra.admin.attributes
+  - dra.admin.attributes.info_module
 options:
   prometheus_url:
     description:
@@ -259,8 +262,9 @@ thresholds:
   description: The thresholds applied (defaults merged with O(thresholds)).
   returned: always
   type: dict
-requests:
-  description: Number of HTTP requests made.
+api_requests:
+  description: Number of HTTP requests the module made (to Prometheus's HTTP API, or to the scraped metrics
+    endpoints), under the same name as the collection's other modules' request counts.
   returned: always
   type: int
 """
@@ -286,7 +290,7 @@ def argument_spec():
         ca_path=dict(type="path"),
         scrape=dict(type="list", elements="dict", options=dict(
             url=dict(type="str", required=True),
-            component=dict(type="str", required=True, choices=list(_metrics.COMPONENTS)),
+            component=dict(type="str", required=True, choices=list(_metrics.SCRAPED_COMPONENTS)),
             bearer_token=dict(type="str", no_log=True),
             client_cert=dict(type="path"),
             client_key=dict(type="path", no_log=False),
@@ -516,7 +520,7 @@ def main():
             module.fail_json(msg="threshold %s is %r, not a number" % (key, value))
     http = Http(params["timeout"])
     result = advise(params, http)
-    module.exit_json(changed=False, requests=http.requests, **result)
+    module.exit_json(changed=False, api_requests=http.requests, **result)
 
 
 if __name__ == "__main__":

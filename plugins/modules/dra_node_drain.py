@@ -38,6 +38,8 @@ author:
   - dra.admin maintainers (@dra-admin)
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - dra.admin.attributes
+  - dra.admin.attributes.actiongroup_k8s
 options:
   node:
     description: The node to drain or return to service.
@@ -99,6 +101,13 @@ options:
     type: str
     choices: [if_drain_cordoned, always, never]
     default: if_drain_cordoned
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Returns the eviction order and changes nothing; C(changed) says whether the real run would write anything.
+  diff_mode:
+    support: none
 requirements:
   - kubernetes >= 24.2.0
   - PyYAML >= 3.11
@@ -190,7 +199,7 @@ details:
   returned: failure
   type: dict
 api_requests:
-  description: Number of API requests made.
+  description: Number of API requests the module made.
   returned: always
   type: int
 """

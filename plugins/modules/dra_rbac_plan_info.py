@@ -29,6 +29,9 @@ author:
   - dra.admin maintainers (@dra-admin)
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
+  - dra.admin.attributes
+  - dra.admin.attributes.info_module
+  - dra.admin.attributes.actiongroup_k8s
 options:
   admins:
     description: Subjects of the cluster-admin persona.
@@ -130,9 +133,8 @@ api_requests:
 from ansible_collections.dra.admin.plugins.module_utils.api import (
     AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
 )
-from ansible_collections.dra.admin.plugins.module_utils._gates import RESOURCE_GROUP
 from ansible_collections.dra.admin.plugins.module_utils._rbac import (
-    MANAGED_BY, PERSONA_LABEL, granular_status, render, served_resource_names, stale_objects,
+    MANAGED_BY, PERSONA_LABEL, granular_status, render, stale_objects,
 )
 
 SUBJECTS = dict(users=dict(type="list", elements="str", default=[]),
@@ -153,11 +155,6 @@ def argument_spec():
     return spec
 
 
-def served_resources(api):
-    lists = [api.get_or_none("/apis/%s/%s" % (RESOURCE_GROUP, v)) for v in api.served_resource_versions()]
-    return served_resource_names(lists)
-
-
 def existing_objects(api):
     query = {"labelSelector": "app.kubernetes.io/managed-by=%s,%s" % (MANAGED_BY, PERSONA_LABEL)}
     found = []
@@ -172,7 +169,7 @@ def existing_objects(api):
 
 def plan(api, params):
     version = api.server_version().get("gitVersion")
-    served = served_resources(api)
+    served = api.served_resources()
     granular = granular_status(version)
     objects = render(served, params["admins"], params["drivers"], params["operators"],
                      prefix=params["name_prefix"], granular_status=granular)

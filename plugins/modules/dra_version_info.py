@@ -20,6 +20,9 @@ description:
     cluster API template.
 author:
   - dra.admin maintainers (@dra-admin)
+extends_documentation_fragment:
+  - dra.admin.attributes
+  - dra.admin.attributes.info_module
 options:
   kubernetes_version:
     description: The release, for example V(v1.33.4) or V(1.36).

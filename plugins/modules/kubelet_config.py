@@ -28,6 +28,9 @@ description:
     caller's business (the C(dra.admin.feature_gates) role does it).
 author:
   - dra.admin maintainers (@dra-admin)
+extends_documentation_fragment:
+  - dra.admin.attributes
+  - dra.admin.attributes.platform
 options:
   path:
     description:
@@ -70,10 +73,17 @@ options:
 attributes:
   check_mode:
     support: full
-    description: Reports what would change and the diff; writes nothing.
+    details:
+      - Reports what would change and the diff; writes nothing.
   diff_mode:
     support: full
-    description: The file's text before and after.
+    details:
+      - The file's text before and after.
+  platform:
+    support: full
+    platforms: posix
+    details:
+      - Runs on the node whose kubelet configuration file it changes.
 requirements:
   - PyYAML >= 3.11
 """
@@ -135,8 +145,8 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.dra.admin.plugins.module_utils import _flags, _tuning
-from ansible_collections.dra.admin.plugins.module_utils.files import backup_file, read_text as read_file_text, write_atomically
-from ansible_collections.dra.admin.plugins.module_utils._gates import gates_for_dra, validate_dra_gates, validate_gates
+from ansible_collections.dra.admin.plugins.module_utils.files import backup_file, read_regular_file, write_atomically
+from ansible_collections.dra.admin.plugins.module_utils._gates import KUBELET, dra_additions, validate_dra_gates, validate_gates
 
 KIND = "KubeletConfiguration"
 
@@ -153,8 +163,8 @@ def argument_spec():
     )
 
 
-def read_text(path):
-    return read_file_text(
+def read_kubelet_config(path):
+    return read_regular_file(
         path, "kubelet configuration %s does not exist: is the kubelet set up by kubeadm on this node? "
         "Give the file's path in the path option (see the kubelet's --config flag)",
         "%s is not a regular file: give the kubelet configuration file's path", _flags.ManifestError)
@@ -166,7 +176,7 @@ def plan(params):
     version = params["kubernetes_version"]
     if params["enable_dra"] and not version:
         raise _flags.ManifestError("enable_dra needs kubernetes_version: give the kubelet's version, e.g. v1.33.13")
-    added = gates_for_dra(version) if params["enable_dra"] else {}
+    added = dra_additions(version, KUBELET)[0] if params["enable_dra"] else {}
     feature_gates = dict(params["feature_gates"])
     merge = dict(params["merge"])
     target = merge["featureGates"] if isinstance(merge.get("featureGates"), dict) else feature_gates
@@ -177,14 +187,14 @@ def plan(params):
         gates.update(merge["featureGates"])
     if version:
         check = validate_dra_gates if params["enable_dra"] else validate_gates
-        errors = check(version, dict((k, v) for k, v in gates.items() if v is not None), "kubelet")
+        errors = check(version, dict((k, v) for k, v in gates.items() if v is not None), KUBELET)
         if errors:
             raise _flags.ManifestError("%s: nothing written: %s" % (path, "; ".join(errors)))
-    text = read_text(path)
+    text = read_kubelet_config(path)
     new_text, changed, before, after = _flags.edit_config_text(text, KIND, merge, feature_gates, where=path)
     if "kubeAPIQPS" in merge or "kubeAPIBurst" in merge:
         errors = _tuning.check_component_rate(
-            "kubelet", merge.get("kubeAPIQPS"), merge.get("kubeAPIBurst"), before.get("kubeAPIQPS"),
+            KUBELET, merge.get("kubeAPIQPS"), merge.get("kubeAPIBurst"), before.get("kubeAPIQPS"),
             before.get("kubeAPIBurst"), path, ("kubeAPIQPS", "kubeAPIBurst"))
         if errors:
             raise _flags.ManifestError("%s: nothing written: %s" % (path, "; ".join(errors)))

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-EXCLUSION = "dra.admin/driver-excluded"
+from dra_objects import EXCLUSION_LABEL as EXCLUSION
 CORDON_ANNOTATION = "dra.admin/cordoned-before-drain"
 
 

@@ -238,3 +238,18 @@ def test_return_docs_name_the_locations_the_code_reports(module, names):
     for name in names:
         assert "C(%s)" % name in doc
     assert "per-device-node-selection>" not in doc
+
+
+def test_newest_generation_per_pool_has_one_rule():
+    assert _slices.newest_by_pool([("a", 1), ("b", 4), ("a", 3), ("a", 2)]) == {"a": 3, "b": 4}
+
+
+def test_device_index_keeps_the_newest_generation_whatever_the_order(rec):
+    old = copy.deepcopy(next(s for s in rec["slices"] if s["spec"]["nodeName"] == B))
+    new = copy.deepcopy(old)
+    new["spec"]["pool"]["generation"] = old["spec"]["pool"]["generation"] + 1
+    new["spec"]["nodeName"] = A
+    for order in ([old, new], [new, old]):
+        locations, pools = _slices.device_index(order)
+        assert pools == {_slices.pool_key(old)} and set(locations.values()) == {A}
+        assert _slices.current_slices(order) == [new]

@@ -4,7 +4,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.dra.admin.plugins.module_utils import _flags
+from ansible_collections.dra.admin.plugins.module_utils import _flags, _gates
 
 from conftest import FIXTURES
 
@@ -212,3 +212,19 @@ def test_config_of_another_kind_or_bad_values_is_refused():
     with pytest.raises(_flags.ManifestError, match="not both"):
         _flags.edit_config_text("kind: KubeletConfiguration\n", "KubeletConfiguration",
                                 merge={"featureGates": {"A": True}}, feature_gates={"B": True})
+
+
+@pytest.mark.parametrize("value, parsed", [(True, True), (False, False), ("true", True), (" FALSE ", False),
+                                           ("True", True), (None, None)])
+def test_config_file_gate_values_are_read_as_the_catalog_reads_them(value, parsed):
+    assert _flags.normalize_gates({"A": value}) == {"A": parsed}
+    if value is not None:
+        assert _gates.gate_value(value) is parsed
+
+
+@pytest.mark.parametrize("value", ["on", "1", 1, "yes", ""])
+def test_config_file_gate_values_other_than_true_or_false_are_refused(value):
+    with pytest.raises(_flags.ManifestError, match="feature gate A=.*: the value must be true or false"):
+        _flags.normalize_gates({"A": value})
+    with pytest.raises(ValueError):
+        _gates.gate_value(value)

@@ -121,6 +121,23 @@ def test_dra_settings_per_release():
     assert _gates.dra_settings("1.37")["provisional"] is False  # checked against the released v1.37.2
 
 
+@pytest.mark.parametrize("version, asked", [("v1.33.13", {}), ("v1.33.13", {"DRADeviceTaints": True}),
+                                            ("v1.36.3", {}), ("v1.36.3", {"DRADeviceTaintRules": True})])
+def test_dra_additions_per_component_agree_with_dra_settings(version, asked):
+    gates, runtime_config = _gates.dra_additions(version, _gates.KUBE_APISERVER, asked)
+    assert gates == _gates.gates_for_dra(version)
+    assert runtime_config == _gates.dra_settings(version, asked)["runtime_config"]
+    for component in (_gates.KUBE_CONTROLLER_MANAGER, _gates.KUBE_SCHEDULER, _gates.KUBELET):
+        assert _gates.dra_additions(version, component, asked) == (gates, {})
+
+
+def test_dra_additions_of_kube_apiserver():
+    assert _gates.dra_additions("v1.33.13", _gates.KUBE_APISERVER) == (
+        {"DynamicResourceAllocation": True}, {"resource.k8s.io/v1beta1": "true", "resource.k8s.io/v1beta2": "true"})
+    assert _gates.dra_additions("v1.36.3", _gates.KUBE_APISERVER, {"DRADeviceTaintRules": True}) == (
+        {}, {"resource.k8s.io/v1beta2": "true"})
+
+
 def test_dra_settings_refuse_switching_dra_off_or_bad_gates():
     off = _gates.dra_settings("v1.33.13", {"DynamicResourceAllocation": False})
     assert off["gates"] == {} and "switches DRA off" in off["errors"][0]

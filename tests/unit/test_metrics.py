@@ -3,6 +3,7 @@ import math
 import pytest
 
 from ansible_collections.dra.admin.plugins.module_utils import _metrics
+from ansible_collections.dra.admin.plugins.module_utils._gates import KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER
 
 TEXT = r'''
 # HELP workqueue_adds_total [ALPHA] Total number of adds handled by workqueue
@@ -118,7 +119,7 @@ workqueue_work_duration_seconds_bucket{name="resource_claim",le="+Inf"} 70
 
 
 def test_measure_scrapes_rate_gauge_and_quantile():
-    first, second = _scrape(KCM_BEFORE, _metrics.KCM), _scrape(KCM_AFTER, _metrics.KCM)
+    first, second = _scrape(KCM_BEFORE, KUBE_CONTROLLER_MANAGER), _scrape(KCM_AFTER, KUBE_CONTROLLER_MANAGER)
     q = _metrics.QUERY_BY_ID
     assert _metrics.measure_scrapes(q["workqueue_add_rate"], first, second, 20)["value"] == 3.0
     assert _metrics.measure_scrapes(q["workqueue_depth"], first, second, 20)["value"] == 42.0
@@ -135,13 +136,13 @@ def test_depth_needs_the_kube_controller_manager_endpoint():
 
 
 def test_no_observations_in_interval_is_no_data_not_zero():
-    first, second = _scrape(KCM_BEFORE, _metrics.KCM), _scrape(KCM_BEFORE, _metrics.KCM)
+    first, second = _scrape(KCM_BEFORE, KUBE_CONTROLLER_MANAGER), _scrape(KCM_BEFORE, KUBE_CONTROLLER_MANAGER)
     got = _metrics.measure_scrapes(_metrics.QUERY_BY_ID["workqueue_work_duration_p99"], first, second, 20)
     assert got["state"] == "no-data" and got["value"] is None
 
 
 def test_older_scheduler_metric_name_is_reported_as_missing_with_the_name_found():
-    old = _scrape('scheduler_e2e_scheduling_duration_seconds_bucket{le="+Inf"} 3\n', _metrics.SCHEDULER)
+    old = _scrape('scheduler_e2e_scheduling_duration_seconds_bucket{le="+Inf"} 3\n', KUBE_SCHEDULER)
     got = _metrics.measure_scrapes(_metrics.QUERY_BY_ID["scheduler_e2e_p99"], old, old, 10)
     assert got["state"] == "missing-metric"
     assert "scheduler_e2e_scheduling_duration_seconds" in got["detail"] and "older name" in got["detail"]

@@ -13,6 +13,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from ansible_collections.dra.admin.plugins.module_utils import _metrics
+from ansible_collections.dra.admin.plugins.module_utils._gates import KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER
 from ansible_collections.dra.admin.plugins.modules import dra_metrics_advice as mod
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -152,10 +153,10 @@ def _recorded_rounds():
         for s in samples:
             s.labels["endpoint"] = component
         return samples
-    first = tag(recorded("kube-controller-manager-v1.36.3-before"), _metrics.KCM) + \
-        tag(recorded("kube-scheduler-v1.36.3-before"), _metrics.SCHEDULER)
-    second = tag(recorded("kube-controller-manager-v1.36.3-after"), _metrics.KCM) + \
-        tag(recorded("kube-scheduler-v1.36.3-after"), _metrics.SCHEDULER)
+    first = tag(recorded("kube-controller-manager-v1.36.3-before"), KUBE_CONTROLLER_MANAGER) + \
+        tag(recorded("kube-scheduler-v1.36.3-before"), KUBE_SCHEDULER)
+    second = tag(recorded("kube-controller-manager-v1.36.3-after"), KUBE_CONTROLLER_MANAGER) + \
+        tag(recorded("kube-scheduler-v1.36.3-after"), KUBE_SCHEDULER)
     return first, second
 
 
@@ -376,6 +377,7 @@ def test_module_through_ansible(server):
                                                            "scheduler-binding-slow"]
     assert "from 20 to 75" in result["findings"][0]["advice"]
     assert result["thresholds"]["scheduler_e2e_p99_high"] == 0.1 and result["healthy"] is False
+    assert result["api_requests"] == 1 + len(_metrics.QUERIES) and "requests" not in result
 
 
 def test_module_rejects_bad_input():

@@ -132,3 +132,25 @@ def test_module_docs_default_of_the_exclusion_label_equals_the_constant(module):
     options = yaml.safe_load(mod.DOCUMENTATION)["options"]
     assert options["exclusion_label"]["default"] == EXCL
     assert mod.argument_spec()["exclusion_label"]["default"] == EXCL
+
+
+def test_python_code_spells_the_exclusion_label_only_in_the_constant():
+    """Module DOCUMENTATION (YAML, checked above) may repeat it; code imports DEFAULT_EXCLUSION_LABEL."""
+    import ast
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    home = os.path.join(root, "plugins", "module_utils", "_node_selection.py")
+    spelled = []
+    for top in ("plugins", "tests", "bench", "hack"):
+        for directory, dummy, files in os.walk(os.path.join(root, top)):
+            for name in files:
+                path = os.path.join(directory, name)
+                if not name.endswith(".py") or path == home:
+                    continue
+                with open(path) as fh:
+                    tree = ast.parse(fh.read(), path)
+                for node in ast.walk(tree):
+                    if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["DOCUMENTATION"]:
+                        node.value.value = ""  # the module's docs: checked by the tests above
+                    elif isinstance(node, ast.Constant) and isinstance(node.value, str) and EXCL in node.value:
+                        spelled.append("%s:%d" % (os.path.relpath(path, root), node.lineno))
+    assert spelled == []

@@ -93,9 +93,41 @@ def test_bad_persona_inputs_are_refused_together():
 def test_stale_objects_only_ours():
     wanted = r.render([], operators=[{"namespaces": ["a"], "users": ["u"]}])
     existing = wanted + [
-        r.role_binding("dra-operator", "gone", "dra-operator", [], "operator"),
+        r.role_binding("dra-operator", "gone", "dra-operator", [], r.labels("operator")),
         {"kind": "RoleBinding", "metadata": {"name": "other", "namespace": "x", "labels": {}}},
         {"kind": "ClusterRole", "metadata": {"name": "dra-kubeletplugin:x",
                                              "labels": {"app.kubernetes.io/managed-by": "dra.admin"}}},
     ]
     assert r.stale_objects(existing, wanted) == [{"kind": "RoleBinding", "namespace": "gone", "name": "dra-operator"}]
+
+
+DRIVER_LABELS = {"app.kubernetes.io/name": "gpu-example-com-kubeletplugin",
+                 "app.kubernetes.io/component": "kubeletplugin", "app.kubernetes.io/managed-by": "dra.admin",
+                 "dra.admin/driver": "gpu.example.com"}
+
+
+def test_kubelet_plugin_objects_are_the_driver_persona_bound_to_the_plugins_service_account():
+    served = r.served_resource_names([V1_36])
+    objects = r.kubelet_plugin_objects("gpu.example.com", "dra-system", "gpu-example-com-kubeletplugin", served,
+                                       True, DRIVER_LABELS)
+    name = "dra-kubeletplugin:gpu.example.com"
+    assert objects == [
+        {"apiVersion": "v1", "kind": "ServiceAccount",
+         "metadata": {"name": "gpu-example-com-kubeletplugin", "namespace": "dra-system", "labels": DRIVER_LABELS}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+         "metadata": {"name": name, "labels": DRIVER_LABELS},
+         "rules": r.driver_rules(served, ["gpu.example.com"], True)},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": name, "labels": DRIVER_LABELS},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+         "subjects": [{"kind": "ServiceAccount", "name": "gpu-example-com-kubeletplugin",
+                       "namespace": "dra-system"}]},
+    ]
+    rules = rules_by_resource(objects[1]["rules"])
+    assert rules[("resource.k8s.io", "resourceclaims/driver", ("gpu.example.com",))] == {
+        "associated-node:patch", "associated-node:update"}
+
+
+def test_kubelet_plugin_objects_are_not_taken_for_stale_personas():
+    objects = r.kubelet_plugin_objects("gpu.example.com", "dra-system", "sa", [], True, DRIVER_LABELS)
+    assert r.stale_objects(objects, r.render([])) == []

@@ -404,3 +404,12 @@ def test_role_refuses_nan_and_infinity_before_writing(tmp_path, role_vars, task,
     assert "Traceback" not in output and "OverflowError" not in output, output
     assert {name: read(manifests / name) for name in os.listdir(str(manifests))} == before
     assert not (tmp_path / "sched.yaml").exists() and not (tmp_path / "backups").exists()
+
+
+def test_component_names_and_the_controller_manager_defaults_have_one_home():
+    from ansible_collections.dra.admin.plugins.module_utils import _gates, _metrics
+    assert set(_tuning.DEFAULT_RATES) <= set(_gates.COMPONENTS)
+    assert set(_metrics.SCRAPED_COMPONENTS) - {_metrics.PLUGIN} <= set(_gates.COMPONENTS)
+    assert _tuning.DEFAULT_RATES[_gates.KUBE_CONTROLLER_MANAGER] == (20.0, 30)
+    assert (_metrics.DEFAULT_KCM_QPS, _metrics.DEFAULT_KCM_BURST) == (_tuning.DEFAULT_KCM_QPS, _tuning.DEFAULT_KCM_BURST)
+    assert "defaults are 20 and 30" in _metrics._advice("kcm_tuning", None, None)
