@@ -686,6 +686,17 @@ def driver_archives(versions, log):
     return archives
 
 
+def load_driver_upgrade_image(versions, cluster, log=print):
+    """`kind load image-archive` of the driver's upgrade tag into every node of the cluster (the node
+    images hold only the release tag). Returns the image reference."""
+    from clusterlib import component_bin
+    ref = driver_image(versions, versions["DRA_EXAMPLE_DRIVER_VERSION"] + DRIVER_UPGRADE_TAG_SUFFIX)
+    archive = driver_archives(versions, log)[ref]
+    kind_bin = component_bin("kind", versions["KIND_VERSION"], "kind")
+    run([kind_bin, "load", "image-archive", archive, "--name", cluster], env=podman_env(network_name(cluster)))
+    return ref
+
+
 # --- clusters ---------------------------------------------------------------------------------
 
 KIND_CLUSTER_LABEL = "io.x-k8s.kind.cluster"

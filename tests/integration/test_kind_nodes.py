@@ -251,8 +251,8 @@ def test_seamless_upgrade_hands_over_while_a_new_claim_pod_starts(kind_cluster, 
     api = c.resource_version
     c.apply([claim_template("one-gpu", ns, api)])
     old = [p["metadata"]["uid"] for p in live_driver_pods(c, node)]
-    new_image = kindlib.driver_image(c.versions, c.versions["DRA_EXAMPLE_DRIVER_VERSION"]
-                                     + kindlib.DRIVER_UPGRADE_TAG_SUFFIX)
+    # As a user would: the new tag is loaded into the nodes (`kind load image-archive`), nothing is pulled.
+    new_image = kindlib.load_driver_upgrade_image(c.versions, c.name)
     playbook = tmp_path / "role.yml"
     playbook.write_text("- hosts: localhost\n  gather_facts: false\n  roles:\n    - dra.admin.driver\n")
     vars_file = tmp_path / "vars.json"
