@@ -22,10 +22,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
 import clusterlib  # noqa: E402
 import kindlib  # noqa: E402
+from dra_objects import DRIVER, claim_template  # noqa: E402
 from kube import wait_for  # noqa: E402
 
 VERSIONS = clusterlib.supported_k8s_versions()
-DRIVER = "gpu.example.com"
 DRIVER_NAMESPACE = "dra-system"
 
 
@@ -120,14 +120,6 @@ def driver(kind_cluster, tmp_path_factory):
     return DRIVER
 
 
-def claim_template(name, namespace, api):
-    return {"apiVersion": f"resource.k8s.io/{api}", "kind": "ResourceClaimTemplate",
-            "metadata": {"name": name, "namespace": namespace},
-            "spec": {"spec": {"devices": {"requests": [
-                {"name": "gpu", "exactly": {"deviceClassName": DRIVER}} if api == "v1" else
-                {"name": "gpu", "deviceClassName": DRIVER}]}}}}
-
-
 def running_pod(c, namespace, name):
     current = c.get_json("pod", name, "-n", namespace)
     return current if current["status"].get("phase") == "Running" else None
@@ -140,8 +132,6 @@ def test_pod_with_template_claim_sees_its_cdi_device(kind_cluster, driver):
     wait_until(lambda: c.kubectl("get", "serviceaccount", "default", "-n", ns, check=False).returncode == 0, 60,
                "the namespace's default ServiceAccount")
     api = c.resource_version
-    if api not in ("v1", "v1beta2"):
-        raise AssertionError(f"unexpected preferred resource.k8s.io version {api}")
     helper = kindlib.cluster_images(c.versions, c.version)["local-path-helper"]
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "uses-gpu", "namespace": ns},
            "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
@@ -149,7 +139,7 @@ def test_pod_with_template_claim_sees_its_cdi_device(kind_cluster, driver):
                     "containers": [{"name": "ctr", "image": helper, "imagePullPolicy": "IfNotPresent",
                                     "command": ["sh", "-c", "env | sort; sleep 3600"],
                                     "resources": {"claims": [{"name": "gpu"}]}}]}}
-    c.apply([claim_template("one-gpu", ns, api), pod])
+    c.apply([claim_template(api, ns, "one-gpu"), pod])
 
     running = wait_until(lambda: running_pod(c, ns, "uses-gpu"), 180, "the pod to run")
     node = running["spec"]["nodeName"]
@@ -249,7 +239,7 @@ def test_seamless_upgrade_hands_over_while_a_new_claim_pod_starts(kind_cluster, 
     wait_until(lambda: c.kubectl("get", "serviceaccount", "default", "-n", ns, check=False).returncode == 0, 60,
                "the namespace's default ServiceAccount")
     api = c.resource_version
-    c.apply([claim_template("one-gpu", ns, api)])
+    c.apply([claim_template(api, ns, "one-gpu")])
     old = [p["metadata"]["uid"] for p in live_driver_pods(c, node)]
     # As a user would: the new tag is loaded into the nodes (`kind load image-archive`), nothing is pulled.
     new_image = kindlib.load_driver_upgrade_image(c.versions, c.name)
