@@ -6,7 +6,8 @@ feature_gates role's check and dra_version_info) must be the verdict of kube-api
 kube-controller-manager, kube-scheduler and kubelet started with the gates the role would
 write. hack/cluster/gatematrix.py says what counts as refused and accepted. The only
 differences allowed are gatematrix.EXCEPTIONS (docs/decisions.md says why), and each of them
-must still occur. `make gate-matrix` runs the same comparison for every release from 1.32.
+must still occur. `make gate-matrix-test` runs this file (it is not part of `make test`);
+`make gate-matrix` runs the same comparison for every release from 1.32.
 """
 import json
 import os
