@@ -72,6 +72,19 @@ class KindCluster:
         group = json.loads(self.kubectl("get", "--raw", "/apis/resource.k8s.io").stdout)
         return group["preferredVersion"]["version"]
 
+    def run_module(self, module, args, tmp_path):
+        """One module ad hoc on localhost against the cluster; its result dict."""
+        inventory = tmp_path / "adhoc-inventory.yml"
+        inventory.write_text(yaml.safe_dump({"all": {"hosts": {"localhost": {
+            "ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}))
+        env = dict(self.env, ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="json")
+        res = subprocess.run(["ansible", "localhost", "-i", str(inventory), "-m", module, "-a", json.dumps(args)],
+                             env=env, capture_output=True, text=True, cwd=ROOT, check=False)
+        try:
+            return json.loads(res.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
+        except (ValueError, KeyError, IndexError):
+            raise AssertionError(f"cannot read result of {module}: rc={res.returncode}\n{res.stdout}\n{res.stderr}")
+
     def run_role(self, role, tmp_path, extra_vars):
         playbook = tmp_path / "role.yml"
         playbook.write_text(f"- hosts: localhost\n  gather_facts: false\n  roles:\n    - {role}\n")
@@ -165,18 +178,14 @@ def test_pod_with_template_claim_sees_its_cdi_device(kind_cluster, driver):
     assert env.get("KUBERNETES_NODE_NAME") == node
     assert env.get("DRA_RESOURCE_DRIVER_NAME") == DRIVER
 
-    def cdi_specs_naming_claim():
-        out = c.on_node(node, "sh", "-c", f"grep -l {uid} /var/run/cdi/* 2>/dev/null || true")
-        assert out.returncode == 0, out.stderr
-        return out.stdout.split()
-    specs = cdi_specs_naming_claim()
+    specs = cdi_specs_naming(c, node, uid)
     assert specs, f"no CDI spec on {node} names claim {uid}"
 
     # Deleting the pod deletes its claim, and the driver removes the claim's CDI spec from the node.
     c.kubectl("delete", "pod", "uses-gpu", "-n", ns, "--wait=true", "--timeout=120s")
     wait_until(lambda: c.kubectl("get", f"resourceclaims.{api}.resource.k8s.io", claim_name, "-n", ns,
                                  check=False).returncode != 0, 120, f"claim {claim_name} to be deleted")
-    wait_until(lambda: not cdi_specs_naming_claim(), 60, f"the CDI spec of claim {uid} to leave {node}")
+    wait_until(lambda: not cdi_specs_naming(c, node, uid), 60, f"the CDI spec of claim {uid} to leave {node}")
     c.kubectl("delete", "namespace", ns, "--wait=false")
 
 
@@ -226,6 +235,61 @@ def test_liveness_probe_restarts_a_plugin_that_stopped_answering(kind_cluster, d
         [(e.get("reason"), e.get("message")) for e in events]
     assert restarted_pod["metadata"]["uid"] == uid
     wait_until(lambda: node_slices(c, node), 120, f"the restarted plugin to publish {node}'s slices")
+
+
+def cdi_specs_naming(c, node, uid):
+    out = c.on_node(node, "sh", "-c", f"grep -l {uid} /var/run/cdi/* 2>/dev/null || true")
+    assert out.returncode == 0, out.stderr
+    return out.stdout.split()
+
+
+def test_drain_unprepares_every_claim_before_the_driver_leaves_then_returns_to_service(kind_cluster, driver,
+                                                                                     tmp_path):
+    """dra_node_drain on a real node: the claim pod's container is stopped and its claim unprepared by the
+    driver (its CDI spec leaves the node) while the driver still runs there; only then is the driver taken
+    off; state=in_service brings the driver back, its slices published, and uncordons."""
+    c = kind_cluster
+    node = c.nodes[-1]
+    ns = "itk-drain"
+    c.kubectl("create", "namespace", ns)
+    wait_until(lambda: c.kubectl("get", "serviceaccount", "default", "-n", ns, check=False).returncode == 0, 60,
+               "the namespace's default ServiceAccount")
+    api = c.resource_version
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "trainer", "namespace": ns},
+           "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
+                    "nodeSelector": {"kubernetes.io/hostname": node},
+                    "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
+                    "containers": [{"name": "ctr", "image": kindlib.cluster_images(c.versions, c.version)[
+                        "local-path-helper"], "imagePullPolicy": "IfNotPresent", "command": ["sleep", "3600"],
+                        "resources": {"claims": [{"name": "gpu"}]}}]}}
+    c.apply([claim_template(api, ns, "one-gpu"), pod])
+    running = wait_until(lambda: running_pod(c, ns, "trainer"), 180, "the claim pod to run")
+    claim_name = running["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
+    claim_uid = c.get_json(f"resourceclaims.{api}.resource.k8s.io", claim_name, "-n", ns)["metadata"]["uid"]
+    assert cdi_specs_naming(c, node, claim_uid), f"no CDI spec on {node} for claim {claim_uid}"
+    driver_pods = [p["metadata"]["uid"] for p in live_driver_pods(c, node)]
+    assert len(driver_pods) == 1
+
+    drained = c.run_module("dra.admin.dra_node_drain", {
+        "node": node, "driver_daemonsets": [f"{DRIVER_NAMESPACE}/gpu-example-com-kubeletplugin"],
+        "timeout": 240}, tmp_path)
+    assert not drained.get("failed"), json.dumps(drained, indent=1)[:4000]
+    assert drained["claim_pods"] == [f"{ns}/trainer"] and drained["driver_pods"], drained
+    # A pod with restartPolicy Never and its template claim are deleted; the driver unprepared the claim
+    # on the node (the CDI spec is gone) before it was taken off.
+    assert c.kubectl("get", "pod", "trainer", "-n", ns, check=False).returncode != 0
+    assert not cdi_specs_naming(c, node, claim_uid), f"claim {claim_uid} still prepared on {node}"
+    assert live_driver_pods(c, node) == []
+    state = c.get_json("node", node)
+    assert state["spec"].get("unschedulable") is True
+
+    back = c.run_module("dra.admin.dra_node_drain", {
+        "node": node, "state": "in_service", "drivers": [DRIVER], "timeout": 240}, tmp_path)
+    assert not back.get("failed") and back["uncordon"] is True, json.dumps(back, indent=1)[:4000]
+    assert [p for p in live_driver_pods(c, node) if is_ready(p)]
+    assert node_slices(c, node)
+    assert not c.get_json("node", node)["spec"].get("unschedulable")
+    c.kubectl("delete", "namespace", ns, "--wait=false")
 
 
 def test_seamless_upgrade_hands_over_while_a_new_claim_pod_starts(kind_cluster, driver, tmp_path):
