@@ -243,8 +243,7 @@ def cdi_specs_naming(c, node, uid):
     return out.stdout.split()
 
 
-def test_drain_unprepares_every_claim_before_the_driver_leaves_then_returns_to_service(kind_cluster, driver,
-                                                                                     tmp_path):
+def test_drain_unprepares_claims_before_the_driver_leaves_then_returns_to_service(kind_cluster, driver, tmp_path):
     """dra_node_drain on a real node: the claim pod's container is stopped and its claim unprepared by the
     driver (its CDI spec leaves the node) while the driver still runs there; only then is the driver taken
     off; state=in_service brings the driver back, its slices published, and uncordons."""
@@ -335,7 +334,7 @@ def test_seamless_upgrade_hands_over_while_a_new_claim_pod_starts(kind_cluster, 
                             "command": ["sh", "-c", "env | sort; sleep 3600"],
                             "resources": {"claims": [{"name": "gpu"}]}}]}}
         c.apply([pod])
-        out, _ = role.communicate(timeout=600)
+        out = role.communicate(timeout=600)[0]
     finally:
         if role.poll() is None:
             role.kill()
