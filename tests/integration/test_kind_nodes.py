@@ -254,36 +254,45 @@ def test_drain_unprepares_claims_before_the_driver_leaves_then_returns_to_servic
     wait_until(lambda: c.kubectl("get", "serviceaccount", "default", "-n", ns, check=False).returncode == 0, 60,
                "the namespace's default ServiceAccount")
     api = c.resource_version
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "trainer", "namespace": ns},
-           "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
-                    "nodeSelector": {"kubernetes.io/hostname": node},
-                    "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
-                    "containers": [{"name": "ctr", "image": kindlib.cluster_images(c.versions, c.version)[
-                        "local-path-helper"], "imagePullPolicy": "IfNotPresent", "command": ["sleep", "3600"],
-                        "resources": {"claims": [{"name": "gpu"}]}}]}}
-    c.apply([claim_template(api, ns, "one-gpu"), pod])
-    running = wait_until(lambda: running_pod(c, ns, "trainer"), 180, "the claim pod to run")
+    helper = kindlib.cluster_images(c.versions, c.version)["local-path-helper"]
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "trainer", "namespace": ns},
+                  "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "trainer"}},
+                           "template": {"metadata": {"labels": {"app": "trainer"}}, "spec": {
+                               "terminationGracePeriodSeconds": 1,
+                               "nodeSelector": {"kubernetes.io/hostname": node},
+                               "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
+                               "containers": [{"name": "ctr", "image": helper, "imagePullPolicy": "IfNotPresent",
+                                               "command": ["sleep", "3600"],
+                                               "resources": {"claims": [{"name": "gpu"}]}}]}}}}
+    c.apply([claim_template(api, ns, "one-gpu"), deployment])
+
+    def running_trainer():
+        pods = c.get_json("pods", "-n", ns, "-l", "app=trainer")["items"]
+        return [p for p in pods if p["status"].get("phase") == "Running"]
+    running = wait_until(running_trainer, 180, "the claim pod to run")[0]
+    pod_name = running["metadata"]["name"]
     claim_name = running["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
     claim_uid = c.get_json(f"resourceclaims.{api}.resource.k8s.io", claim_name, "-n", ns)["metadata"]["uid"]
     assert cdi_specs_naming(c, node, claim_uid), f"no CDI spec on {node} for claim {claim_uid}"
     driver_pods = [p["metadata"]["uid"] for p in live_driver_pods(c, node)]
     assert len(driver_pods) == 1
 
+    driver_daemonsets = [f"{DRIVER_NAMESPACE}/gpu-example-com-kubeletplugin"]
     drained = c.run_module("dra.admin.dra_node_drain", {
-        "node": node, "driver_daemonsets": [f"{DRIVER_NAMESPACE}/gpu-example-com-kubeletplugin"],
-        "timeout": 240}, tmp_path)
+        "node": node, "driver_daemonsets": driver_daemonsets, "timeout": 240}, tmp_path)
     assert not drained.get("failed"), json.dumps(drained, indent=1)[:4000]
-    assert drained["claim_pods"] == [f"{ns}/trainer"] and drained["driver_pods"], drained
-    # A pod with restartPolicy Never and its template claim are deleted; the driver unprepared the claim
-    # on the node (the CDI spec is gone) before it was taken off.
-    assert c.kubectl("get", "pod", "trainer", "-n", ns, check=False).returncode != 0
+    assert drained["claim_pods"] == [f"{ns}/{pod_name}"] and drained["driver_pods"], drained
+    # The evicted pod and its template claim are gone; the driver unprepared the claim on the node (its CDI
+    # spec is gone) before it was taken off. The replacement pod waits: the node is cordoned.
+    assert c.kubectl("get", "pod", pod_name, "-n", ns, check=False).returncode != 0
     assert not cdi_specs_naming(c, node, claim_uid), f"claim {claim_uid} still prepared on {node}"
     assert live_driver_pods(c, node) == []
     state = c.get_json("node", node)
     assert state["spec"].get("unschedulable") is True
 
     back = c.run_module("dra.admin.dra_node_drain", {
-        "node": node, "state": "in_service", "drivers": [DRIVER], "timeout": 240}, tmp_path)
+        "node": node, "state": "in_service", "driver_daemonsets": driver_daemonsets, "drivers": [DRIVER],
+        "timeout": 240}, tmp_path)
     assert not back.get("failed") and back["uncordon"] is True, json.dumps(back, indent=1)[:4000]
     assert [p for p in live_driver_pods(c, node) if is_ready(p)]
     assert node_slices(c, node)
