@@ -117,7 +117,7 @@ molecule: venv collection-link build
 		$(ROOT)/hack/molecule-test $(BIN)/molecule $(KUBE_BIN)/kubectl $(STATE)/molecule-dra/kubeconfig
 
 molecule-kind: venv collection-link kind-deps build-kind
-	cd $(ROOT) && $(BIN)/molecule test -s kind
+	cd $(ROOT) && K8S_VERSION=$(or $(K8S_VERSION),$(K8S_DEFAULT)) $(BIN)/molecule test -s kind
 
 test: lint sanity unit integration molecule
 

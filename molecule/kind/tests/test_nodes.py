@@ -67,6 +67,9 @@ def test_dra_is_on_in_every_component():
 @pytest.mark.parametrize("name", WORKERS)
 def test_driver_registered_with_the_kubelet_and_wrote_its_cdi_spec(name):
     host = node(name)
-    assert host.socket(f"unix:///var/lib/kubelet/plugins_registry/{DRIVER}-reg.sock").is_listening
+    # <driver>-reg.sock, or <driver>-<pod uid>-reg.sock when the driver hands over with rolling updates.
+    sockets = host.check_output("find /var/lib/kubelet/plugins_registry -maxdepth 1 -type s -name '%s-*reg.sock'"
+                                % DRIVER).split()
+    assert sockets, f"no registration socket of {DRIVER} on {name}"
     specs = host.check_output("ls /var/run/cdi")
     assert "example.com" in specs, f"no CDI spec of {DRIVER} on {name}: {specs!r}"
