@@ -6,7 +6,6 @@ file of a running component are read from /proc. A restarted component gets
 its pid file rewritten, so `hack/cluster/down` (kwokctl delete cluster) stops
 it like any other.
 """
-import importlib
 import os
 import sys
 
@@ -17,27 +16,9 @@ import clusterlib  # noqa: E402
 import kube  # noqa: E402  (hack/cluster/kube.py)
 
 
-COLLECTIONS = os.path.join(REPO_ROOT, ".tmp", "collections")
-
-
-def collection_module(name):
-    """A pure module of the collection (plugins/module_utils/<name>.py), without Ansible.
-
-    Imported as the collection's own code (the pure modules import each other that way), through
-    the link `make collection-link` makes (made here when it is missing).
-    """
-    link = os.path.join(COLLECTIONS, "ansible_collections", "dra", "admin")
-    if not os.path.islink(link):
-        os.makedirs(os.path.dirname(link), exist_ok=True)
-        os.symlink(REPO_ROOT, link)
-    if COLLECTIONS not in sys.path:
-        sys.path.insert(0, COLLECTIONS)
-    return importlib.import_module("ansible_collections.dra.admin.plugins.module_utils." + name)
-
-
-flags = collection_module("_flags")
-metrics = collection_module("_metrics")
-gates = collection_module("_gates")
+flags = clusterlib.collection_module("_flags")
+metrics = clusterlib.collection_module("_metrics")
+gates = clusterlib.collection_module("_gates")
 
 
 class Cluster:

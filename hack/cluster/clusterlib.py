@@ -46,14 +46,33 @@ def log(msg):
     print(f"[cluster] {msg}", flush=True)
 
 
+COLLECTIONS = os.path.join(REPO_ROOT, ".tmp", "collections")
+
+
+def collection_on_path():
+    """Make this checkout importable as ansible_collections.dra.admin: the link `make collection-link`
+    keeps under .tmp/collections (made here when missing), with .tmp/collections on sys.path."""
+    link = os.path.join(COLLECTIONS, "ansible_collections", "dra", "admin")
+    if not os.path.exists(link):
+        os.makedirs(os.path.dirname(link), exist_ok=True)
+        if os.path.islink(link):
+            os.unlink(link)  # dangling (the checkout moved)
+        os.symlink(REPO_ROOT, link)
+    if COLLECTIONS not in sys.path:
+        sys.path.insert(0, COLLECTIONS)
+
+
+def collection_module(name):
+    """A pure module of the collection (plugins/module_utils/<name>.py) imported as the collection's own
+    code, without Ansible (the pure modules import each other that way)."""
+    import importlib
+    collection_on_path()
+    return importlib.import_module("ansible_collections.dra.admin.plugins.module_utils." + name)
+
+
 def catalog():
     """The collection's version catalog (plugins/module_utils/_gates.py)."""
-    import importlib.util
-    path = os.path.join(REPO_ROOT, "plugins", "module_utils", "_gates.py")
-    spec = importlib.util.spec_from_file_location("dra_admin_gates", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return collection_module("_gates")
 
 
 def gates_and_runtime_config(k8s_version):
@@ -98,6 +117,8 @@ def write_state(st, state):
 
 
 def port_in_use(port):
+    """False when a server can listen on the port (as Go's listeners do, with SO_REUSEADDR: a port whose
+    last connections are in TIME_WAIT is free)."""
     import socket
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

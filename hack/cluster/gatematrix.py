@@ -33,7 +33,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -47,13 +46,13 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import clusterlib  # noqa: E402
 
-COLLECTIONS = os.path.join(ROOT, ".tmp", "collections")
-
-APISERVER = "kube-apiserver"
-KCM = "kube-controller-manager"
-SCHEDULER = "kube-scheduler"
-KUBELET = "kubelet"
-COMPONENTS = (APISERVER, KCM, SCHEDULER, KUBELET)
+# Component names as the version catalog spells them.
+_GATES = clusterlib.collection_module("_gates")
+APISERVER = _GATES.KUBE_APISERVER
+KCM = _GATES.KUBE_CONTROLLER_MANAGER
+SCHEDULER = _GATES.KUBE_SCHEDULER
+KUBELET = _GATES.KUBELET
+COMPONENTS = _GATES.COMPONENTS
 
 ACCEPTED = "accepted"
 REFUSED = "refused"
@@ -89,11 +88,8 @@ class MatrixError(Exception):
 # ---- the catalog's side ----------------------------------------------------------------
 
 def catalog_modules():
-    """(_gates, dra_version_info) imported as the collection's own code (needs `make collection-link`)."""
-    if not os.path.isdir(os.path.join(COLLECTIONS, "ansible_collections", "dra", "admin")):
-        raise MatrixError("%s has no ansible_collections/dra/admin: run `make collection-link` first" % COLLECTIONS)
-    if COLLECTIONS not in sys.path:
-        sys.path.insert(0, COLLECTIONS)
+    """(_gates, dra_version_info) imported as the collection's own code."""
+    clusterlib.collection_on_path()
     from ansible_collections.dra.admin.plugins.module_utils import _gates
     from ansible_collections.dra.admin.plugins.modules import dra_version_info
     return _gates, dra_version_info
@@ -155,18 +151,6 @@ def listing_differences(version, listed):
     return diffs
 
 
-def port_free(port):
-    """True when a server can listen on the port (as Go's listeners do, with SO_REUSEADDR: a port whose
-    last connections are in TIME_WAIT is free)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
 def healthz(port):
     """True when https://127.0.0.1:<port>/healthz answers 200."""
     context = ssl.create_default_context()
@@ -224,7 +208,7 @@ class Harness:
 
     def start(self):
         for port in (ETCD_PORT, ETCD_PORT + 1):
-            if not port_free(port):
+            if clusterlib.port_in_use(port):
                 raise MatrixError("port %d (gate matrix etcd) is in use: stop whatever listens there" % port)
         res = subprocess.run(["openssl", "genrsa", "-out", self.sa_key, "2048"], capture_output=True, text=True,
                              check=False)
@@ -341,7 +325,7 @@ class Harness:
         ports = {APISERVER: base, KCM: base + 1, SCHEDULER: base + 2, KUBELET: None}
         directory = os.path.join(self.work, version, "%s=%s" % (gate, str(value).lower()))
         os.makedirs(directory, exist_ok=True)
-        busy = [p for p in ports.values() if p is not None and not port_free(p)]
+        busy = [p for p in ports.values() if p is not None and clusterlib.port_in_use(p)]
         if busy:
             raise MatrixError("port(s) %s of slot %d are in use" % (busy, slot))
         prefix = "/gate-matrix/%s/%s-%s" % (version, gate, str(value).lower())

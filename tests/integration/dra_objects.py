@@ -2,15 +2,12 @@
 import os
 import sys
 
-# The checkout as ansible_collections.dra.admin (the link `make collection-link` keeps), for the constants.
+# The checkout as ansible_collections.dra.admin (hack/cluster/clusterlib.py keeps the link), for the constants.
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_COLLECTIONS = os.path.join(_ROOT, ".tmp", "collections")
-_LINK = os.path.join(_COLLECTIONS, "ansible_collections", "dra", "admin")
-if not os.path.islink(_LINK):
-    os.makedirs(os.path.dirname(_LINK), exist_ok=True)
-    os.symlink(_ROOT, _LINK)
-if _COLLECTIONS not in sys.path:
-    sys.path.insert(0, _COLLECTIONS)
+sys.path.insert(0, os.path.join(_ROOT, "hack", "cluster"))
+import clusterlib  # noqa: E402  pylint: disable=wrong-import-position
+
+clusterlib.collection_on_path()
 # EXCLUSION_LABEL is re-exported for the tests and the drain benchmark.
 from ansible_collections.dra.admin.plugins.module_utils._node_selection import (  # noqa: E402  pylint: disable=unused-import
     DEFAULT_EXCLUSION_LABEL as EXCLUSION_LABEL,

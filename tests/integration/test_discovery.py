@@ -25,14 +25,11 @@ RECORDED_GPUS = 8
 sys.path.insert(0, HW)
 import make_trees  # noqa: E402
 
-# The checkout as ansible_collections.dra.admin (the link `make collection-link` keeps).
-COLLECTIONS = os.path.join(ROOT, ".tmp", "collections")
-LINK = os.path.join(COLLECTIONS, "ansible_collections", "dra", "admin")
-if not os.path.islink(LINK):
-    os.makedirs(os.path.dirname(LINK), exist_ok=True)
-    os.symlink(ROOT, LINK)
-if COLLECTIONS not in sys.path:
-    sys.path.insert(0, COLLECTIONS)
+# The checkout as ansible_collections.dra.admin (hack/cluster/clusterlib.py keeps the link).
+sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
+import clusterlib  # noqa: E402
+
+clusterlib.collection_on_path()
 from ansible_collections.dra.admin.plugins.module_utils import _drift, _slices  # noqa: E402
 
 PLAYBOOK = """

@@ -1,13 +1,22 @@
-"""Make the checkout importable as ansible_collections.dra.admin for unit tests."""
+"""Make the checkout importable as ansible_collections.dra.admin for unit tests; load hack/ scripts."""
+import importlib.machinery
+import importlib.util
 import os
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-COLLECTIONS = os.path.join(ROOT, ".tmp", "collections")
-LINK = os.path.join(COLLECTIONS, "ansible_collections", "dra", "admin")
-if not os.path.islink(LINK):
-    os.makedirs(os.path.dirname(LINK), exist_ok=True)
-    os.symlink(ROOT, LINK)
-if COLLECTIONS not in sys.path:
-    sys.path.insert(0, COLLECTIONS)
+sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
+import clusterlib  # noqa: E402  pylint: disable=wrong-import-position
+
+clusterlib.collection_on_path()
+
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+
+
+def load_script(relpath, module_name):
+    """A script of the checkout without a .py suffix (e.g. hack/docs), imported as a module."""
+    loader = importlib.machinery.SourceFileLoader(module_name, os.path.join(ROOT, relpath))
+    spec = importlib.util.spec_from_loader(module_name, loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module

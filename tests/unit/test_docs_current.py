@@ -1,7 +1,5 @@
 """docs/modules and docs/roles hold what hack/docs generates from the modules' and roles' specs."""
 import difflib
-import importlib.machinery
-import importlib.util
 import shutil
 import subprocess
 import sys
@@ -9,16 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from conftest import load_script
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "hack" / "docs"
 
 
 def load_docs_script():
-    loader = importlib.machinery.SourceFileLoader("hack_docs", str(SCRIPT))
-    spec = importlib.util.spec_from_loader("hack_docs", loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
+    return load_script("hack/docs", "hack_docs")
 
 
 @pytest.fixture(scope="module")

@@ -1,19 +1,14 @@
 """hack/failed-tasks: the digest `make molecule` prints last when molecule fails."""
-import importlib.machinery
-import importlib.util
 import os
+
+from conftest import load_script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LOGS = os.path.join(ROOT, "tests", "unit", "fixtures", "logs")
 
 
 def load_tool():
-    path = os.path.join(ROOT, "hack", "failed-tasks")
-    loader = importlib.machinery.SourceFileLoader("failed_tasks", path)
-    spec = importlib.util.spec_from_loader("failed_tasks", loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
+    return load_script("hack/failed-tasks", "failed_tasks")
 
 
 def test_recorded_molecule_failure_gives_task_and_stderr(capsys):

@@ -3,12 +3,12 @@
 The comparison itself runs real binaries (tests/integration/test_gate_matrix.py, make gate-matrix);
 these tests pin down how --help, the components' errors and the results are read.
 """
-import importlib.machinery
-import importlib.util
 import os
 import sys
 
 import pytest
+
+from conftest import load_script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
@@ -23,12 +23,7 @@ def recorded_help(version):
 
 
 def load_tool():
-    path = os.path.join(ROOT, "hack", "gate-matrix")
-    loader = importlib.machinery.SourceFileLoader("gate_matrix_tool", path)
-    spec = importlib.util.spec_from_loader("gate_matrix_tool", loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
+    return load_script("hack/gate-matrix", "gate_matrix_tool")
 
 
 def test_help_lists_alpha_and_beta_gates_with_their_defaults():
