@@ -72,29 +72,51 @@ class KindCluster:
         group = json.loads(self.kubectl("get", "--raw", "/apis/resource.k8s.io").stdout)
         return group["preferredVersion"]["version"]
 
-    def run_module(self, module, args, tmp_path):
-        """One module ad hoc on localhost against the cluster; its result dict."""
-        inventory = tmp_path / "adhoc-inventory.yml"
+    def fresh_namespace(self, name):
+        """Create the namespace and wait for its default ServiceAccount (pods are admitted from then on)."""
+        self.kubectl("create", "namespace", name)
+        wait_until(lambda: self.kubectl("get", "serviceaccount", "default", "-n", name, check=False).returncode == 0,
+                   60, f"the default ServiceAccount of {name}")
+
+    def claim_pod(self, name, namespace, command, node=None):
+        """A pod of the node images' busybox image using one device through the template claim "one-gpu"."""
+        spec = {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
+                "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
+                "containers": [{"name": "ctr", "image": kindlib.cluster_images(self.versions, self.version)[
+                    "local-path-helper"], "imagePullPolicy": "IfNotPresent", "command": command,
+                    "resources": {"claims": [{"name": "gpu"}]}}]}
+        if node:
+            spec["nodeSelector"] = {"kubernetes.io/hostname": node}
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+
+    @staticmethod
+    def local_inventory(tmp_path):
+        inventory = tmp_path / "inventory.yml"
         inventory.write_text(yaml.safe_dump({"all": {"hosts": {"localhost": {
             "ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}))
+        return str(inventory)
+
+    def run_module(self, module, args, tmp_path):
+        """One module ad hoc on localhost against the cluster; its result dict."""
         env = dict(self.env, ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="json")
-        res = subprocess.run(["ansible", "localhost", "-i", str(inventory), "-m", module, "-a", json.dumps(args)],
-                             env=env, capture_output=True, text=True, cwd=ROOT, check=False)
+        res = subprocess.run(["ansible", "localhost", "-i", self.local_inventory(tmp_path), "-m", module,
+                              "-a", json.dumps(args)], env=env, capture_output=True, text=True, cwd=ROOT, check=False)
         try:
             return json.loads(res.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
         except (ValueError, KeyError, IndexError):
             raise AssertionError(f"cannot read result of {module}: rc={res.returncode}\n{res.stdout}\n{res.stderr}")
 
-    def run_role(self, role, tmp_path, extra_vars):
+    def role_command(self, role, tmp_path, extra_vars):
+        """ansible-playbook argv running one role on localhost with extra_vars."""
         playbook = tmp_path / "role.yml"
         playbook.write_text(f"- hosts: localhost\n  gather_facts: false\n  roles:\n    - {role}\n")
         vars_file = tmp_path / "vars.json"
         vars_file.write_text(json.dumps(extra_vars))
-        inventory = tmp_path / "inventory.yml"
-        inventory.write_text(yaml.safe_dump({"all": {"hosts": {"localhost": {
-            "ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}))
-        return subprocess.run(["ansible-playbook", "-i", str(inventory), str(playbook), "-e", f"@{vars_file}"],
-                              env=self.env, capture_output=True, text=True, cwd=ROOT, check=False)
+        return ["ansible-playbook", "-i", self.local_inventory(tmp_path), str(playbook), "-e", f"@{vars_file}"]
+
+    def run_role(self, role, tmp_path, extra_vars):
+        return subprocess.run(self.role_command(role, tmp_path, extra_vars), env=self.env, capture_output=True,
+                              text=True, cwd=ROOT, check=False)
 
 
 @pytest.fixture(scope="module", params=VERSIONS)
@@ -141,18 +163,10 @@ def running_pod(c, namespace, name):
 def test_pod_with_template_claim_sees_its_cdi_device(kind_cluster, driver):
     c = kind_cluster
     ns = "itk-cdi"
-    c.kubectl("create", "namespace", ns)
-    wait_until(lambda: c.kubectl("get", "serviceaccount", "default", "-n", ns, check=False).returncode == 0, 60,
-               "the namespace's default ServiceAccount")
+    c.fresh_namespace(ns)
     api = c.resource_version
-    helper = kindlib.cluster_images(c.versions, c.version)["local-path-helper"]
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "uses-gpu", "namespace": ns},
-           "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
-                    "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
-                    "containers": [{"name": "ctr", "image": helper, "imagePullPolicy": "IfNotPresent",
-                                    "command": ["sh", "-c", "env | sort; sleep 3600"],
-                                    "resources": {"claims": [{"name": "gpu"}]}}]}}
-    c.apply([claim_template(api, ns, "one-gpu"), pod])
+    c.apply([claim_template(api, ns, "one-gpu"),
+             c.claim_pod("uses-gpu", ns, ["sh", "-c", "env | sort; sleep 3600"])])
 
     running = wait_until(lambda: running_pod(c, ns, "uses-gpu"), 180, "the pod to run")
     node = running["spec"]["nodeName"]
@@ -250,20 +264,14 @@ def test_drain_unprepares_claims_before_the_driver_leaves_then_returns_to_servic
     c = kind_cluster
     node = c.nodes[-1]
     ns = "itk-drain"
-    c.kubectl("create", "namespace", ns)
-    wait_until(lambda: c.kubectl("get", "serviceaccount", "default", "-n", ns, check=False).returncode == 0, 60,
-               "the namespace's default ServiceAccount")
+    c.fresh_namespace(ns)
     api = c.resource_version
-    helper = kindlib.cluster_images(c.versions, c.version)["local-path-helper"]
+    template = c.claim_pod("trainer", ns, ["sleep", "3600"], node=node)
+    template["metadata"] = {"labels": {"app": "trainer"}}
+    template["spec"]["restartPolicy"] = "Always"  # a Deployment's pods (an unmanaged pod is refused by the drain)
     deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "trainer", "namespace": ns},
                   "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "trainer"}},
-                           "template": {"metadata": {"labels": {"app": "trainer"}}, "spec": {
-                               "terminationGracePeriodSeconds": 1,
-                               "nodeSelector": {"kubernetes.io/hostname": node},
-                               "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
-                               "containers": [{"name": "ctr", "image": helper, "imagePullPolicy": "IfNotPresent",
-                                               "command": ["sleep", "3600"],
-                                               "resources": {"claims": [{"name": "gpu"}]}}]}}}}
+                           "template": {"metadata": template["metadata"], "spec": template["spec"]}}}
     c.apply([claim_template(api, ns, "one-gpu"), deployment])
 
     def running_trainer():
@@ -307,26 +315,17 @@ def test_seamless_upgrade_hands_over_while_a_new_claim_pod_starts(kind_cluster, 
     c = kind_cluster
     node = c.nodes[-1]
     ns = "itk-upgrade"
-    c.kubectl("create", "namespace", ns)
-    wait_until(lambda: c.kubectl("get", "serviceaccount", "default", "-n", ns, check=False).returncode == 0, 60,
-               "the namespace's default ServiceAccount")
+    c.fresh_namespace(ns)
     api = c.resource_version
     c.apply([claim_template(api, ns, "one-gpu")])
     old = [p["metadata"]["uid"] for p in live_driver_pods(c, node)]
     # As a user would: the new tag is loaded into the nodes (`kind load image-archive`), nothing is pulled.
     new_image = kindlib.load_driver_upgrade_image(c.versions, c.name)
-    playbook = tmp_path / "role.yml"
-    playbook.write_text("- hosts: localhost\n  gather_facts: false\n  roles:\n    - dra.admin.driver\n")
-    vars_file = tmp_path / "vars.json"
-    vars_file.write_text(json.dumps({
+    command = c.role_command("dra.admin.driver", tmp_path, {
         "dra_driver_name": DRIVER, "dra_driver_namespace": DRIVER_NAMESPACE, "dra_driver_image": new_image,
         "dra_driver_command": ["dra-example-kubeletplugin"], "dra_driver_wait_timeout": 240,
-        "dra_driver_seamless_upgrade": "required"}))
-    inventory = tmp_path / "inventory.yml"
-    inventory.write_text(yaml.safe_dump({"all": {"hosts": {"localhost": {
-        "ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}))
-    role = subprocess.Popen(["ansible-playbook", "-i", str(inventory), str(playbook), "-e", f"@{vars_file}"],
-                            env=c.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+        "dra_driver_seamless_upgrade": "required"})
+    role = subprocess.Popen(command, env=c.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
     try:
         def both_plugins():
             pods = live_driver_pods(c, node)
@@ -334,15 +333,7 @@ def test_seamless_upgrade_hands_over_while_a_new_claim_pod_starts(kind_cluster, 
             return (pods, new) if new and any(p["metadata"]["uid"] in old for p in pods) else None
         pods, new = wait_until(both_plugins, 240, f"a new driver pod beside the old one on {node}", interval=0.2)
         assert [ctr["image"] for ctr in new[0]["spec"]["containers"]] == [new_image]
-        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "during-upgrade", "namespace": ns},
-               "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
-                        "nodeSelector": {"kubernetes.io/hostname": node},
-                        "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
-                        "containers": [{"name": "ctr", "image": kindlib.cluster_images(c.versions, c.version)[
-                            "local-path-helper"], "imagePullPolicy": "IfNotPresent",
-                            "command": ["sh", "-c", "env | sort; sleep 3600"],
-                            "resources": {"claims": [{"name": "gpu"}]}}]}}
-        c.apply([pod])
+        c.apply([c.claim_pod("during-upgrade", ns, ["sh", "-c", "env | sort; sleep 3600"], node=node)])
         out = role.communicate(timeout=600)[0]
     finally:
         if role.poll() is None:
