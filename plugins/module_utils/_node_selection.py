@@ -126,3 +126,50 @@ def daemonset_excludes(daemonset, label):
     """Whether a DaemonSet's required node affinity keeps its pods off nodes labelled ``label=true``."""
     pod_spec = (((daemonset.get("spec") or {}).get("template") or {}).get("spec") or {})
     return terms_exclude(required_terms(pod_spec), label)
+
+
+# --- where a DaemonSet places its pods ------------------------------------------------------------
+
+# Taints the DaemonSet controller tolerates on its pods' behalf (whatever the pod template says).
+DAEMONSET_TOLERATED_TAINTS = (
+    "node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable", "node.kubernetes.io/disk-pressure",
+    "node.kubernetes.io/memory-pressure", "node.kubernetes.io/pid-pressure", "node.kubernetes.io/unschedulable",
+)
+
+
+def toleration_matches(toleration, taint):
+    """One pod toleration covers one node taint (key, operator Exists/Equal, value, effect)."""
+    key = toleration.get("key")
+    if key and key != taint.get("key"):
+        return False
+    if toleration.get("effect") and toleration.get("effect") != taint.get("effect"):
+        return False
+    if toleration.get("operator", "Equal") == "Exists":
+        return True
+    return bool(key) and (toleration.get("value") or "") == (taint.get("value") or "")
+
+
+def pod_spec_admitted(pod_spec, name, labels, taints, tolerated_keys=()):
+    """A pod with this spec may run on the node: its nodeSelector, its required node affinity and the
+    node's NoSchedule/NoExecute taints (less those in `tolerated_keys`) all allow it."""
+    labels = labels or {}
+    if any(labels.get(k) != v for k, v in (pod_spec.get("nodeSelector") or {}).items()):
+        return False
+    terms = required_terms(pod_spec)
+    if terms is not None and not selector_matches({"nodeSelectorTerms": terms}, name, labels):
+        return False
+    tolerations = pod_spec.get("tolerations") or []
+    for taint in taints or []:
+        if taint.get("effect") not in ("NoSchedule", "NoExecute") or taint.get("key") in tolerated_keys:
+            continue
+        if not any(toleration_matches(t, taint) for t in tolerations):
+            return False
+    return True
+
+
+def daemonset_admits(daemonset, node):
+    """Whether the DaemonSet would run a pod on this Node object as it is now."""
+    pod_spec = (((daemonset.get("spec") or {}).get("template") or {}).get("spec") or {})
+    meta = node.get("metadata") or {}
+    return pod_spec_admitted(pod_spec, meta.get("name"), meta.get("labels"),
+                             (node.get("spec") or {}).get("taints"), DAEMONSET_TOLERATED_TAINTS)

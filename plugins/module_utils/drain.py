@@ -23,9 +23,10 @@ from ansible_collections.dra.admin.plugins.module_utils._claims import (
     blocks_node, claim_view, consumer_note, pod_ref, reserved_for,
 )
 from ansible_collections.dra.admin.plugins.module_utils._drain import (
-    CORDON_ANNOTATION, backoff_delays, claim_names, eviction_body, eviction_refusal, plan_drain, pod_key, pod_ready,
+    CORDON_ANNOTATION, backoff_delays, claim_names, controller_of, eviction_body, eviction_refusal, plan_drain,
+    pod_key, pod_ready,
 )
-from ansible_collections.dra.admin.plugins.module_utils._node_selection import daemonset_excludes
+from ansible_collections.dra.admin.plugins.module_utils._node_selection import daemonset_admits, daemonset_excludes
 from ansible_collections.dra.admin.plugins.module_utils._slices import slices_for_node
 
 MERGE_PATCH = "application/merge-patch+json"
@@ -54,6 +55,7 @@ class NodeDrain(object):
         self.phases = {}
         self.warnings = []
         self.changed = False
+        self.driver_refs = list(params["driver_daemonsets"])
 
     # ------------------------------------------------------------------ helpers
     def event(self, text):
@@ -79,20 +81,30 @@ class NodeDrain(object):
         return list(self.api.list_items("/api/v1/pods", {"fieldSelector": "spec.nodeName=%s" % self.node}))
 
     def driver_daemonsets(self):
-        """The driver DaemonSets, each checked to keep its pods off nodes with the exclusion label."""
+        """The driver DaemonSets, each checked to keep its pods off nodes with the exclusion label.
+
+        Given neither driver_daemonsets nor driver_pod_labels, the drivers are every DaemonSet that keeps its
+        pods off nodes with the exclusion label (one cluster-wide DaemonSet LIST): the label is what takes
+        them off the node, so they are the ones to remove last and to wait for on the way back."""
+        label = self.p["exclusion_label"]
+        if not (self.p["driver_daemonsets"] or self.p["driver_pod_labels"]):
+            found = [ds for ds in self.api.list_items("/apis/apps/v1/daemonsets") if daemonset_excludes(ds, label)]
+            self.driver_refs = [object_key(ds) for ds in found]
+            return found
         found = []
         for ref in self.p["driver_daemonsets"]:
             namespace, name = ref.split("/", 1)
             ds = self.api.get_or_none("/apis/apps/v1/namespaces/%s/daemonsets/%s" % (namespace, name))
             if ds is None:
                 raise DrainError("driver DaemonSet %s not found; give driver_daemonsets as namespace/name" % ref)
-            if not daemonset_excludes(ds, self.p["exclusion_label"]):
+            if not daemonset_excludes(ds, label):
                 raise DrainError(
                     "driver DaemonSet %s does not keep its pods off nodes labelled %s, so the drain could not "
                     "take the driver off the node last. Add a required node affinity '%s DoesNotExist' to "
                     "every nodeSelectorTerm (role dra.admin.driver does), or set exclusion_label to the key "
-                    "it uses." % (ref, self.p["exclusion_label"], self.p["exclusion_label"]))
+                    "it uses." % (ref, label, label))
             found.append(ds)
+        self.driver_refs = list(self.p["driver_daemonsets"])
         return found
 
     # ------------------------------------------------------------------ drain
@@ -101,7 +113,7 @@ class NodeDrain(object):
         node = self.get_node()
         self.driver_daemonsets()
         pods = self.pods_on_node()
-        plan = plan_drain(pods, driver_daemonsets=self.p["driver_daemonsets"],
+        plan = plan_drain(pods, driver_daemonsets=self.driver_refs,
                           driver_labels=self.p["driver_pod_labels"],
                           evict_daemonset_pods=self.p["evict_daemonset_pods"],
                           delete_emptydir_data=self.p["delete_emptydir_data"], force=self.p["force"])
@@ -353,7 +365,7 @@ class NodeDrain(object):
     # ------------------------------------------------------------------ return to service
     def return_to_service(self):
         node = self.get_node()
-        self.driver_daemonsets()
+        drivers = self.driver_daemonsets()
         labels = node["metadata"].get("labels") or {}
         annotations = node["metadata"].get("annotations") or {}
         cordoned = bool((node.get("spec") or {}).get("unschedulable"))
@@ -370,7 +382,7 @@ class NodeDrain(object):
         if self.p["exclusion_label"] in labels:
             self.patch_node({"metadata": {"labels": {self.p["exclusion_label"]: None}}})
             self.event("removed label %s" % self.p["exclusion_label"])
-        self.wait_driver_ready()
+        self.wait_driver_ready(drivers)
         self.wait_slices_published()
         self.phase("driver_back", t)
         t = self.clock()
@@ -386,19 +398,27 @@ class NodeDrain(object):
         summary.update(phases=self.phases, events=self.events)
         return summary
 
-    def wait_driver_ready(self):
-        if not (self.p["driver_daemonsets"] or self.p["driver_pod_labels"]):
+    def wait_driver_ready(self, drivers):
+        """A ready, not terminating pod on the node of each driver DaemonSet that admits the node once the
+        exclusion label is gone (or, with driver_pod_labels alone, of any pod carrying them)."""
+        node = self.get_node()
+        expected = [object_key(ds) for ds in drivers if daemonset_admits(ds, node)]
+        if drivers and not expected:
+            self.event("no driver DaemonSet places a pod on %s; none waited for" % self.node)
+        if not (expected or self.p["driver_pod_labels"]):
             return
         while True:
-            plan = plan_drain(self.pods_on_node(), driver_daemonsets=self.p["driver_daemonsets"],
+            plan = plan_drain(self.pods_on_node(), driver_daemonsets=self.driver_refs,
                               driver_labels=self.p["driver_pod_labels"])
             ready = [p for p in plan["driver_pods"] if pod_ready(p) and not p["metadata"].get("deletionTimestamp")]
-            if ready:
+            missing = missing_driver_pods(expected, ready) if expected else ([] if ready else ["driver pod"])
+            if not missing:
                 self.event("driver pod(s) ready: %s" % ", ".join(pod_key(p) for p in ready))
                 return
             if self.remaining() <= 0:
-                raise DrainError("no ready DRA driver pod on %s after the timeout; the node stays cordoned. "
-                                 "Check the driver DaemonSet's rollout and its pod logs." % self.node)
+                raise DrainError("no ready pod of %s on %s after the timeout; the node stays cordoned. Check "
+                                 "the driver DaemonSet's rollout and its pod logs." % (", ".join(missing), self.node),
+                                 {"driver_daemonsets_not_ready": missing})
             self.sleep(self.p["poll_interval"])
 
     def wait_slices_published(self):
@@ -419,6 +439,21 @@ class NodeDrain(object):
             return True
         every = self.api.list_items(path, {"fieldSelector": "spec.driver=%s" % driver})
         return bool(slices_for_node(every, self.node, driver))
+
+
+def object_key(obj):
+    meta = obj.get("metadata") or {}
+    return "%s/%s" % (meta.get("namespace"), meta.get("name"))
+
+
+def missing_driver_pods(expected, ready_pods):
+    """The DaemonSets (namespace/name) in `expected` with no pod among `ready_pods`."""
+    have = set()
+    for pod in ready_pods:
+        ref = controller_of(pod)
+        if ref and ref.get("kind") == "DaemonSet":
+            have.add("%s/%s" % (pod["metadata"].get("namespace"), ref.get("name")))
+    return [ref for ref in expected if ref not in have]
 
 
 def claim_keys(views):

@@ -55,6 +55,10 @@ options:
       - The DRA driver DaemonSets as C(namespace/name). Their pods are removed last, by O(exclusion_label).
       - Each must have a required node affinity with O(exclusion_label) C(DoesNotExist) (or C(NotIn) a list
         holding V(true)) in every term; the module refuses to start otherwise, before changing anything.
+      - When neither this nor O(driver_pod_labels) is given, the drivers are every DaemonSet whose required
+        node affinity keeps its pods off nodes with O(exclusion_label) (one cluster-wide DaemonSet list).
+      - O(state=in_service) waits for a ready pod on the node of each driver DaemonSet that places one there
+        (node selector, node affinity and taints), before it waits for O(drivers)' ResourceSlices.
     type: list
     elements: str
     default: []

@@ -226,6 +226,30 @@ def test_drain_order_proven_from_api_then_return_to_service(cluster, namespace, 
     assert cluster.run_module("dra.admin.dra_node_drain", drain_args(node, state="in_service"))["changed"] is False
 
 
+def test_without_driver_names_the_excluding_daemonsets_are_the_drivers(cluster, drain_node):
+    """Given no driver_daemonsets: every DaemonSet that keeps off nodes with the exclusion label leaves
+    last, and the return to service waits until its pod is back and ready on the node."""
+    node = drain_node
+    before = node_state(cluster, node)
+    args = {"node": node, "timeout": 120, "poll_interval": 0.5}
+    driver_pod = f"{DRIVER_NS}/{pods_on(cluster, DRIVER_NS, node)[0]['metadata']['name']}"
+
+    planned = cluster.run_module("dra.admin.dra_node_drain", args, check=True)
+    assert driver_pod in planned["driver_pods"]
+    drained = cluster.run_module("dra.admin.dra_node_drain", args)
+    assert "driver pod(s) gone: " in drained["events"][-1] and driver_pod in drained["events"][-1]
+    assert pods_on(cluster, DRIVER_NS, node) == []
+
+    back = cluster.run_module("dra.admin.dra_node_drain", dict(args, state="in_service"))
+    # Read at once: the module returned only after the driver's pod was ready again.
+    ready = [p["metadata"]["name"] for p in pods_on(cluster, DRIVER_NS, node)
+             if any(c["type"] == "Ready" and c["status"] == "True" for c in p["status"].get("conditions", []))]
+    assert len(ready) == 1, pods_on(cluster, DRIVER_NS, node)
+    assert any("driver pod(s) ready: " in e and f"{DRIVER_NS}/{ready[0]}" in e
+               for e in back["events"]), back["events"]
+    assert node_state(cluster, node) == before
+
+
 def test_pdb_that_allows_later_is_waited_for(cluster, namespace, drain_node):
     api = cluster.resource_version
     node = drain_node
