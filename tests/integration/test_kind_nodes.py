@@ -9,11 +9,13 @@ the device the driver injected through CDI.
 Not part of `make integration` (it needs podman and the kind build): `make integration-kind`.
 A host where kind cannot run fails these tests; nothing is skipped.
 """
+import base64
 import json
 import os
 import subprocess
 import sys
 import time
+import urllib.parse
 
 import pytest
 import yaml
@@ -22,8 +24,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
 import clusterlib  # noqa: E402
 import kindlib  # noqa: E402
-from dra_objects import DRIVER, claim_template  # noqa: E402
+from dra_objects import DRIVER, EXCLUSION_LABEL, claim_template  # noqa: E402
 from kube import wait_for  # noqa: E402
+from prometheus_server import PrometheusServer, render_rules  # noqa: E402
 
 VERSIONS = clusterlib.supported_k8s_versions()
 DRIVER_NAMESPACE = "dra-system"
@@ -308,6 +311,60 @@ def test_drain_unprepares_claims_before_the_driver_leaves_then_returns_to_servic
     c.kubectl("delete", "namespace", ns, "--wait=false")
 
 
+def kubelet_unprepare_failures(c, node, pod_uid):
+    """Lines of the node's kubelet journal where unpreparing this pod's claims failed."""
+    out = c.on_node(node, "sh", "-c", "journalctl -u kubelet --no-pager -o cat | grep 'unprepare dynamic resources' "
+                                      f"| grep -c {pod_uid} || true")
+    assert out.returncode == 0, out.stderr
+    return int(out.stdout.strip() or 0)
+
+
+def test_driver_removed_first_leaves_the_claim_pod_terminating_until_it_is_back(kind_cluster, driver):
+    """The failure the drain's order prevents, for real: the driver is taken off the node first (its
+    DaemonSet's exclusion label, outside the drain), then a claim pod is deleted. Its container stops, but
+    the kubelet cannot unprepare the claim without the driver, so the pod stays Terminating and the CDI spec
+    stays on the node, attempt after failed attempt, until the driver is back."""
+    c = kind_cluster
+    node = c.nodes[-1]
+    ns = "itk-wrong-order"
+    c.fresh_namespace(ns)
+    api = c.resource_version
+    c.apply([claim_template(api, ns, "one-gpu"), c.claim_pod("holder", ns, ["sleep", "3600"], node=node)])
+    running = wait_until(lambda: running_pod(c, ns, "holder"), 180, "the claim pod to run")
+    pod_uid = running["metadata"]["uid"]
+    claim_uid = c.get_json(f"resourceclaims.{api}.resource.k8s.io",
+                           running["status"]["resourceClaimStatuses"][0]["resourceClaimName"], "-n", ns)["metadata"]["uid"]
+    assert cdi_specs_naming(c, node, claim_uid)
+    label = EXCLUSION_LABEL
+    try:
+        c.kubectl("label", "node", node, f"{label}=true")
+        wait_until(lambda: not c.get_json("pods", "-n", DRIVER_NAMESPACE, "--field-selector",
+                                          f"spec.nodeName={node}")["items"], 120, f"the driver pod to leave {node}")
+        deleted_at = time.monotonic()
+        c.kubectl("delete", "pod", "holder", "-n", ns, "--wait=false")
+        # Evidence, not a sleep: the kubelet tried to unprepare the claim and failed, twice.
+        wait_until(lambda: kubelet_unprepare_failures(c, node, pod_uid) >= 2, 180,
+                   f"two failed unprepare attempts for pod {pod_uid} in {node}'s kubelet journal")
+        stuck = c.get_json("pod", "holder", "-n", ns)
+        assert stuck["metadata"]["uid"] == pod_uid and stuck["metadata"].get("deletionTimestamp")
+        assert all("terminated" in (s.get("state") or {}) for s in stuck["status"].get("containerStatuses") or []), \
+            stuck["status"].get("containerStatuses")
+        assert cdi_specs_naming(c, node, claim_uid), "the claim's CDI spec left the node without its driver"
+        stuck_for = time.monotonic() - deleted_at
+    finally:
+        c.kubectl("label", "node", node, f"{label}-")
+    # The driver back: the kubelet unprepares the claim, the pod goes, the CDI spec goes.
+    back_at = time.monotonic()
+    wait_until(lambda: c.kubectl("get", "pod", "holder", "-n", ns, check=False).returncode != 0, 240,
+               "the stuck pod to go once the driver is back")
+    released_after = time.monotonic() - back_at
+    wait_until(lambda: not cdi_specs_naming(c, node, claim_uid), 60, f"the CDI spec of claim {claim_uid} to go")
+    wait_until(lambda: [p for p in live_driver_pods(c, node) if is_ready(p)], 120, f"a ready driver pod on {node}")
+    print(f"\nclaim pod Terminating for {stuck_for:.0f} s without its driver (1 s grace period); gone "
+          f"{released_after:.0f} s after the driver was let back")
+    c.kubectl("delete", "namespace", ns, "--wait=false")
+
+
 def test_seamless_upgrade_hands_over_while_a_new_claim_pod_starts(kind_cluster, driver, tmp_path):
     """The driver role moves the driver to a second tag built here. On kubelets >= 1.33 the role rolls out
     with maxSurge 1 / maxUnavailable 0: old and new plugin run side by side on a node, and a claim pod
@@ -349,3 +406,151 @@ def test_seamless_upgrade_hands_over_while_a_new_claim_pod_starts(kind_cluster, 
     assert [p["metadata"]["uid"] for p in after if p["metadata"]["uid"] in old] == []
     assert [ctr["image"] for p in after for ctr in p["spec"]["containers"]] == [new_image]
     c.kubectl("delete", "namespace", ns, "--wait=false")
+
+
+def client_tls_files(kubeconfig, directory):
+    """The kubeconfig's API server URL and its client certificate and key written to files (for prometheus)."""
+    config = yaml.safe_load(open(kubeconfig))
+    user = config["users"][0]["user"]
+    paths = {}
+    for key, name in (("client-certificate-data", "client.crt"), ("client-key-data", "client.key")):
+        paths[name] = os.path.join(directory, name)
+        with open(paths[name], "wb") as handle:
+            handle.write(base64.b64decode(user[key]))
+    return config["clusters"][0]["cluster"]["server"], paths["client.crt"], paths["client.key"]
+
+
+def test_prometheus_records_the_kubelets_prepare_and_unprepare_durations(kind_cluster, driver, tmp_path):
+    """The monitoring role's rules in a real prometheus scraping a real kubelet (through the API server's node
+    proxy): a claim pod prepared and unprepared on the node shows in dra_operations_duration_seconds, and the
+    role's kubelet recording rules give values."""
+    c = kind_cluster
+    node = c.nodes[-1]
+    server, cert, key = client_tls_files(c.kubeconfig, str(tmp_path))
+    rules_dir = tmp_path / "rules"
+    rules_dir.mkdir()
+    render_rules(lambda playbook: subprocess.run(["ansible-playbook", "-i", c.local_inventory(tmp_path), playbook],
+                                                 env=c.env, capture_output=True, text=True, cwd=ROOT, check=False),
+                 str(rules_dir))
+    scrape = {"job_name": "kubelet", "scheme": "https", "metrics_path": f"/api/v1/nodes/{node}/proxy/metrics",
+              "tls_config": {"insecure_skip_verify": True, "cert_file": cert, "key_file": key},
+              "static_configs": [{"targets": [urllib.parse.urlparse(server).netloc], "labels": {"node": node}}]}
+    prometheus = PrometheusServer([scrape], str(rules_dir), str(tmp_path), wait_until)
+    try:
+        wait_until(lambda: prometheus.value('up{job="kubelet"}') == 1, 60, f"prometheus scraping {node}'s kubelet")
+        count = 'sum(dra_operations_duration_seconds_count{operation_name="%s"}) or vector(0)'
+        before = {op: prometheus.value(count % op) for op in ("PrepareResources", "UnprepareResources")}
+        ns = "itk-monitoring"
+        c.fresh_namespace(ns)
+        c.apply([claim_template(c.resource_version, ns, "one-gpu"),
+                 c.claim_pod("measured", ns, ["sleep", "3600"], node=node)])
+        wait_until(lambda: running_pod(c, ns, "measured"), 180, "the claim pod to run")
+        c.kubectl("delete", "pod", "measured", "-n", ns, "--wait=true", "--timeout=120s")
+        for op in ("PrepareResources", "UnprepareResources"):
+            wait_until(lambda op=op: prometheus.value(count % op) > before[op], 60,
+                       f"a scrape showing the kubelet's {op} of the claim")
+        for record in ("dra:kubelet_prepare_resources_duration_seconds:p99_5m",
+                       "dra:kubelet_unprepare_resources_duration_seconds:p99_5m"):
+            # NaN (no rate yet) and no sample both keep it waiting; a value is a p99 bucket bound above 0.
+            wait_until(lambda record=record: (prometheus.value(record) or 0) > 0, 60, f"{record} above 0")
+        c.kubectl("delete", "namespace", ns, "--wait=false")
+    finally:
+        prometheus.stop()
+
+
+def node_playbook(c, tmp_path, hosts, role, extra_vars):
+    """ansible-playbook running one role on node containers of this cluster (the podman connection, as
+    inventory/local.yml reaches them), with the API reachable from localhost; its CompletedProcess."""
+    inventory = tmp_path / "nodes.yml"
+    inventory.write_text(yaml.safe_dump({"all": {"children": {
+        "k8s_api": {"hosts": {"localhost": {"ansible_connection": "local",
+                                            "ansible_python_interpreter": sys.executable}}},
+        "kind_nodes": {"vars": {"ansible_connection": "containers.podman.podman",
+                                "ansible_python_interpreter": "/usr/bin/python3", "ansible_become": False},
+                       "children": {"control_plane": {"hosts": {c.nodes[0]: {}}},
+                                    "dra_nodes": {"hosts": dict((n, {}) for n in c.nodes[1:])}}}}}}))
+    playbook = tmp_path / "nodes-play.yml"
+    playbook.write_text(yaml.safe_dump([{"hosts": hosts, "gather_facts": True, "serial": 1,
+                                         "roles": [{"role": role}]}]))
+    vars_file = tmp_path / "nodes-vars.json"
+    vars_file.write_text(json.dumps(extra_vars))
+    return subprocess.run(["ansible-playbook", "-i", str(inventory), str(playbook), "-e", f"@{vars_file}"],
+                          env=dict(c.env, ANSIBLE_CALLBACK_RESULT_FORMAT="json"), capture_output=True, text=True,
+                          cwd=ROOT, check=False)
+
+
+def node_file(c, node, path):
+    out = c.on_node(node, "cat", path)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_apiserver_that_does_not_come_back_is_rolled_back_by_the_real_kubelet(kind_cluster, tmp_path):
+    """feature_gates writes a runtime-config kube-apiserver refuses into the real static pod manifest; the
+    kubelet restarts the API server, which exits; the role puts the manifest back byte for byte and the
+    kubelet brings the old API server back."""
+    c = kind_cluster
+    manifest = "/etc/kubernetes/manifests/kube-apiserver.yaml"
+    original = node_file(c, c.nodes[0], manifest)
+    res = node_playbook(c, tmp_path, "control_plane", "dra.admin.feature_gates", {
+        "dra_feature_gates_runtime_config_extra": {"nosuch.example.com/v1": "true"},
+        "dra_feature_gates_components": ["kube-apiserver"], "dra_feature_gates_manage_kubelet": False,
+        "dra_feature_gates_wait_timeout": 90})
+    out = res.stdout + res.stderr
+    assert res.returncode != 0, out[-4000:]
+    assert "did not come back" in out and "was put back" in out, out[-4000:]
+    assert "nosuch.example.com" in out, out[-4000:]  # the API server's own last log lines
+    assert node_file(c, c.nodes[0], manifest) == original
+    wait_until(lambda: c.kubectl("get", "--raw", "/readyz", check=False).returncode == 0, 180,
+               "kube-apiserver ready again after the rollback")
+    flags = c.get_json("pod", "-n", "kube-system", f"kube-apiserver-{c.nodes[0]}")["spec"]["containers"][0]["command"]
+    assert not [f for f in flags if "nosuch.example.com" in f], flags
+
+
+def write_node_file(c, node, path, text, then=""):
+    res = subprocess.run(["podman", "exec", "-i", node, "sh", "-c", f"cat > {path}" + (f" && {then}" if then else "")],
+                         input=text, env=c.env, capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stderr
+
+
+def test_kubelet_config_restarts_the_real_kubelet_and_rolls_back_one_that_does_not_come_back(kind_cluster, tmp_path):
+    """feature_gates' kubelet step on a real worker. First a change the kubelet takes: the kubelet is
+    restarted (a new process) and the role waits for it. Then a kubelet that does not come back: a systemd
+    drop-in of the test's own makes the kubelet unit refuse to start while its config turns the gate off
+    again; the role puts the config file back byte for byte and restarts the kubelet, which comes back."""
+    c = kind_cluster
+    node = c.nodes[1]
+    config = "/var/lib/kubelet/config.yaml"
+    original = node_file(c, node, config)
+
+    def kubelet_pid():
+        return c.on_node(node, "systemctl", "show", "-p", "MainPID", "--value", "kubelet").stdout.strip()
+    pid_before = kubelet_pid()
+    gate = "ResourceHealthStatus"  # a kubelet gate both pinned releases know
+    first = node_playbook(c, tmp_path, node, "dra.admin.feature_gates", {
+        "dra_feature_gates_components": [], "dra_feature_gates_extra": {gate: True},
+        "dra_feature_gates_wait_timeout": 120})
+    assert first.returncode == 0, (first.stdout + first.stderr)[-4000:]
+    changed = node_file(c, node, config)
+    assert f"{gate}: true" in changed, changed
+    assert kubelet_pid() not in ("0", "", pid_before)
+
+    dropin = "/etc/systemd/system/kubelet.service.d/99-refuse.conf"
+    write_node_file(c, node, dropin, f"[Service]\nExecStartPre=/bin/sh -c '! grep -q \"{gate}: false\" {config}'\n",
+                    then="systemctl daemon-reload")
+    try:
+        second = node_playbook(c, tmp_path, node, "dra.admin.feature_gates", {
+            "dra_feature_gates_components": [], "dra_feature_gates_extra": {gate: False},
+            "dra_feature_gates_wait_timeout": 45})
+        out = second.stdout + second.stderr
+        assert second.returncode != 0, out[-4000:]
+        assert "did not come back" in out and "was put back" in out, out[-4000:]
+        assert node_file(c, node, config) == changed
+        wait_until(lambda: c.on_node(node, "systemctl", "is-active", "kubelet").stdout.strip() == "active", 60,
+                   f"the kubelet of {node} running again on the restored file")
+    finally:
+        c.on_node(node, "sh", "-c", f"rm -f {dropin} && systemctl daemon-reload")
+        # The node as it was for the other tests: the original file, the kubelet restarted on it.
+        write_node_file(c, node, config, original, then="systemctl restart kubelet")
+    wait_until(lambda: c.on_node(node, "systemctl", "is-active", "kubelet").stdout.strip() == "active", 60,
+               f"the kubelet of {node} active again")

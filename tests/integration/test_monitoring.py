@@ -11,31 +11,21 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import urllib.parse
-import urllib.request
 
 import pytest
 import yaml
 
 from dra_objects import claim_template, pod
+from prometheus_server import PrometheusServer, render_rules as render_role_rules
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
 import kube  # noqa: E402  pylint: disable=wrong-import-position
 
 BURST_PODS = 30
-
-
-def free_port():
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    return port
 
 
 def pid_listening_on(port):
@@ -90,68 +80,18 @@ class ControllerManager:
         self.start(None, None)
 
 
-class Prometheus:
-    """Debian's prometheus scraping the cluster's control plane with the role's rule file."""
-
-    def __init__(self, cluster, rules_dir, workdir):
-        self.port = free_port()
-        self.url = "http://127.0.0.1:%d" % self.port
-        keys = pki(cluster)
-        tls = {"insecure_skip_verify": True, "cert_file": os.path.join(keys, "admin.crt"),
-               "key_file": os.path.join(keys, "admin.key")}
-        config = {
-            "global": {"scrape_interval": "2s", "evaluation_interval": "2s"},
-            "rule_files": [os.path.join(rules_dir, "*.yml")],
-            "scrape_configs": [
-                {"job_name": "kube-controller-manager", "scheme": "https", "tls_config": tls,
-                 "static_configs": [{"targets": ["127.0.0.1:%d" % (cluster.port + 1)],
-                                     "labels": {"endpoint": "kube-controller-manager"}}]},
-                {"job_name": "kube-scheduler", "scheme": "https", "tls_config": tls,
-                 "static_configs": [{"targets": ["127.0.0.1:%d" % (cluster.port + 2)],
-                                     "labels": {"endpoint": "kube-scheduler"}}]},
-            ]}
-        self.dir = tempfile.mkdtemp(dir=workdir)
-        with open(os.path.join(self.dir, "prometheus.yml"), "w") as handle:
-            yaml.safe_dump(config, handle)
-        binary = shutil.which("prometheus")
-        assert binary, "prometheus is not on PATH: run hack/install-test-deps"
-        self.log = open(os.path.join(self.dir, "prometheus.log"), "w")
-        self.proc = subprocess.Popen(
-            [binary, "--config.file=" + os.path.join(self.dir, "prometheus.yml"),
-             "--storage.tsdb.path=" + os.path.join(self.dir, "data"), "--web.listen-address=127.0.0.1:%d" % self.port],
-            stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
-        cluster.wait_until(self.ready, 60, "prometheus ready")
-
-    def ready(self):
-        try:
-            return urllib.request.urlopen(self.url + "/-/ready", timeout=2).status == 200
-        except OSError:
-            return False
-
-    def api(self, path, **params):
-        url = self.url + path + ("?" + urllib.parse.urlencode(params) if params else "")
-        return json.loads(urllib.request.urlopen(url, timeout=10).read())["data"]
-
-    def value(self, query):
-        result = self.api("/api/v1/query", query=query)["result"]
-        return float(result[0]["value"][1]) if result else None
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(30)
-        self.log.close()
+def control_plane_scrapes(cluster):
+    """Scrape configs for the KWOK cluster's kube-controller-manager and kube-scheduler (host processes)."""
+    keys = pki(cluster)
+    tls = {"insecure_skip_verify": True, "cert_file": os.path.join(keys, "admin.crt"),
+           "key_file": os.path.join(keys, "admin.key")}
+    return [{"job_name": name, "scheme": "https", "tls_config": tls,
+             "static_configs": [{"targets": ["127.0.0.1:%d" % (cluster.port + offset)], "labels": {"endpoint": name}}]}
+            for name, offset in (("kube-controller-manager", 1), ("kube-scheduler", 2))]
 
 
 def render_rules(cluster, rules_dir):
-    play = [{"hosts": "localhost", "gather_facts": False, "roles": [{
-        "role": "dra.admin.monitoring",
-        "vars": {"dra_monitoring_delivery": "files", "dra_monitoring_rules_dir": rules_dir,
-                 "dra_monitoring_promtool": "promtool"}}]}]
-    path = os.path.join(rules_dir, "..", "render.yml")
-    with open(path, "w") as handle:
-        yaml.safe_dump(play, handle)
-    res = cluster.run_playbook(path)
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    render_role_rules(cluster.run_playbook, rules_dir)
 
 
 def claim_burst(cluster, namespace):
@@ -233,7 +173,7 @@ def run_phase(cluster, namespace, workdir, kcm, qps, burst, thresholds=None):
     rules_dir = os.path.join(workdir, "rules-%s" % qps)
     os.makedirs(rules_dir)
     render_rules(cluster, rules_dir)
-    prometheus = Prometheus(cluster, rules_dir, workdir)
+    prometheus = PrometheusServer(control_plane_scrapes(cluster), rules_dir, workdir, cluster.wait_until)
     try:
         groups = [g["name"] for g in prometheus.api("/api/v1/rules")["groups"]]
         assert sorted(groups) == ["dra-admin.alerts", "dra-admin.recording"]
