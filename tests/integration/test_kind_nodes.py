@@ -516,8 +516,8 @@ def write_node_file(c, node, path, text, then=""):
 def test_kubelet_config_restarts_the_real_kubelet_and_rolls_back_one_that_does_not_come_back(kind_cluster, tmp_path):
     """feature_gates' kubelet step on a real worker. First a change the kubelet takes: the kubelet is
     restarted (a new process) and the role waits for it. Then a kubelet that does not come back: a systemd
-    drop-in of the test's own makes the kubelet unit refuse to start while its config turns the gate off
-    again; the role puts the config file back byte for byte and restarts the kubelet, which comes back."""
+    drop-in of the test's own makes the kubelet unit refuse to start while its config holds a second gate;
+    the role puts the config file back byte for byte and restarts the kubelet, which comes back."""
     c = kind_cluster
     node = c.nodes[1]
     config = "/var/lib/kubelet/config.yaml"
@@ -535,12 +535,15 @@ def test_kubelet_config_restarts_the_real_kubelet_and_rolls_back_one_that_does_n
     assert f"{gate}: true" in changed, changed
     assert kubelet_pid() not in ("0", "", pid_before)
 
+    # A second kubelet gate the release knows and the catalog lets be switched on (turning the first off
+    # again is refused on 1.36, where ResourceHealthStatusMessage depends on it).
+    marker = "ResourceHealthStatusMessage" if c.version.startswith("v1.36") else "KubeletPodResourcesDynamicResources"
     dropin = "/etc/systemd/system/kubelet.service.d/99-refuse.conf"
-    write_node_file(c, node, dropin, f"[Service]\nExecStartPre=/bin/sh -c '! grep -q \"{gate}: false\" {config}'\n",
+    write_node_file(c, node, dropin, f"[Service]\nExecStartPre=/bin/sh -c '! grep -q {marker} {config}'\n",
                     then="systemctl daemon-reload")
     try:
         second = node_playbook(c, tmp_path, node, "dra.admin.feature_gates", {
-            "dra_feature_gates_components": [], "dra_feature_gates_extra": {gate: False},
+            "dra_feature_gates_components": [], "dra_feature_gates_extra": {gate: True, marker: True},
             "dra_feature_gates_wait_timeout": 45})
         out = second.stdout + second.stderr
         assert second.returncode != 0, out[-4000:]
