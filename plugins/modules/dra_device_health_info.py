@@ -144,7 +144,10 @@ devices:
       returned: always
     published: {description: A current ResourceSlice publishes the device., type: bool, returned: always}
     health: {description: Worst pod-reported health (null when no pod reports on it)., type: str, returned: always}
-    condition: {description: C(unhealthy), C(unknown), C(healthy) or C(not-reported)., type: str, returned: always}
+    condition:
+      description: One of C(unhealthy), C(unknown), C(healthy), C(not-reported).
+      type: str
+      returned: always
     reasons: {description: Why it is unhealthy or unknown., type: list, elements: str, returned: always}
     reports:
       description: >-
@@ -159,11 +162,21 @@ devices:
       elements: dict
       returned: always
     claims: {description: Claims holding it (namespace/name)., type: list, elements: str, returned: always}
-    pods: {description: Live pods using it (C(namespace), C(name), C(node))., type: list, elements: dict, returned: always}
+    pods:
+      description: Live pods using it (C(namespace), C(name), C(node)).
+      type: list
+      elements: dict
+      returned: always
     in_use: {description: A live pod uses it., type: bool, returned: always}
     since: {description: Since when it is unhealthy or unknown (UTC)., type: str, returned: always}
-    since_source: {description: C(taint), C(first-seen) or C(this-run)., type: str, returned: always}
-    for_seconds: {description: Seconds since RV(devices[].since)., type: int, returned: always}
+    since_source:
+      description: Where RV(devices[].since) comes from - C(taint), C(first-seen) or C(this-run).
+      type: str
+      returned: always
+    for_seconds:
+      description: Seconds since RV(devices[].since).
+      type: int
+      returned: always
 unhealthy:
   description: >-
     Every unhealthy device, in use or not - C(driver), C(pool), C(device) (what a DeviceTaintRule's device
