@@ -356,6 +356,19 @@ QUERIES = (
 QUERY_BY_ID = dict((q["id"], q) for q in QUERIES)
 GROUPS = ("controller", "scheduler", "kubelet", "plugin")
 
+# Device health (not on the page). No component exports a device's health as a metric: the kubelet's
+# DRA metrics (1.36) are dra_operations_duration_seconds, dra_grpc_operations_duration_seconds and
+# dra_resource_claims_in_use; kube-state-metrics has ResourceSlice and ResourceClaim info series without
+# taints or health; pods' allocatedResourcesStatus reaches no exporter. What exists is kube-controller-manager's
+# device taint eviction controller (runs with DRADeviceTaints: on from 1.36), which counts the pods it deletes
+# because a device they use carries a NoExecute taint (from its driver's ResourceSlice or a DeviceTaintRule).
+# The monitoring role's alert is built on that counter; unhealthy devices still in use (Unhealthy in pod
+# status, NoSchedule taints) are found by dra_device_health_info, which playbooks/health.yml runs.
+DEVICE_TAINT_EVICTIONS = dict(
+    id="device_taint_evictions", component=KUBE_CONTROLLER_MANAGER, alert="DRADeviceTaintEvictions",
+    metric="device_taint_eviction_controller_pod_deletions_total", window="10m",
+    expression="sum(increase(device_taint_eviction_controller_pod_deletions_total[10m]))")
+
 
 def series_name(query):
     """The series a query reads: the metric, or its _bucket series for histograms."""

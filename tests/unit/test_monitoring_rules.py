@@ -81,7 +81,7 @@ def test_every_alert_has_a_firing_and_a_silent_promtool_case(rendered):
     for case in tests:
         for check in case["alert_rule_test"]:
             (fired if check["exp_alerts"] else silent).add(check["alertname"])
-    assert len(alerts) == 10
+    assert len(alerts) == 11
     assert set(alerts) == fired == silent
 
 
@@ -98,6 +98,22 @@ def test_recording_rules_are_the_page_queries(rendered):
     groups = yaml.safe_load(rule_file(rendered).read_text())["groups"]
     recorded = dict((r["record"], r["expr"]) for r in groups[0]["rules"])
     assert recorded == dict((q["record"], q["expression"]) for q in _metrics.QUERIES)
+
+
+def test_device_taint_eviction_alert_is_the_metrics_module_one(rendered):
+    alerts = dict((r["alert"], r) for g in yaml.safe_load(rule_file(rendered).read_text())["groups"]
+                  for r in g["rules"] if "alert" in r)
+    evictions = _metrics.DEVICE_TAINT_EVICTIONS
+    role = yaml.safe_load(open(os.path.join(ROLE, "vars", "main.yml")))["dra_monitoring_device_taint_evictions"]
+    assert dict(role, expression=role.pop("expr")) == dict((k, v) for k, v in evictions.items() if k != "id")
+    assert alerts[evictions["alert"]]["expr"] == evictions["expression"] + " > 0"
+    assert "[%s]" % evictions["window"] in evictions["expression"]
+
+
+def test_device_taint_eviction_alert_can_be_switched_off(tmp_path):
+    out = render(tmp_path, dra_monitoring_device_taint_eviction_alert=False)
+    alerts = [r["alert"] for g in yaml.safe_load(rule_file(out).read_text())["groups"] for r in g["rules"] if "alert" in r]
+    assert len(alerts) == 10 and _metrics.DEVICE_TAINT_EVICTIONS["alert"] not in alerts
 
 
 def test_role_thresholds_equal_the_advice_module_defaults():
