@@ -62,7 +62,7 @@ def _nothing_unhealthy(result):
             result["unresolved"], result["problems"]) == ([], [], [], [], [], [])
 
 
-def test_device_health_from_driver_taints_and_pod_status(cluster, namespace):
+def test_device_health_from_driver_taints_and_pod_status(cluster, namespace, tmp_path):
     if cluster.minor < 36:
         # Both sources are alpha and off by default: said plainly, and the devices are still reported.
         result = cluster.run_module("dra.admin.dra_device_health_info", {"list_devices": "all"})
@@ -118,6 +118,20 @@ def test_device_health_from_driver_taints_and_pod_status(cluster, namespace):
         assert result["api_requests"] == 5
         assert unhealthy_device in result["first_seen"] and result["first_seen"][unknown_device]["since"] == \
             "2020-01-01T00:00:00Z"
+
+        # playbooks/health.yml: the same findings in its report, since-times kept in its state file.
+        state = tmp_path / "device-state.json"
+        state.write_text(json.dumps(first_seen))
+        report_file = tmp_path / "report.json"
+        run = cluster.run_playbook("playbooks/health.yml", "-e", json.dumps({
+            "dra_health_device_state_file": str(state), "dra_health_report_file": str(report_file)}))
+        assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+        devices = json.loads(report_file.read_text())["devices"]
+        assert _ids(devices["unhealthy_in_use"]) == sorted([tainted_device, unhealthy_device])
+        assert _ids(devices["long_unknown"]) == [unknown_device]
+        assert "devices: 2 unhealthy (2 in use), 1 unknown (1 for long), 1 tainted by drivers" in run.stdout
+        kept = json.loads(state.read_text())
+        assert kept[unknown_device]["since"] == "2020-01-01T00:00:00Z" and unhealthy_device in kept
 
         failed = cluster.run_module("dra.admin.dra_device_health_info",
                                     {"driver": DRIVER, "first_seen": first_seen, "fail_on_problems": True},
