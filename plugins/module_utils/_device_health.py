@@ -320,8 +320,8 @@ def source_availability(server_version, seen):
             available = False
             detail = ("%s not available: gate %s is %s and off by default on %s, and no object carries the field "
                       "(the API server drops it while the gate is off). Switch %s on for %s (role "
-                      "dra.admin.feature_gates) to have it." % (what, gate, info["stage"], release, gate,
-                                                               _SOURCE_COMPONENTS[source]))
+                      "dra.admin.feature_gates) to have it."
+                      % (what, gate, info["stage"], release, gate, _SOURCE_COMPONENTS[source]))
         out[source] = {"available": available, "gate": gate, "detail": detail}
     return out
 

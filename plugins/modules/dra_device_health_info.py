@@ -265,8 +265,8 @@ def main():
     result["devices"] = listed(result["devices"], params["list_devices"])
     result["api_requests"] = api.requests
     if params["fail_on_problems"] and result["problems"]:
-        module.fail_json(msg="%d device health problem(s): %s" % (len(result["problems"]),
-                                                                 "; ".join(result["problems"])), **result)
+        count = len(result["problems"])
+        module.fail_json(msg="%d device health problem(s): %s" % (count, "; ".join(result["problems"])), **result)
     module.exit_json(changed=False, **result)
 
 
