@@ -312,9 +312,10 @@ def test_drain_unprepares_claims_before_the_driver_leaves_then_returns_to_servic
 
 
 def kubelet_unprepare_failures(c, node, pod_uid):
-    """Lines of the node's kubelet journal where unpreparing this pod's claims failed."""
-    out = c.on_node(node, "sh", "-c", "journalctl -u kubelet --no-pager -o cat | grep 'unprepare dynamic resources' "
-                                      f"| grep -c {pod_uid} || true")
+    """Lines of the node's kubelet journal where syncing the terminating pod failed on its DRA claims
+    (1.36: "unprepare dynamic resources: ..."; 1.33: "get gRPC client for DRA driver ...")."""
+    out = c.on_node(node, "sh", "-c", "journalctl -u kubelet --no-pager -o cat | grep -F 'Error syncing pod' "
+                                      f"| grep -F {pod_uid} | grep -c -i -E 'unprepare|DRA driver' || true")
     assert out.returncode == 0, out.stderr
     return int(out.stdout.strip() or 0)
 
