@@ -169,10 +169,19 @@ import os
 from ansible_collections.dra.admin.plugins.module_utils.api import (
     AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
 )
-from ansible_collections.dra.admin.plugins.module_utils._driver import (
-    KNOWN_CHARTS, DriverInputError, NoSelectedNodesError, SeamlessUpgradeError, build_daemonset,
-    build_device_classes, chart_kind, chart_values, check_daemonset, daemonsets_in, decide_strategy,
-    default_daemonset_name, kubelet_version, node_affinity, object_labels, select_nodes, validate_inputs,
+from ansible_collections.dra.admin.plugins.module_utils._driver_charts import KNOWN_CHARTS, chart_kind, chart_values
+from ansible_collections.dra.admin.plugins.module_utils._driver_checks import check_daemonset, daemonsets_in
+from ansible_collections.dra.admin.plugins.module_utils._driver_inputs import (
+    DriverInputError, default_daemonset_name, validate_inputs,
+)
+from ansible_collections.dra.admin.plugins.module_utils._driver_manifests import (
+    build_daemonset, build_device_classes, object_labels,
+)
+from ansible_collections.dra.admin.plugins.module_utils._driver_nodes import (
+    NoSelectedNodesError, node_affinity, select_nodes,
+)
+from ansible_collections.dra.admin.plugins.module_utils._driver_upgrade import (
+    SeamlessUpgradeError, decide_strategy, kubelet_version,
 )
 from ansible_collections.dra.admin.plugins.module_utils.files import read_text
 from ansible_collections.dra.admin.plugins.module_utils._node_selection import DEFAULT_EXCLUSION_LABEL, with_exclusion
