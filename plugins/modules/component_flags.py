@@ -354,7 +354,7 @@ def plan_config_file(options, manifest, container, flags, where):
     current = flags.get("config")
     if isinstance(current, list) or (current is None and "config" in flags):
         raise _manifest.ManifestError("%s: --config is given %s: expected one --config=<file>"
-                                   % (where, "several times" if isinstance(current, list) else "without a file"))
+                                      % (where, "several times" if isinstance(current, list) else "without a file"))
     if current:
         pod_path = current
         host_path = _host_paths.host_path_for(manifest, container, pod_path, where)
@@ -376,11 +376,11 @@ def plan_config_file(options, manifest, container, flags, where):
                 "(e.g. /etc/kubernetes/kube-scheduler-config.yaml)" % where)
         if not os.path.isabs(pod_path):
             raise _manifest.ManifestError("config_file.path %s is not an absolute path: give it as the Pod sees it, "
-                                       "e.g. /etc/kubernetes/kube-scheduler-config.yaml" % pod_path)
+                                          "e.g. /etc/kubernetes/kube-scheduler-config.yaml" % pod_path)
         host_path = pod_path
         if not os.path.isdir(os.path.dirname(host_path)):
             raise _manifest.ManifestError("config_file.path %s: directory %s does not exist on this host: choose a "
-                                       "path in an existing directory" % (pod_path, os.path.dirname(host_path)))
+                                          "path in an existing directory" % (pod_path, os.path.dirname(host_path)))
         add_flag = True
     exists = os.path.isfile(host_path)
     if os.path.exists(host_path) and not exists:

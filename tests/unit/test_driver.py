@@ -62,7 +62,7 @@ def test_missing_image_or_chart_named():
 
 def test_every_problem_is_reported_at_once():
     problems = _driver_inputs.validate_inputs(params(image="", health_port=0, max_unavailable=0, env={"POD_UID": "x"},
-                                        plugin_dir="relative", driver="Not_A_Driver"))
+                                                     plugin_dir="relative", driver="Not_A_Driver"))
     assert len(problems) == 6, problems
     assert any("POD_UID" in p for p in problems)
     assert any("max_unavailable" in p for p in problems)
@@ -215,7 +215,7 @@ def test_example_chart_values_overlay_keeps_user_values():
     strategy = _driver_upgrade.decide_strategy([node("a")])["strategy"]
     user = {"image": {"tag": "v9"}, "kubeletPlugin": {"numDevices": 2, "containers": {"plugin": {"metricsPort": 9090}}}}
     values, ports = _driver_charts.chart_values("dra-example-driver", user, params(health_port=50000,
-                                                                      node_selector={"gpu": "yes"}), strategy)
+                                                                                   node_selector={"gpu": "yes"}), strategy)
     assert ports == [50000]
     plugin = values["kubeletPlugin"]
     assert plugin["numDevices"] == 2 and plugin["containers"]["plugin"] == {"metricsPort": 9090, "healthcheckPort": 50000}

@@ -211,7 +211,7 @@ def test_config_of_another_kind_or_bad_values_is_refused():
         _config_file.edit_config_text("- a\n", "KubeletConfiguration", merge={"a": 1})
     with pytest.raises(_manifest.ManifestError, match="not both"):
         _config_file.edit_config_text("kind: KubeletConfiguration\n", "KubeletConfiguration",
-                                merge={"featureGates": {"A": True}}, feature_gates={"B": True})
+                                      merge={"featureGates": {"A": True}}, feature_gates={"B": True})
 
 
 @pytest.mark.parametrize("value, parsed", [(True, True), (False, False), ("true", True), (" FALSE ", False),

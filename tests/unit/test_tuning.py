@@ -129,7 +129,7 @@ def test_mount_goes_in_sorted_place_and_only_its_lines_change(version_dir):
     text = fixture_text(version_dir, "kube-scheduler.yaml")
     manifest = yaml.safe_load(text)
     new, changed = _host_paths.add_host_path_mount(manifest, None, "kube-scheduler-config", "/etc/k/s.yaml",
-                                              "/etc/k/s.yaml")
+                                                   "/etc/k/s.yaml")
     assert changed and manifest == yaml.safe_load(text)  # input untouched
     names = [v["name"] for v in new["spec"]["volumes"]]
     assert names == sorted(names) and "kube-scheduler-config" in names
@@ -141,7 +141,7 @@ def test_mount_goes_in_sorted_place_and_only_its_lines_change(version_dir):
                           "  - hostPath:", "      path: /etc/k/s.yaml", "      type: File",
                           "    name: kube-scheduler-config"}
     again, changed_again = _host_paths.add_host_path_mount(new, None, "kube-scheduler-config", "/etc/k/s.yaml",
-                                                      "/etc/k/s.yaml")
+                                                           "/etc/k/s.yaml")
     assert not changed_again and again == new
 
 
