@@ -126,7 +126,6 @@ api_requests:
 """
 
 import copy
-import json
 
 from ansible.module_utils.common.text.converters import to_native
 
@@ -157,7 +156,7 @@ def replace(api, config_map, new_text):
     body = copy.deepcopy(config_map)
     body["data"][kc.DATA_KEY] = new_text
     try:
-        api.request("PUT", PATH, body=json.dumps(body), content_type="application/json")
+        api.request("PUT", PATH, body=body, content_type="application/json")
     except DraApiError as exc:
         if exc.status == 409:
             raise DraApiError("%s changed while this task ran (someone else wrote it): nothing written; run the task "

@@ -127,8 +127,9 @@ class FakeApi:
         self.requests += 1
         if self.put_status:
             raise DraApiError("PUT failed", status=self.put_status)
-        self.puts.append((method, path, json.loads(body)))
-        self.config_map = json.loads(body)
+        assert isinstance(body, dict)  # the client serialises it: a string would be sent as a JSON string
+        self.puts.append((method, path, json.loads(json.dumps(body))))
+        self.config_map = json.loads(json.dumps(body))
 
 
 def run_module(monkeypatch, capsys, api, args, check_mode=False, diff=False):
