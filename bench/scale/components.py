@@ -72,7 +72,7 @@ class Cluster:
     # ---- kube-controller-manager client rate limits through the collection's flag logic ----
 
     def kcm_flags(self):
-        argv = self.argv("kube-controller-manager")
+        argv = self.argv(gates.KUBE_CONTROLLER_MANAGER)
         return argv, [flags.parse_flag(item, "kube-controller-manager command line") for item in argv[1:]]
 
     def kcm_command_line(self, qps=None, burst=None):
