@@ -20,6 +20,18 @@ from ansible_collections.dra.admin.plugins.module_utils._metrics import parse_te
 
 START_TIME = "process_start_time_seconds"
 FEATURE_ENABLED = "kubernetes_feature_enabled"
+# prometheus/procfs divides a process's start ticks by 100, whatever the kernel's CONFIG_HZ.
+USER_HZ = 100.0
+
+
+def procfs_start_time(proc_stat, pid_stat):
+    """A process's process_start_time_seconds as a Go component computes it (prometheus/procfs
+    ProcStat.StartTime): /proc/stat's btime (whole seconds) + its start ticks (field 22 of
+    /proc/<pid>/stat) / 100. That clock runs up to 1 s behind the wall clock, so a time to compare
+    a component's start with must be taken on it, not from `date`."""
+    btime = next(int(line.split()[1]) for line in proc_stat.splitlines() if line.startswith("btime "))
+    ticks = int(pid_stat.rsplit(")", 1)[1].split()[19])
+    return btime + ticks / USER_HZ
 
 
 def wanted_gates(gates):

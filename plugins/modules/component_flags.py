@@ -271,6 +271,16 @@ config_file:
     backup_file:
       description: Its backup; empty when the file was created or not changed, or in check mode.
       type: str
+clock_before_write:
+  description:
+    - Seconds since the epoch on the clock of a component's C(process_start_time_seconds) (C(/proc/stat) btime
+      plus this module process's start ticks / 100), taken before anything was written; null without procfs.
+    - A component process that started after the write reports at least this value, so a wait for the restarted
+      component compares against it (M(dra.admin.component_metrics_info)'s O(dra.admin.component_metrics_info#module:started_after)).
+      The wall clock (C(date +%s)) runs up to 1 s ahead of that clock and would not do.
+  returned: always
+  type: float
+  sample: 1795303520.37
 backup_file:
   description: The backup written before the change; absent when nothing was written.
   returned: changed and backup and not check mode
@@ -286,6 +296,7 @@ from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.dra.admin.plugins.module_utils import _command_line, _config_file, _host_paths, _manifest, _manifest_text, _tuning
 from ansible_collections.dra.admin.plugins.module_utils.files import backup_file, read_regular_file, read_text, write_atomically
+from ansible_collections.dra.admin.plugins.module_utils._component_metrics import procfs_start_time
 from ansible_collections.dra.admin.plugins.module_utils._merge import deep_merge
 from ansible_collections.dra.admin.plugins.module_utils._gates import (
     KUBE_SCHEDULER, dra_additions, validate_dra_gates, validate_gates, validate_runtime_config,
@@ -468,6 +479,15 @@ def map_value(flags, name):
     return dict(_command_line.parse_map(value or ""))
 
 
+def clock_before_write():
+    """This module process's start on the clock of process_start_time_seconds (None where there is no
+    procfs): a component process started after the write reports at least this."""
+    try:
+        return procfs_start_time(read_text("/proc/stat"), read_text("/proc/self/stat"))
+    except (IOError, OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
 def config_result(config):
     return dict(path=config["path"], host_path=config["host_path"], created=config["created"],
                 changed=config["changed"], config=config["config"], backup_file="")
@@ -488,7 +508,8 @@ def main():
                   flags_before=dict(before),
                   feature_gates=map_value(after, "feature-gates"),
                   runtime_config=map_value(after, "runtime-config"),
-                  dra_feature_gates=planned["added"][0], dra_runtime_config=planned["added"][1])
+                  dra_feature_gates=planned["added"][0], dra_runtime_config=planned["added"][1],
+                  clock_before_write=clock_before_write())
     if config is not None:
         result["config_file"] = config_result(config)
     if changed and module._diff:
