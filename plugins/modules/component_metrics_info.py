@@ -137,7 +137,7 @@ from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.dra.admin.plugins.module_utils._component_metrics import component_state, wanted_gates
 from ansible_collections.dra.admin.plugins.module_utils._metrics import ParseError
-from ansible_collections.dra.admin.plugins.module_utils.http import Http, SourceError
+from ansible_collections.dra.admin.plugins.module_utils.http_endpoints import Http, SourceError
 
 
 def argument_spec():

@@ -277,7 +277,7 @@ from urllib.parse import urlencode
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.dra.admin.plugins.module_utils import _metrics
-from ansible_collections.dra.admin.plugins.module_utils.http import Http, SourceError
+from ansible_collections.dra.admin.plugins.module_utils.http_endpoints import Http, SourceError
 
 
 def argument_spec():
