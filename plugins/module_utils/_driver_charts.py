@@ -97,6 +97,14 @@ def _get_path(values, path):
     return node
 
 
+def chart_node_terms(kind, user_values):
+    """The nodeSelectorTerms a known chart runs its driver with when the role is given none: those of the
+    user's values, else the chart's own defaults (a Helm list value replaces the chart's whole list)."""
+    info = KNOWN_CHARTS[kind]
+    return required_terms({"affinity": _get_path(user_values or {}, info["affinity_path"]) or {}}) \
+        or list(info["node_terms"])
+
+
 def chart_values(kind, user_values, params, strategy):
     """The values to install a known chart with: the user's values, then the role's overlay
     (strategy, node selection with the exclusion label, tolerations, health port, driver name).
@@ -110,10 +118,7 @@ def chart_values(kind, user_values, params, strategy):
     info = KNOWN_CHARTS[kind]
     overlay = {}
     _set_path(overlay, info["strategy_path"], strategy)
-    user_terms = params.get("node_affinity")
-    if not user_terms:
-        chart_affinity = _get_path(values, info["affinity_path"]) or {}
-        user_terms = required_terms({"affinity": chart_affinity}) or list(info["node_terms"])
+    user_terms = params.get("node_affinity") or chart_node_terms(kind, values)
     _set_path(overlay, info["affinity_path"], node_affinity(user_terms, params["exclusion_label"]))
     if params.get("node_selector"):
         _set_path(overlay, info["node_selector_path"], dict((k, str(v)) for k, v in params["node_selector"].items()))

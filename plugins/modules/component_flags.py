@@ -409,6 +409,22 @@ def plan_config_file(options, manifest, container, flags, where):
                 new_text=new_text, changed=changed, config=after, add_flag=add_flag, errors=errors)
 
 
+def with_config_file(new_text, changed, config, params, path):
+    """The manifest's new text with the configuration file's mount (when the file is new) and its digest
+    annotation (so a change to the file alone restarts the Pod): (new text, changed)."""
+    edited = _manifest.load_manifest(new_text, path)
+    structured = edited
+    if config["add_flag"]:
+        structured, dummy = _host_paths.add_host_path_mount(
+            structured, params["container"], params["config_file"]["volume_name"], config["host_path"],
+            config["path"], "File", True, path)
+    digest = hashlib.sha256(config["new_text"].encode("utf-8")).hexdigest()
+    structured, dummy = _manifest.set_annotation(structured, CONFIG_ANNOTATION, digest)
+    if structured != edited:
+        return _manifest_text.render_structure(new_text, edited, structured), True
+    return new_text, changed
+
+
 def plan(params):
     """Everything but IO: a dict with the manifest's current and new text, changed, the flags before
     and after, the container's name, what enable_dra added and the configuration file's plan."""
@@ -457,17 +473,7 @@ def plan(params):
         text, params["container"], set_flags, params["remove_flags"],
         feature_gates, runtime_config, where=path)
     if config is not None:
-        edited = _manifest.load_manifest(new_text, path)
-        structured = edited
-        if config["add_flag"]:
-            structured, dummy = _host_paths.add_host_path_mount(
-                structured, params["container"], params["config_file"]["volume_name"], config["host_path"],
-                config["path"], "File", True, path)
-        digest = hashlib.sha256(config["new_text"].encode("utf-8")).hexdigest()
-        structured, dummy = _manifest.set_annotation(structured, CONFIG_ANNOTATION, digest)
-        if structured != edited:
-            new_text = _manifest_text.render_structure(new_text, edited, structured)
-            changed = True
+        new_text, changed = with_config_file(new_text, changed, config, params, path)
     return dict(text=text, new_text=new_text, changed=changed, before=before, after=after, container=container,
                 added=added, config=config)
 
