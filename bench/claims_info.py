@@ -34,6 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
 import clusterlib  # noqa: E402
+import kube  # noqa: E402  (the one API client and wait helper of tests, bench and hack/)
 
 DRIVER = "bench.example.com"
 DEVICES_PER_NODE = 10
@@ -61,11 +62,6 @@ def child_peak(cmd, env, stdout_path):
     return data["wall"], data["rss"], os.path.getsize(stdout_path)
 
 
-def api_client(kubeconfig):
-    from kubernetes import client, config
-    return client.CustomObjectsApi(config.new_client_from_config(config_file=kubeconfig))
-
-
 def make_slices(api, nodes):
     def one(node):
         body = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
@@ -73,33 +69,28 @@ def make_slices(api, nodes):
                 "spec": {"driver": DRIVER, "nodeName": node,
                          "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
                          "devices": [{"name": f"dev-{i}"} for i in range(DEVICES_PER_NODE)]}}
-        api.create_cluster_custom_object("resource.k8s.io", "v1", "resourceslices", body)
+        api.create("/apis/resource.k8s.io/v1/resourceslices", body)
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(one, nodes))
 
 
-def make_pods(kubeconfig, nodes, count):
+def make_pods(api, nodes, count):
     """One pod per claim, bound to the claim's node; returns their uids by index."""
-    from kubernetes import client, config
-    core = client.CoreV1Api(config.new_client_from_config(config_file=kubeconfig))
-
     def one(i):
+        ns = f"bench-{i % NAMESPACES}"
         body = {"apiVersion": "v1", "kind": "Pod",
-                "metadata": {"name": f"pod-{i}", "namespace": f"bench-{i % NAMESPACES}"},
+                "metadata": {"name": f"pod-{i}", "namespace": ns},
                 "spec": {"nodeName": nodes[i % len(nodes)], "automountServiceAccountToken": False,
                          "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}],
                          "containers": [{"name": "main", "image": "registry.invalid/app:none"}]}}
-        response = core.create_namespaced_pod(f"bench-{i % NAMESPACES}", body, _preload_content=False)
-        return json.loads(response.data)["metadata"]["uid"]
+        return api.create(f"/api/v1/namespaces/{ns}/pods", body)["metadata"]["uid"]
     with ThreadPoolExecutor(8) as pool:
         return list(pool.map(one, range(count)))
 
 
-def pending_pods(kubeconfig):
+def pending_pods(api):
     """Whether any benchmark pod is not Running yet (one small LIST)."""
-    from kubernetes import client, config
-    core = client.CoreV1Api(config.new_client_from_config(config_file=kubeconfig))
-    return bool(core.list_pod_for_all_namespaces(field_selector="status.phase!=Running", limit=1).items)
+    return bool(api.get("/api/v1/pods", {"fieldSelector": "status.phase!=Running", "limit": 1})["items"])
 
 
 def make_claims(api, nodes, count, pod_uids):
@@ -110,7 +101,8 @@ def make_claims(api, nodes, count, pod_uids):
         body = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
                 "metadata": {"name": name, "namespace": ns, "labels": {"bench": "claims"}},
                 "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": DRIVER}}]}}}
-        api.create_namespaced_custom_object("resource.k8s.io", "v1", ns, "resourceclaims", body)
+        path = f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims"
+        api.create(path, body)
         status = {"status": {
             "allocation": {
                 "devices": {"results": [{"request": "gpu", "driver": DRIVER, "pool": node,
@@ -119,17 +111,10 @@ def make_claims(api, nodes, count, pod_uids):
                     {"key": "metadata.name", "operator": "In", "values": [node]}]}]}},
             "reservedFor": [{"resource": "pods", "name": f"pod-{i}", "uid": pod_uids[i]}],
         }}
-        api.patch_namespaced_custom_object_status("resource.k8s.io", "v1", ns, "resourceclaims", name, status)
+        api.request("PATCH", f"{path}/{name}/status", status, ok=(200,),
+                    content_type="application/merge-patch+json")
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(one, range(count)))
-
-
-def wait_for(probe, timeout):
-    deadline = time.time() + timeout
-    while not probe():
-        if time.time() > deadline:
-            raise RuntimeError("timed out waiting for the benchmark's objects")
-        time.sleep(0.5)
 
 
 def module_cmd(args_file):
@@ -171,16 +156,18 @@ def main():
         for i in range(NAMESPACES):
             sh(["kubectl", "create", "namespace", f"bench-{i}"], env)
         for i in range(NAMESPACES):  # pods are admitted once the namespace's ServiceAccount exists
-            wait_for(lambda: subprocess.run(["kubectl", "get", "serviceaccount", "default", "-n", f"bench-{i}"],
-                                            env=env, capture_output=True).returncode == 0, 60)
+            kube.wait_for(lambda: subprocess.run(["kubectl", "get", "serviceaccount", "default", "-n", f"bench-{i}"],
+                                                 env=env, capture_output=True).returncode == 0, 60,
+                          f"ServiceAccount bench-{i}/default", retry_on=())
+        api = kube.Api(st["kubeconfig"])
         t = time.time()
-        pod_uids = make_pods(st["kubeconfig"], nodes, args.claims)
-        wait_for(lambda: not pending_pods(st["kubeconfig"]), 900)  # KWOK has marked every pod Running
+        pod_uids = make_pods(api, nodes, args.claims)
+        kube.wait_for(lambda: not pending_pods(api), 900, "every benchmark pod Running",
+                      retry_on=())  # KWOK has marked every pod Running
         setup["pods_s"] = round(time.time() - t, 1)
         pid_file = os.path.join(st["kwok_workdir"], "clusters", args.name, "pids", "kube-controller-manager.pid")
         kcm_pid = int(open(pid_file).read().strip())
         os.kill(kcm_pid, signal.SIGSTOP)
-        api = api_client(st["kubeconfig"])
         t = time.time()
         make_slices(api, nodes)
         setup["slices_s"] = round(time.time() - t, 1)

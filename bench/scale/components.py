@@ -16,7 +16,7 @@ import clusterlib  # noqa: E402
 import kube  # noqa: E402  (hack/cluster/kube.py)
 
 
-flags = clusterlib.collection_module("_flags")
+flags = clusterlib.collection_module("_command_line")
 metrics = clusterlib.collection_module("_metrics")
 gates = clusterlib.collection_module("_gates")
 
@@ -72,11 +72,11 @@ class Cluster:
     # ---- kube-controller-manager client rate limits through the collection's flag logic ----
 
     def kcm_flags(self):
-        argv = self.argv("kube-controller-manager")
+        argv = self.argv(gates.KUBE_CONTROLLER_MANAGER)
         return argv, [flags.parse_flag(item, "kube-controller-manager command line") for item in argv[1:]]
 
     def kcm_command_line(self, qps=None, burst=None):
-        """argv with --kube-api-qps/--kube-api-burst set (or removed: the binary's defaults), via _flags."""
+        """argv with --kube-api-qps/--kube-api-burst set (or removed: the binary's defaults), via _command_line."""
         argv, entries = self.kcm_flags()
         if qps is None:
             after = flags.change_flags(entries, remove_flags=["kube-api-qps", "kube-api-burst"])

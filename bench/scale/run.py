@@ -9,7 +9,7 @@ its own cluster, the settings in lockstep:
 
   no-claims     the same Jobs without ResourceClaims (kube-controller-manager defaults)
   dra-defaults  DRA, kube-controller-manager --kube-api-qps/--kube-api-burst unset (20/30)
-  dra-75-150    DRA, the page's 75/150 (from the collection's tuning rule, set with _flags)
+  dra-75-150    DRA, the page's 75/150 (from the collection's tuning rule, set with _command_line)
   dra-200-400   DRA, 200/400
 
 Workload per run (fresh namespace): fill Jobs (one pod, one device each) created
@@ -43,10 +43,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "hack", 
 import components  # noqa: E402
 import kube  # noqa: E402  (hack/cluster/kube.py: the API client and wait helper shared with tests and hack/)
 import workload  # noqa: E402
-from components import clusterlib, metrics  # noqa: E402
+from components import clusterlib, gates, metrics  # noqa: E402
 
 REPO_ROOT = components.REPO_ROOT
-KCM = "kube-controller-manager"
+KCM = gates.KUBE_CONTROLLER_MANAGER
 
 
 def settings():
@@ -221,7 +221,7 @@ def filtered(text):
 def scrape(api, cluster):
     """Samples of kube-controller-manager and kube-scheduler, each labelled endpoint=<component>."""
     samples = []
-    for component, url in ((KCM, cluster.kcm_url()), ("kube-scheduler", cluster.scheduler_url())):
+    for component, url in ((KCM, cluster.kcm_url()), (gates.KUBE_SCHEDULER, cluster.scheduler_url())):
         for sample in metrics.parse_text(filtered(api.metrics_text(url))).samples:
             sample.labels["endpoint"] = component
             samples.append(sample)

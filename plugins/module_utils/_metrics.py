@@ -628,14 +628,8 @@ def _advice(kind, current_qps, current_burst):
     raise ValueError("unknown advice kind %s" % kind)
 
 
-def diagnose(measurements, thresholds=None, current_qps=None, current_burst=None, groups=GROUPS):
-    """Apply CHECKS to measurements; return the findings (a list of dicts).
-
-    ``measurements`` maps query ids to numbers or to measurement() dicts. Every query of
-    the selected ``groups`` without a value yields a finding of its state (``missing-metric``,
-    ``no-data``, ``unreachable``), so an empty result means: every needed number was there
-    and none crossed a threshold.
-    """
+def _limits(thresholds, groups):
+    """DEFAULT_THRESHOLDS with the overrides; ValueError naming an unknown threshold or check group."""
     limits = dict(DEFAULT_THRESHOLDS)
     for key, value in (thresholds or {}).items():
         if key not in DEFAULT_THRESHOLDS:
@@ -645,53 +639,65 @@ def diagnose(measurements, thresholds=None, current_qps=None, current_burst=None
     if unknown_groups:
         raise ValueError("unknown check group(s) %s; known: %s" % (", ".join(sorted(unknown_groups)),
                                                                    ", ".join(GROUPS)))
-    values = {}
-    for query in QUERIES:
-        values[query["id"]] = _normalise(measurements.get(query["id"]))
-    findings = []
-    for query in QUERIES:
-        if query["group"] not in groups:
-            continue
-        got = values[query["id"]]
-        if got["state"] == "ok":
-            continue
-        findings.append({
-            "id": "%s-%s" % (got["state"], query["id"]),
-            "kind": got["state"],
-            "severity": "unknown",
-            "summary": "%s: %s" % (query["title"], _state_words(got["state"])),
-            "evidence": {"query": query["expression"], "component": query["component"],
-                         "detail": got["detail"]},
-            "advice": _state_advice(got["state"], query),
-            "role": None,
-        })
+    return limits
+
+
+def _state_finding(query, got):
+    """The finding of a query that has no usable value (missing-metric, no-data, unreachable)."""
+    return {
+        "id": "%s-%s" % (got["state"], query["id"]),
+        "kind": got["state"],
+        "severity": "unknown",
+        "summary": "%s: %s" % (query["title"], _state_words(got["state"])),
+        "evidence": {"query": query["expression"], "component": query["component"], "detail": got["detail"]},
+        "advice": _state_advice(got["state"], query),
+        "role": None,
+    }
+
+
+def _problem_finding(check, clause, values, limits, current_qps, current_burst):
+    """The finding of a check whose `clause` holds, with the numbers and thresholds as evidence."""
+    evidence = {}
+    for clause_ in check["clauses"]:
+        for query_id, _op, threshold in clause_:
+            evidence[query_id] = values[query_id]["value"]
+            evidence[threshold] = limits[threshold]
+    windows = set(values[q]["window"] for q, _o, _t in clause if values[q]["window"])
+    if windows:
+        evidence["window"] = sorted(windows)[0]
+    reason = ", ".join(
+        "%s %s (%s %s %s)" % (QUERY_BY_ID[q]["title"], _fmt(values[q]["value"]), _OP_WORDS[op],
+                              _fmt(limits[t]), QUERY_BY_ID[q]["unit"])
+        for q, op, t in clause)
+    return {
+        "id": check["id"],
+        "kind": "problem",
+        "severity": check["severity"],
+        "summary": check["summary"].format(reason=reason),
+        "evidence": evidence,
+        "advice": _advice(check["advice"], current_qps, current_burst),
+        "role": check["role"],
+    }
+
+
+def diagnose(measurements, thresholds=None, current_qps=None, current_burst=None, groups=GROUPS):
+    """Apply CHECKS to measurements; return the findings (a list of dicts).
+
+    ``measurements`` maps query ids to numbers or to measurement() dicts. Every query of
+    the selected ``groups`` without a value yields a finding of its state (``missing-metric``,
+    ``no-data``, ``unreachable``), so an empty result means: every needed number was there
+    and none crossed a threshold.
+    """
+    limits = _limits(thresholds, groups)
+    values = dict((query["id"], _normalise(measurements.get(query["id"]))) for query in QUERIES)
+    findings = [_state_finding(query, values[query["id"]]) for query in QUERIES
+                if query["group"] in groups and values[query["id"]]["state"] != "ok"]
     for check in CHECKS:
         if check["group"] not in groups:
             continue
         outcome, clause = _evaluate(check, values, limits)
-        if outcome is not True:
-            continue
-        evidence = {}
-        for clause_ in check["clauses"]:
-            for query_id, _op, threshold in clause_:
-                evidence[query_id] = values[query_id]["value"]
-                evidence[threshold] = limits[threshold]
-        windows = set(values[q]["window"] for q, _o, _t in clause if values[q]["window"])
-        if windows:
-            evidence["window"] = sorted(windows)[0]
-        reason = ", ".join(
-            "%s %s (%s %s %s)" % (QUERY_BY_ID[q]["title"], _fmt(values[q]["value"]), _OP_WORDS[op],
-                                  _fmt(limits[t]), QUERY_BY_ID[q]["unit"])
-            for q, op, t in clause)
-        findings.append({
-            "id": check["id"],
-            "kind": "problem",
-            "severity": check["severity"],
-            "summary": check["summary"].format(reason=reason),
-            "evidence": evidence,
-            "advice": _advice(check["advice"], current_qps, current_burst),
-            "role": check["role"],
-        })
+        if outcome is True:
+            findings.append(_problem_finding(check, clause, values, limits, current_qps, current_burst))
     return findings
 
 

@@ -31,13 +31,28 @@ def read_regular_file(path, missing, not_a_file, error):
     return read_text(path)
 
 
-def backup_file(path, backup_dir):
-    """Copy `path` into `backup_dir` (created 0700) under a timestamped name; return the copy's path."""
+def _backup_target(name, backup_dir):
+    """A timestamped path for a backup of `name` in `backup_dir` (created 0700)."""
     if not os.path.isdir(backup_dir):
         os.makedirs(backup_dir, 0o700)
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + ".%06d" % (int(time.time() * 1e6) % 1000000)
-    target = os.path.join(backup_dir, "%s.%s" % (os.path.basename(path), stamp))
+    return os.path.join(backup_dir, "%s.%s" % (name, stamp))
+
+
+def backup_file(path, backup_dir):
+    """Copy `path` into `backup_dir` (created 0700) under a timestamped name; return the copy's path."""
+    target = _backup_target(os.path.basename(path), backup_dir)
     shutil.copy2(path, target)
+    return target
+
+
+def backup_text(text, name, backup_dir):
+    """Save `text` (something that is not a host file, such as a ConfigMap's data) into `backup_dir` as a
+    timestamped file named after `name`, readable by its owner only; return its path."""
+    target = _backup_target(name, backup_dir)
+    handle = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(handle, "wb") as out:
+        out.write(text.encode("utf-8"))
     return target
 
 

@@ -271,6 +271,16 @@ config_file:
     backup_file:
       description: Its backup; empty when the file was created or not changed, or in check mode.
       type: str
+clock_before_write:
+  description:
+    - Seconds since the epoch on the clock of a component's C(process_start_time_seconds) (C(/proc/stat) btime
+      plus this module process's start ticks / 100), taken before anything was written; null without procfs.
+    - A component process that started after the write reports at least this value, so a wait for the restarted
+      component compares against it (M(dra.admin.component_metrics_info)'s O(dra.admin.component_metrics_info#module:started_after)).
+      The wall clock (C(date +%s)) runs up to 1 s ahead of that clock and would not do.
+  returned: always
+  type: float
+  sample: 1795303520.37
 backup_file:
   description: The backup written before the change; absent when nothing was written.
   returned: changed and backup and not check mode
@@ -284,8 +294,9 @@ import os
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.dra.admin.plugins.module_utils import _flags, _tuning
+from ansible_collections.dra.admin.plugins.module_utils import _command_line, _config_file, _host_paths, _manifest, _manifest_text, _tuning
 from ansible_collections.dra.admin.plugins.module_utils.files import backup_file, read_regular_file, read_text, write_atomically
+from ansible_collections.dra.admin.plugins.module_utils._component_metrics import procfs_start_time
 from ansible_collections.dra.admin.plugins.module_utils._merge import deep_merge
 from ansible_collections.dra.admin.plugins.module_utils._gates import (
     KUBE_SCHEDULER, dra_additions, validate_dra_gates, validate_gates, validate_runtime_config,
@@ -319,7 +330,7 @@ def check_backup_dir(path, backup_dir):
     manifest_dir = os.path.realpath(os.path.dirname(os.path.abspath(path)))
     target = os.path.realpath(os.path.abspath(backup_dir))
     if target == manifest_dir or target.startswith(manifest_dir + os.sep):
-        raise _flags.ManifestError(
+        raise _manifest.ManifestError(
             "backup_dir %s is inside %s, where the kubelet would start a backup as a second Pod: "
             "choose a directory outside it (default /etc/kubernetes/dra-admin-backups)" % (backup_dir, manifest_dir))
 
@@ -339,7 +350,7 @@ def read_manifest(path):
     return read_regular_file(
         path, "manifest %s does not exist: is this a control-plane node set up by kubeadm? "
         "Give the manifest's path in the path option", "%s is not a regular file: give the manifest's path",
-        _flags.ManifestError)
+        _manifest.ManifestError)
 
 
 CONFIG_ANNOTATION = "dra.admin/config-sha256"
@@ -353,49 +364,65 @@ def plan_config_file(options, manifest, container, flags, where):
     """
     current = flags.get("config")
     if isinstance(current, list) or (current is None and "config" in flags):
-        raise _flags.ManifestError("%s: --config is given %s: expected one --config=<file>"
-                                   % (where, "several times" if isinstance(current, list) else "without a file"))
+        raise _manifest.ManifestError("%s: --config is given %s: expected one --config=<file>"
+                                      % (where, "several times" if isinstance(current, list) else "without a file"))
     if current:
         pod_path = current
-        host_path = _flags.host_path_for(manifest, container, pod_path, where)
+        host_path = _host_paths.host_path_for(manifest, container, pod_path, where)
         if host_path is None:
-            raise _flags.ManifestError(
+            raise _manifest.ManifestError(
                 "%s: --config=%s is not mounted from the host (no hostPath volume mount covers it), so its "
                 "content cannot be changed here: mount the file with a hostPath volume, or remove --config and "
                 "let this module create the file" % (where, pod_path))
         if not os.path.isfile(host_path):
-            raise _flags.ManifestError(
+            raise _manifest.ManifestError(
                 "%s: --config=%s (on the host %s) does not exist: the component cannot start like this; put the "
                 "file back, or remove --config and let this module create the file" % (where, pod_path, host_path))
         add_flag = False
     else:
         pod_path = options.get("path")
         if not pod_path:
-            raise _flags.ManifestError(
+            raise _manifest.ManifestError(
                 "%s has no --config flag: give config_file.path, where the file is to be created "
                 "(e.g. /etc/kubernetes/kube-scheduler-config.yaml)" % where)
         if not os.path.isabs(pod_path):
-            raise _flags.ManifestError("config_file.path %s is not an absolute path: give it as the Pod sees it, "
-                                       "e.g. /etc/kubernetes/kube-scheduler-config.yaml" % pod_path)
+            raise _manifest.ManifestError("config_file.path %s is not an absolute path: give it as the Pod sees it, "
+                                          "e.g. /etc/kubernetes/kube-scheduler-config.yaml" % pod_path)
         host_path = pod_path
         if not os.path.isdir(os.path.dirname(host_path)):
-            raise _flags.ManifestError("config_file.path %s: directory %s does not exist on this host: choose a "
-                                       "path in an existing directory" % (pod_path, os.path.dirname(host_path)))
+            raise _manifest.ManifestError("config_file.path %s: directory %s does not exist on this host: choose a "
+                                          "path in an existing directory" % (pod_path, os.path.dirname(host_path)))
         add_flag = True
     exists = os.path.isfile(host_path)
     if os.path.exists(host_path) and not exists:
-        raise _flags.ManifestError("%s is not a regular file: give config_file.path a file name" % host_path)
+        raise _manifest.ManifestError("%s is not a regular file: give config_file.path a file name" % host_path)
     text = read_text(host_path) if exists else ""
     merge = dict(options.get("merge") or {})
     if not exists:
         base = _tuning.scheduler_config_from_flags(flags, options["api_version"])
         merge = deep_merge(base, merge)
-    new_text, changed, dummy, after = _flags.edit_config_text(text, options["kind"], merge, where=host_path)
+    new_text, changed, dummy, after = _config_file.edit_config_text(text, options["kind"], merge, where=host_path)
     if not exists:
         changed = True
     errors = _tuning.config_rate_errors(container, after, host_path)
     return dict(path=pod_path, host_path=host_path, exists=exists, created=not exists, text=text,
                 new_text=new_text, changed=changed, config=after, add_flag=add_flag, errors=errors)
+
+
+def with_config_file(new_text, changed, config, params, path):
+    """The manifest's new text with the configuration file's mount (when the file is new) and its digest
+    annotation (so a change to the file alone restarts the Pod): (new text, changed)."""
+    edited = _manifest.load_manifest(new_text, path)
+    structured = edited
+    if config["add_flag"]:
+        structured, dummy = _host_paths.add_host_path_mount(
+            structured, params["container"], params["config_file"]["volume_name"], config["host_path"],
+            config["path"], "File", True, path)
+    digest = hashlib.sha256(config["new_text"].encode("utf-8")).hexdigest()
+    structured, dummy = _manifest.set_annotation(structured, CONFIG_ANNOTATION, digest)
+    if structured != edited:
+        return _manifest_text.render_structure(new_text, edited, structured), True
+    return new_text, changed
 
 
 def plan(params):
@@ -406,15 +433,15 @@ def plan(params):
     if params["backup"]:
         check_backup_dir(path, params["backup_dir"])
     if params["enable_dra"] and not version:
-        raise _flags.ManifestError("enable_dra needs kubernetes_version: give the component's version, e.g. v1.33.13")
+        raise _manifest.ManifestError("enable_dra needs kubernetes_version: give the component's version, e.g. v1.33.13")
     text = read_manifest(path)
-    manifest = _flags.load_manifest(text, path)
-    target = _flags.find_container(manifest, params["container"], path)
+    manifest = _manifest.load_manifest(text, path)
+    target = _manifest.find_container(manifest, params["container"], path)
     container = target.get("name")
-    flags = _flags.flags_dict(_flags.read_flags(target, path))
+    flags = _command_line.flags_dict(_command_line.read_flags(target, path))
     feature_gates = dict(params["feature_gates"])
     runtime_config = dict(params["runtime_config"])
-    set_flags = dict((_flags.flag_name(k), v) for k, v in params["set_flags"].items())
+    set_flags = dict((_command_line.flag_name(k), v) for k, v in params["set_flags"].items())
     added = ({}, {})
     if params["enable_dra"]:
         added = dra_additions(version, container, feature_gates)
@@ -441,22 +468,12 @@ def plan(params):
             errors.append("%s: kube-scheduler ignores --%s once --config is given: set clientConnection.qps/burst "
                           "through config_file.merge instead" % (path, " and --".join(ignored)))
     if errors:
-        raise _flags.ManifestError("%s: nothing written: %s" % (path, "; ".join(errors)))
-    new_text, changed, before, after = _flags.edit_manifest_text(
+        raise _manifest.ManifestError("%s: nothing written: %s" % (path, "; ".join(errors)))
+    new_text, changed, before, after = _manifest_text.edit_manifest_text(
         text, params["container"], set_flags, params["remove_flags"],
         feature_gates, runtime_config, where=path)
     if config is not None:
-        edited = _flags.load_manifest(new_text, path)
-        structured = edited
-        if config["add_flag"]:
-            structured, dummy = _flags.add_host_path_mount(
-                structured, params["container"], params["config_file"]["volume_name"], config["host_path"],
-                config["path"], "File", True, path)
-        digest = hashlib.sha256(config["new_text"].encode("utf-8")).hexdigest()
-        structured, dummy = _flags.set_annotation(structured, CONFIG_ANNOTATION, digest)
-        if structured != edited:
-            new_text = _flags.render_structure(new_text, edited, structured)
-            changed = True
+        new_text, changed = with_config_file(new_text, changed, config, params, path)
     return dict(text=text, new_text=new_text, changed=changed, before=before, after=after, container=container,
                 added=added, config=config)
 
@@ -465,7 +482,16 @@ def map_value(flags, name):
     value = flags.get(name)
     if isinstance(value, list):
         value = ",".join(v for v in value if v)
-    return dict(_flags.parse_map(value or ""))
+    return dict(_command_line.parse_map(value or ""))
+
+
+def clock_before_write():
+    """This module process's start on the clock of process_start_time_seconds (None where there is no
+    procfs): a component process started after the write reports at least this."""
+    try:
+        return procfs_start_time(read_text("/proc/stat"), read_text("/proc/self/stat"))
+    except (IOError, OSError, ValueError, IndexError, StopIteration):
+        return None
 
 
 def config_result(config):
@@ -475,12 +501,12 @@ def config_result(config):
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    if not _flags.HAS_YAML:
+    if not _manifest.HAS_YAML:
         module.fail_json(msg=missing_required_lib("PyYAML"))
     path = module.params["path"]
     try:
         planned = plan(module.params)
-    except (_flags.ManifestError, ValueError) as exc:
+    except (_manifest.ManifestError, ValueError) as exc:
         module.fail_json(msg=to_native(exc), path=path, changed=False)
     after, before, config = planned["after"], planned["before"], planned["config"]
     changed = planned["changed"] or bool(config and config["changed"])
@@ -488,7 +514,8 @@ def main():
                   flags_before=dict(before),
                   feature_gates=map_value(after, "feature-gates"),
                   runtime_config=map_value(after, "runtime-config"),
-                  dra_feature_gates=planned["added"][0], dra_runtime_config=planned["added"][1])
+                  dra_feature_gates=planned["added"][0], dra_runtime_config=planned["added"][1],
+                  clock_before_write=clock_before_write())
     if config is not None:
         result["config_file"] = config_result(config)
     if changed and module._diff:

@@ -169,10 +169,21 @@ import os
 from ansible_collections.dra.admin.plugins.module_utils.api import (
     AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
 )
-from ansible_collections.dra.admin.plugins.module_utils._driver import (
-    KNOWN_CHARTS, DriverInputError, NoSelectedNodesError, SeamlessUpgradeError, build_daemonset,
-    build_device_classes, chart_kind, chart_values, check_daemonset, daemonsets_in, decide_strategy,
-    default_daemonset_name, kubelet_version, node_affinity, object_labels, select_nodes, validate_inputs,
+from ansible_collections.dra.admin.plugins.module_utils._driver_charts import (
+    KNOWN_CHARTS, chart_kind, chart_node_terms, chart_values,
+)
+from ansible_collections.dra.admin.plugins.module_utils._driver_checks import check_daemonset, daemonsets_in
+from ansible_collections.dra.admin.plugins.module_utils._driver_inputs import (
+    DriverInputError, default_daemonset_name, validate_inputs,
+)
+from ansible_collections.dra.admin.plugins.module_utils._driver_manifests import (
+    build_daemonset, build_device_classes, object_labels,
+)
+from ansible_collections.dra.admin.plugins.module_utils._driver_nodes import (
+    NoSelectedNodesError, node_affinity, select_nodes,
+)
+from ansible_collections.dra.admin.plugins.module_utils._driver_upgrade import (
+    SeamlessUpgradeError, decide_strategy, kubelet_version,
 )
 from ansible_collections.dra.admin.plugins.module_utils.files import read_text
 from ansible_collections.dra.admin.plugins.module_utils._node_selection import DEFAULT_EXCLUSION_LABEL, with_exclusion
@@ -239,7 +250,8 @@ def rendered_documents(rendered):
     return [d for d in yaml.safe_load_all(str(rendered)) if isinstance(d, dict)]
 
 
-def plan(api, params, warn):
+def prepared(params):
+    """The inputs checked and completed: (params, chart kind or None, whether the driver does seamless upgrades)."""
     params = dict(params)
     params["daemonset_name"] = params.get("daemonset_name") or default_daemonset_name(params.get("driver"))
     problems = validate_inputs(params)
@@ -252,15 +264,14 @@ def plan(api, params, warn):
     supports = params.get("supports_seamless_upgrade")
     if supports is None:
         supports = KNOWN_CHARTS[kind]["seamless"] if kind else params["method"] == "template"
+    return params, kind, supports
 
-    nodes = list(api.list_items("/api/v1/nodes"))
+
+def selection(nodes, params, kind):
+    """(nodeSelectorTerms without the exclusion label, selected node names, {excluded: reason})."""
     terms = params["node_affinity"]
     if params["method"] == "helm" and kind and not terms:
-        user_affinity = params["chart_values"]
-        for key in KNOWN_CHARTS[kind]["affinity_path"]:
-            user_affinity = (user_affinity or {}).get(key) if isinstance(user_affinity, dict) else None
-        terms = (((user_affinity or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
-                 or {}).get("nodeSelectorTerms") or list(KNOWN_CHARTS[kind]["node_terms"])
+        terms = chart_node_terms(kind, params["chart_values"])
     full_terms = with_exclusion(terms, params["exclusion_label"])
     selected, excluded = select_nodes(nodes, params["node_selector"], full_terms, params["tolerations"])
     if not selected:
@@ -270,19 +281,38 @@ def plan(api, params, warn):
             % (params["node_selector"] or "{}", terms or "[]", params["exclusion_label"],
                params["tolerations"] or "[]",
                "; ".join("%s: %s" % (k, v) for k, v in sorted(excluded.items())) or "the cluster has no nodes"))
+    return terms, selected, excluded
+
+
+def rendered_problems(rendered, params, kind, health_ports, strategy):
+    """(the rendered DaemonSet's name or None, what is wrong with what the chart rendered)."""
+    daemonsets = daemonsets_in(rendered_documents(rendered))
+    if not daemonsets:
+        return None, ["the chart rendered no DaemonSet"]
+    problems = []
+    if len(daemonsets) > 1:
+        problems.append("the chart rendered %d DaemonSets (%s): the role handles one driver DaemonSet per "
+                        "release" % (len(daemonsets), ", ".join(x["metadata"]["name"] for x in daemonsets)))
+    for daemonset in daemonsets:
+        problems.extend(check_daemonset(daemonset, params["exclusion_label"], health_ports if kind else [],
+                                        strategy if kind else None))
+    return daemonsets[0]["metadata"]["name"], problems
+
+
+def plan(api, params, warn):
+    params, kind, supports = prepared(params)
+    nodes = list(api.list_items("/api/v1/nodes"))
+    terms, selected, excluded = selection(nodes, params, kind)
     by_name = dict((n["metadata"]["name"], n) for n in nodes)
-    chosen = [by_name[name] for name in selected]
-    decision = decide_strategy(chosen, params["seamless_upgrade"], supports, params["max_unavailable"])
-    warnings = []
-    if decision["warning"]:
-        warnings.append(decision["warning"])
-        warn(decision["warning"])
+    decision = decide_strategy([by_name[name] for name in selected], params["seamless_upgrade"], supports,
+                               params["max_unavailable"])
+    warnings = [decision["warning"]] if decision["warning"] else []
     if params["method"] == "helm" and not kind:
-        message = ("chart %s has no known values layout: the role cannot set its update strategy, node affinity "
-                   "or health port; the rendered DaemonSet is checked instead (set chart_kind, or those values "
-                   "in chart_values)" % params["chart_ref"])
-        warnings.append(message)
-        warn(message)
+        warnings.append("chart %s has no known values layout: the role cannot set its update strategy, node "
+                        "affinity or health port; the rendered DaemonSet is checked instead (set chart_kind, or "
+                        "those values in chart_values)" % params["chart_ref"])
+    for warning in warnings:
+        warn(warning)
 
     version = api.server_version().get("gitVersion")
     served = api.served_resources()
@@ -304,24 +334,14 @@ def plan(api, params, warn):
                                       granular_status(version), object_labels(params["daemonset_name"], params["driver"]))
         result["manifests"] = rbac + [daemonset]
         result["health_ports"] = [int(params["health_port"])]
-    else:
-        values, health_ports = chart_values(kind, params["chart_values"], params, decision["strategy"])
-        result["chart"] = {"kind": kind, "values": values, "health_ports": health_ports}
-        result["health_ports"] = health_ports
-        if params.get("rendered") is not None:
-            daemonsets = daemonsets_in(rendered_documents(params["rendered"]))
-            if not daemonsets:
-                result["rendered_problems"] = ["the chart rendered no DaemonSet"]
-            else:
-                result["daemonset_name"] = daemonsets[0]["metadata"]["name"]
-                problems = []
-                if len(daemonsets) > 1:
-                    problems.append("the chart rendered %d DaemonSets (%s): the role handles one driver DaemonSet per "
-                                    "release" % (len(daemonsets), ", ".join(x["metadata"]["name"] for x in daemonsets)))
-                for daemonset in daemonsets:
-                    problems.extend(check_daemonset(daemonset, params["exclusion_label"], health_ports if kind else [],
-                                                    decision["strategy"] if kind else None))
-                result["rendered_problems"] = problems
+        return result
+    values, health_ports = chart_values(kind, params["chart_values"], params, decision["strategy"])
+    result["chart"] = {"kind": kind, "values": values, "health_ports": health_ports}
+    result["health_ports"] = health_ports
+    if params.get("rendered") is not None:
+        name, result["rendered_problems"] = rendered_problems(params["rendered"], params, kind, health_ports,
+                                                              decision["strategy"])
+        result["daemonset_name"] = name or result["daemonset_name"]
     return result
 
 

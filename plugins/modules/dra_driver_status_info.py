@@ -88,9 +88,8 @@ import time
 from ansible_collections.dra.admin.plugins.module_utils.api import (
     AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
 )
-from ansible_collections.dra.admin.plugins.module_utils._driver import (
-    check_daemonset, rollout_state, select_nodes_for_daemonset,
-)
+from ansible_collections.dra.admin.plugins.module_utils._driver_checks import check_daemonset, rollout_state
+from ansible_collections.dra.admin.plugins.module_utils._driver_nodes import select_nodes_for_daemonset
 from ansible_collections.dra.admin.plugins.module_utils._node_selection import DEFAULT_EXCLUSION_LABEL
 from ansible_collections.dra.admin.plugins.module_utils._slices import devices_by_node, summarize_pools
 

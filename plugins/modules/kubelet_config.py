@@ -144,7 +144,7 @@ backup_file:
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.dra.admin.plugins.module_utils import _flags, _tuning
+from ansible_collections.dra.admin.plugins.module_utils import _config_file, _manifest, _tuning
 from ansible_collections.dra.admin.plugins.module_utils.files import backup_file, read_regular_file, write_atomically
 from ansible_collections.dra.admin.plugins.module_utils._gates import KUBELET, dra_additions, validate_dra_gates, validate_gates
 
@@ -167,7 +167,7 @@ def read_kubelet_config(path):
     return read_regular_file(
         path, "kubelet configuration %s does not exist: is the kubelet set up by kubeadm on this node? "
         "Give the file's path in the path option (see the kubelet's --config flag)",
-        "%s is not a regular file: give the kubelet configuration file's path", _flags.ManifestError)
+        "%s is not a regular file: give the kubelet configuration file's path", _manifest.ManifestError)
 
 
 def plan(params):
@@ -175,7 +175,7 @@ def plan(params):
     path = params["path"]
     version = params["kubernetes_version"]
     if params["enable_dra"] and not version:
-        raise _flags.ManifestError("enable_dra needs kubernetes_version: give the kubelet's version, e.g. v1.33.13")
+        raise _manifest.ManifestError("enable_dra needs kubernetes_version: give the kubelet's version, e.g. v1.33.13")
     added = dra_additions(version, KUBELET)[0] if params["enable_dra"] else {}
     feature_gates = dict(params["feature_gates"])
     merge = dict(params["merge"])
@@ -189,26 +189,26 @@ def plan(params):
         check = validate_dra_gates if params["enable_dra"] else validate_gates
         errors = check(version, dict((k, v) for k, v in gates.items() if v is not None), KUBELET)
         if errors:
-            raise _flags.ManifestError("%s: nothing written: %s" % (path, "; ".join(errors)))
+            raise _manifest.ManifestError("%s: nothing written: %s" % (path, "; ".join(errors)))
     text = read_kubelet_config(path)
-    new_text, changed, before, after = _flags.edit_config_text(text, KIND, merge, feature_gates, where=path)
+    new_text, changed, before, after = _config_file.edit_config_text(text, KIND, merge, feature_gates, where=path)
     if "kubeAPIQPS" in merge or "kubeAPIBurst" in merge:
         errors = _tuning.check_component_rate(
             KUBELET, merge.get("kubeAPIQPS"), merge.get("kubeAPIBurst"), before.get("kubeAPIQPS"),
             before.get("kubeAPIBurst"), path, ("kubeAPIQPS", "kubeAPIBurst"))
         if errors:
-            raise _flags.ManifestError("%s: nothing written: %s" % (path, "; ".join(errors)))
+            raise _manifest.ManifestError("%s: nothing written: %s" % (path, "; ".join(errors)))
     return text, new_text, changed, before, after, added
 
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    if not _flags.HAS_YAML:
+    if not _manifest.HAS_YAML:
         module.fail_json(msg=missing_required_lib("PyYAML"))
     path = module.params["path"]
     try:
         text, new_text, changed, before, after, added = plan(module.params)
-    except (_flags.ManifestError, ValueError) as exc:
+    except (_manifest.ManifestError, ValueError) as exc:
         module.fail_json(msg=to_native(exc), path=path, changed=False)
     result = dict(changed=changed, path=path, config=after, feature_gates=after.get("featureGates") or {},
                   dra_feature_gates=added)

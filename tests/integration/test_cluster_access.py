@@ -17,6 +17,7 @@ from conftest import ROOT
 FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures")
 DEAD_SERVER = "https://127.0.0.1:1"
 
+KUBEADM_TASK = "Carry the changes into kubeadm-config (kubeadm upgrade renders the manifests from it)"
 CLUSTER_CONFIGURATION = {
     "apiVersion": "kubeadm.k8s.io/v1beta4", "kind": "ClusterConfiguration", "kubernetesVersion": "v1.33.13",
     "apiServer": {"extraArgs": [{"name": "audit-log-maxage", "value": "7"}]},
@@ -117,7 +118,7 @@ def control_plane_host(tmp_path):
 @pytest.mark.parametrize("how", ["role variables", "play module_defaults"])
 def test_control_plane_roles_read_kubeadm_config_through_the_context(cluster, tmp_path, two_contexts,
                                                                      kubeadm_config, how):
-    """feature_gates and control_plane_tuning (through feature_gates' kubeadm_config tasks) in check mode:
+    """feature_gates and control_plane_tuning (through the kubeadm_config module) in check mode:
     kubeadm-config is read from the cluster the context names, and the write it plans is reported."""
     role_vars = control_plane_host(tmp_path)
     play = {"hosts": "localhost", "gather_facts": False,
@@ -129,13 +130,11 @@ def test_control_plane_roles_read_kubeadm_config_through_the_context(cluster, tm
         play["module_defaults"] = {"group/dra.admin.k8s": {"kubeconfig": two_contexts, "context": "real"}}
     rc, results, out = run_playbook(cluster, tmp_path, [play], "--check")
     assert rc == 0, out[-6000:]
-    reads = results["dra.admin.feature_gates : Kubeadm-config: read the ConfigMap"]
-    assert len(reads) == 2  # once per role
-    for read in reads:
-        assert [r["metadata"]["name"] for r in read["resources"]] == ["kubeadm-config"]
-        assert yaml.safe_load(read["resources"][0]["data"]["ClusterConfiguration"]) == CLUSTER_CONFIGURATION
-    writes = results["dra.admin.feature_gates : Kubeadm-config: write the ConfigMap when it differs"]
-    assert [w["changed"] for w in writes] == [True, True]
+    writes = [results["dra.admin.%s : %s" % (role, KUBEADM_TASK)][0] for role in ("feature_gates", "control_plane_tuning")]
+    for write in writes:  # read from the cluster the context names, and a write planned there
+        assert write["found"] is True and write["changed"] is True, write
+        assert write["cluster_configuration"]["kubernetesVersion"] == CLUSTER_CONFIGURATION["kubernetesVersion"]
+        assert write["cluster_configuration"]["apiServer"]["extraArgs"][0] == {"name": "audit-log-maxage", "value": "7"}
     live = cluster.get_json("configmap", "-n", "kube-system", "kubeadm-config")
     assert yaml.safe_load(live["data"]["ClusterConfiguration"]) == CLUSTER_CONFIGURATION, "check mode wrote"
 

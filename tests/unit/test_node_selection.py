@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from ansible_collections.dra.admin.plugins.module_utils import _driver, _node_selection as ns
+from ansible_collections.dra.admin.plugins.module_utils import _driver_checks, _driver_nodes, _node_selection as ns
 
 EXCL = ns.DEFAULT_EXCLUSION_LABEL
 REC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "recorded")
@@ -57,7 +57,7 @@ def test_the_driver_selection_uses_the_same_matcher_as_claims():
     term = {"matchExpressions": [{"key": "gpu", "operator": "In", "values": ["yes"]}],
             "matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["b"]}]}
     nodes = [{"metadata": {"name": n, "labels": {"gpu": "yes"}}, "spec": {}} for n in ("a", "b")]
-    selected, excluded = _driver.select_nodes(nodes, terms=[term])
+    selected, excluded = _driver_nodes.select_nodes(nodes, terms=[term])
     assert selected == ["a"] and list(excluded) == ["b"]
     assert ns.matching_nodes({"nodeSelectorTerms": [term]}, {"a": {"gpu": "yes"}, "b": {"gpu": "yes"}}) == ["a"]
 
@@ -85,7 +85,7 @@ def test_with_exclusion_keeps_a_term_that_excludes_by_notin():
 def test_the_drain_and_the_driver_check_agree_on_the_recorded_daemonset():
     ds = recorded_driver_daemonset()
     assert ns.daemonset_excludes(ds, EXCL)
-    assert not any("DoesNotExist" in p for p in _driver.check_daemonset(ds, EXCL))
+    assert not any("DoesNotExist" in p for p in _driver_checks.check_daemonset(ds, EXCL))
     weak = copy.deepcopy(ds)
     terms = weak["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
         "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
@@ -94,12 +94,12 @@ def test_the_drain_and_the_driver_check_agree_on_the_recorded_daemonset():
             if expression["key"] == EXCL:
                 expression.update(operator="NotIn", values=["false"])
     assert not ns.daemonset_excludes(weak, EXCL)
-    assert any("DoesNotExist" in p for p in _driver.check_daemonset(weak, EXCL))
+    assert any("DoesNotExist" in p for p in _driver_checks.check_daemonset(weak, EXCL))
     for expression in terms[0]["matchExpressions"]:
         if expression["key"] == EXCL:
             expression["values"] = ["true"]
     assert ns.daemonset_excludes(weak, EXCL) == (len(terms) == 1)
-    assert (not _driver.check_daemonset(weak, EXCL)) == (len(terms) == 1)
+    assert (not _driver_checks.check_daemonset(weak, EXCL)) == (len(terms) == 1)
 
 
 def _yaml(*parts):

@@ -1,66 +1,72 @@
 """The roles' "time before the change" is on the clock of process_start_time_seconds.
 
 feature_gates' verify step accepts a component as restarted once its /metrics report
-process_start_time_seconds >= the time noted before the manifest was written. Components compute
-that metric as /proc/stat btime + the process's start ticks / 100 (prometheus/procfs); btime is
-whole seconds, so the value is up to 1 s lower than the wall clock at the start. Noted with
-`date +%s`, a component restarted within the same second as the note looked older than the change
-and the role waited until its timeout and rolled back (seen as "Wait for the new process and the
-wanted gates on /metrics" failing in test_control_plane.py).
+process_start_time_seconds >= the time noted before the manifest was written (component_flags'
+clock_before_write). Components compute that metric as /proc/stat btime + the process's start
+ticks / 100 (prometheus/procfs); btime is whole seconds, so the value is up to 1 s lower than the
+wall clock at the start. Noted with `date +%s`, a component restarted within the same second as the
+note looked older than the change and the role waited until its timeout and rolled back (seen as
+"Wait for the new process and the wanted gates on /metrics" failing in test_control_plane.py).
 """
 import os
-import shlex
 import subprocess
+import sys
 import time
 
 import pytest
-import yaml
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-ROLES = ("feature_gates", "control_plane_tuning")
+from ansible_collections.dra.admin.plugins.module_utils._component_metrics import procfs_start_time
+from ansible_collections.dra.admin.plugins.modules import component_flags
 
-
-def before_command(role):
-    with open(os.path.join(ROOT, "roles", role, "tasks", "component.yml")) as handle:
-        tasks = yaml.safe_load(handle)
-    task = next(t for t in tasks if t["name"].startswith("Note the time before the change"))
-    command = task["ansible.builtin.command"]
-    return command["argv"] if isinstance(command, dict) else shlex.split(command)
+# What the module does in its own process, run as a fresh process as the module is.
+NOTE = ("from ansible_collections.dra.admin.plugins.modules import component_flags; "
+        "print(component_flags.clock_before_write())")
 
 
-def procfs_start_time(pid):
-    """process_start_time_seconds as a Go component computes it (prometheus/procfs ProcStat.StartTime)."""
-    with open("/proc/stat") as handle:
-        btime = next(int(line.split()[1]) for line in handle if line.startswith("btime "))
-    with open("/proc/%d/stat" % pid) as handle:
-        ticks = int(handle.read().rsplit(")", 1)[1].split()[19])
-    return btime + ticks / 100.0
+def note():
+    """clock_before_write() of a new process, as when Ansible runs component_flags."""
+    out = subprocess.run([sys.executable, "-c", NOTE], capture_output=True, text=True, check=True,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    return float(out.stdout)
 
 
-@pytest.mark.parametrize("role", ROLES)
-def test_a_component_started_right_after_the_note_counts_as_new(role):
-    argv = before_command(role)
+def start_of(pid):
+    with open("/proc/stat") as stat, open("/proc/%d/stat" % pid) as pid_stat:
+        return procfs_start_time(stat.read(), pid_stat.read())
+
+
+def test_the_clock_is_procfs_not_the_wall_clock():
+    with open("/proc/stat") as stat, open("/proc/self/stat") as pid_stat:
+        assert procfs_start_time(stat.read(), pid_stat.read()) == component_flags.clock_before_write()
+    assert component_flags.clock_before_write() <= time.time()
+
+
+def test_a_component_started_right_after_the_note_counts_as_new():
     misses = []
-    for attempt in range(15):
-        before = float(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)
+    for attempt in range(10):
+        before = note()
         started = subprocess.Popen(["sleep", "0.05"])  # the component, restarted at once
         try:
-            start = procfs_start_time(started.pid)
+            start = start_of(started.pid)
         finally:
             started.wait()
         if start < before:
             misses.append("note %.2f, start %.2f" % (before, start))
         time.sleep(0.043 * (attempt % 7))  # notes at different points of the second
-    assert not misses, "%s: a process started after the note reports an earlier start: %s" % (role, misses[:3])
+    assert not misses, "a process started after the note reports an earlier start: %s" % misses[:3]
 
 
-@pytest.mark.parametrize("role", ROLES)
-def test_an_old_process_does_not_count_as_new(role):
+def test_an_old_process_does_not_count_as_new():
     old = subprocess.Popen(["sleep", "5"])
     try:
         time.sleep(1.1)
-        before = float(subprocess.run(before_command(role), capture_output=True, text=True, check=True).stdout)
-        assert procfs_start_time(old.pid) < before
+        assert start_of(old.pid) < note()
     finally:
         old.kill()
         old.wait()
+
+
+def test_recorded_proc_stat_lines():
+    proc_stat = "cpu  1 2 3\nbtime 1795300000\nprocesses 9\n"
+    pid_stat = "4242 (kube sched) S 1 4242 4242 0 -1 4194560 1 0 0 0 5 6 0 0 20 0 12 0 35049 1 2"
+    assert procfs_start_time(proc_stat, pid_stat) == pytest.approx(1795300350.49)

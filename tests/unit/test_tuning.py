@@ -10,7 +10,7 @@ import pytest
 import yaml
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.dra.admin.plugins.module_utils import _flags, _tuning
+from ansible_collections.dra.admin.plugins.module_utils import _host_paths, _manifest, _manifest_text, _tuning
 from ansible_collections.dra.admin.plugins.modules import component_flags, kubelet_config
 
 from conftest import FIXTURES
@@ -110,56 +110,56 @@ def fixture_text(version_dir, name):
 def test_kubeadm_files_are_in_the_canonical_layout(version_dir):
     for name in ("kube-apiserver.yaml", "kube-controller-manager.yaml", "kube-scheduler.yaml", "etcd.yaml"):
         text = fixture_text(version_dir, name)
-        assert _flags.canonical_manifest(yaml.safe_load(text)) == text
+        assert _manifest_text.canonical_manifest(yaml.safe_load(text)) == text
 
 
 @pytest.mark.parametrize("version_dir", KUBEADM_VERSIONS)
 def test_host_paths_through_mounts(version_dir):
     manifest = yaml.safe_load(fixture_text(version_dir, "kube-controller-manager.yaml"))
-    assert _flags.host_path_for(manifest, None, "/etc/kubernetes/pki/ca.crt") == "/etc/kubernetes/pki/ca.crt"
-    assert _flags.host_path_for(manifest, None, "/etc/kubernetes/controller-manager.conf") == \
+    assert _host_paths.host_path_for(manifest, None, "/etc/kubernetes/pki/ca.crt") == "/etc/kubernetes/pki/ca.crt"
+    assert _host_paths.host_path_for(manifest, None, "/etc/kubernetes/controller-manager.conf") == \
         "/etc/kubernetes/controller-manager.conf"
-    assert _flags.host_path_for(manifest, None, "/etc/kubernetes/other.yaml") is None
+    assert _host_paths.host_path_for(manifest, None, "/etc/kubernetes/other.yaml") is None
     manifest["spec"]["volumes"][0]["hostPath"]["path"] = "/srv/certs"  # ca-certs: /etc/ssl/certs
-    assert _flags.host_path_for(manifest, None, "/etc/ssl/certs/a/b.pem") == "/srv/certs/a/b.pem"
+    assert _host_paths.host_path_for(manifest, None, "/etc/ssl/certs/a/b.pem") == "/srv/certs/a/b.pem"
 
 
 @pytest.mark.parametrize("version_dir", KUBEADM_VERSIONS)
 def test_mount_goes_in_sorted_place_and_only_its_lines_change(version_dir):
     text = fixture_text(version_dir, "kube-scheduler.yaml")
     manifest = yaml.safe_load(text)
-    new, changed = _flags.add_host_path_mount(manifest, None, "kube-scheduler-config", "/etc/k/s.yaml",
-                                              "/etc/k/s.yaml")
+    new, changed = _host_paths.add_host_path_mount(manifest, None, "kube-scheduler-config", "/etc/k/s.yaml",
+                                                   "/etc/k/s.yaml")
     assert changed and manifest == yaml.safe_load(text)  # input untouched
     names = [v["name"] for v in new["spec"]["volumes"]]
     assert names == sorted(names) and "kube-scheduler-config" in names
-    diff = list(difflib.ndiff(text.splitlines(), _flags.canonical_manifest(new).splitlines()))
+    diff = list(difflib.ndiff(text.splitlines(), _manifest_text.canonical_manifest(new).splitlines()))
     assert [line for line in diff if line.startswith("- ")] == []
     added = [line[2:] for line in diff if line.startswith("+ ")]
     assert len(added) == 7  # 3 lines of the mount, 4 of the volume; every other line as it was
     assert set(added) <= {"    - mountPath: /etc/k/s.yaml", "      name: kube-scheduler-config", "      readOnly: true",
                           "  - hostPath:", "      path: /etc/k/s.yaml", "      type: File",
                           "    name: kube-scheduler-config"}
-    again, changed_again = _flags.add_host_path_mount(new, None, "kube-scheduler-config", "/etc/k/s.yaml",
-                                                      "/etc/k/s.yaml")
+    again, changed_again = _host_paths.add_host_path_mount(new, None, "kube-scheduler-config", "/etc/k/s.yaml",
+                                                           "/etc/k/s.yaml")
     assert not changed_again and again == new
 
 
 def test_mount_conflicts_are_refused():
     manifest = yaml.safe_load(fixture_text("kubeadm-v1.36.3", "kube-scheduler.yaml"))
-    with pytest.raises(_flags.ManifestError, match="already has a volume named 'kubeconfig'"):
-        _flags.add_host_path_mount(manifest, None, "kubeconfig", "/etc/k/s.yaml", "/etc/k/s.yaml")
-    with pytest.raises(_flags.ManifestError, match="already mounts 'kubeconfig' at /etc/kubernetes/scheduler.conf"):
-        _flags.add_host_path_mount(manifest, None, "other", "/srv/s.conf", "/etc/kubernetes/scheduler.conf")
+    with pytest.raises(_manifest.ManifestError, match="already has a volume named 'kubeconfig'"):
+        _host_paths.add_host_path_mount(manifest, None, "kubeconfig", "/etc/k/s.yaml", "/etc/k/s.yaml")
+    with pytest.raises(_manifest.ManifestError, match="already mounts 'kubeconfig' at /etc/kubernetes/scheduler.conf"):
+        _host_paths.add_host_path_mount(manifest, None, "other", "/srv/s.conf", "/etc/kubernetes/scheduler.conf")
 
 
 def test_annotation_set_and_removed():
     manifest = yaml.safe_load(fixture_text("kubeadm-v1.36.3", "kube-scheduler.yaml"))
-    new, changed = _flags.set_annotation(manifest, "dra.admin/config-sha256", "abc")
+    new, changed = _manifest.set_annotation(manifest, "dra.admin/config-sha256", "abc")
     assert changed and new["metadata"]["annotations"] == {"dra.admin/config-sha256": "abc"}
-    same, changed = _flags.set_annotation(new, "dra.admin/config-sha256", "abc")
+    same, changed = _manifest.set_annotation(new, "dra.admin/config-sha256", "abc")
     assert not changed
-    gone, changed = _flags.set_annotation(new, "dra.admin/config-sha256", None)
+    gone, changed = _manifest.set_annotation(new, "dra.admin/config-sha256", None)
     assert changed and "annotations" not in gone["metadata"]
 
 
@@ -206,7 +206,7 @@ def test_scheduler_config_created_mounted_and_idempotent(capsys, node):
     assert oct(os.stat(str(node["config"])).st_mode & 0o777) == "0o600"
     manifest = yaml.safe_load(read(manifest_path))
     assert "--config=%s" % node["config"] in manifest["spec"]["containers"][0]["command"]
-    assert _flags.host_path_for(manifest, None, str(node["config"])) == str(node["config"])
+    assert _host_paths.host_path_for(manifest, None, str(node["config"])) == str(node["config"])
     assert len(manifest["metadata"]["annotations"]["dra.admin/config-sha256"]) == 64
     assert read(first["backup_file"]) == original
     assert isinstance(first["diff"], list) and first["diff"][0]["before_header"] == "/dev/null"
@@ -236,8 +236,8 @@ def test_existing_config_found_through_its_mount(capsys, node, tmp_path):
     path = node["manifests"] / "kube-scheduler.yaml"
     manifest = yaml.safe_load(read(path))
     manifest["spec"]["containers"][0]["command"].append("--config=/etc/sched/sched.yaml")
-    manifest, dummy = _flags.add_host_path_mount(manifest, None, "sched", str(host_dir), "/etc/sched", "Directory")
-    path.write_text(_flags.canonical_manifest(manifest))
+    manifest, dummy = _host_paths.add_host_path_mount(manifest, None, "sched", str(host_dir), "/etc/sched", "Directory")
+    path.write_text(_manifest_text.canonical_manifest(manifest))
     args = scheduler_args(node)
     del args["config_file"]["path"]
     result = run_module(component_flags, capsys, args)
@@ -280,7 +280,7 @@ def test_config_named_but_not_mounted_is_refused(capsys, node):
     path = node["manifests"] / "kube-scheduler.yaml"
     manifest = yaml.safe_load(read(path))
     manifest["spec"]["containers"][0]["command"].append("--config=/etc/elsewhere/s.yaml")
-    path.write_text(_flags.canonical_manifest(manifest))
+    path.write_text(_manifest_text.canonical_manifest(manifest))
     result = run_module(component_flags, capsys, scheduler_args(node))
     assert result["failed"] is True
     assert "--config=/etc/elsewhere/s.yaml is not mounted from the host" in result["msg"]

@@ -1,0 +1,184 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: dra.admin contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: component_metrics_info
+short_description: Read from a component's /metrics whether it restarted and runs with the wanted feature gates
+version_added: 0.1.0
+description:
+  - Reads one C(/metrics) endpoint of a Kubernetes component (kube-apiserver, kube-controller-manager,
+    kube-scheduler, kubelet) and reports its process start time (C(process_start_time_seconds)) and its feature
+    gates (C(kubernetes_feature_enabled)).
+  - With O(started_after) and O(feature_gates), RV(ready) says whether the change was taken - a process that
+    started at or after that time, and every wanted gate with the wanted value - so a task can wait for it
+    with C(until).
+  - An endpoint that cannot be read (the component is restarting) is not a failure of this module - RV(ready)
+    is false and RV(error) says why - so that C(until) keeps trying.
+  - Read-only; the same answer in check mode.
+author:
+  - dra.admin maintainers (@dra-admin)
+extends_documentation_fragment:
+  - dra.admin.attributes
+  - dra.admin.attributes.info_module
+  - dra.admin.attributes.platform
+options:
+  url:
+    description:
+      - Full URL of the endpoint, for example V(https://127.0.0.1:10257/metrics).
+    type: str
+    required: true
+  client_cert:
+    description:
+      - PEM client certificate for the endpoint (the components allow C(/metrics) to C(system:masters), for
+        example the client certificate of kubeadm's C(admin.conf)).
+    type: path
+  client_key:
+    description:
+      - PEM private key of O(client_cert).
+    type: path
+  ca_path:
+    description:
+      - CA bundle to verify the endpoint with.
+    type: path
+  validate_certs:
+    description:
+      - Verify the endpoint's TLS certificate.
+    type: bool
+    default: true
+  timeout:
+    description:
+      - Seconds to wait for the answer.
+    type: float
+    default: 10
+  feature_gates:
+    description:
+      - Gates the component must report, name to V(true) or V(false).
+    type: dict
+    default: {}
+  started_after:
+    description:
+      - Seconds since the epoch, on the clock of C(process_start_time_seconds) (C(/proc/stat) btime plus the
+        process's start ticks); the process must have started at or after it.
+    type: float
+attributes:
+  platform:
+    support: full
+    platforms: posix
+    details:
+      - Runs where the endpoint answers, usually the control-plane node itself (V(https://127.0.0.1:...)).
+"""
+
+EXAMPLES = r"""
+- name: Wait until kube-scheduler runs again with DRADeviceTaints on
+  dra.admin.component_metrics_info:
+    url: https://127.0.0.1:10259/metrics
+    client_cert: /tmp/admin.crt
+    client_key: /tmp/admin.key
+    validate_certs: false
+    feature_gates:
+      DRADeviceTaints: true
+    started_after: "{{ before.stdout | float }}"
+  register: scheduler
+  until: scheduler.ready
+  retries: 60
+  delay: 5
+"""
+
+RETURN = r"""
+ready:
+  description: Whether the endpoint answered, the process started at or after O(started_after) (when given) and
+    every gate of O(feature_gates) has the wanted value.
+  returned: always
+  type: bool
+status:
+  description: HTTP status of the answer (null when there was none).
+  returned: always
+  type: int
+  sample: 200
+error:
+  description: Why the endpoint could not be read or parsed (empty when it could).
+  returned: always
+  type: str
+start_time:
+  description: The process's C(process_start_time_seconds) (null when not reported).
+  returned: always
+  type: float
+  sample: 1795303523.49
+new_process:
+  description: Whether the process started at or after O(started_after); null without O(started_after).
+  returned: always
+  type: bool
+feature_gates:
+  description: Every gate the component reports, name to whether it is enabled.
+  returned: always
+  type: dict
+  sample: {DynamicResourceAllocation: true, DRADeviceTaints: false}
+missing_gates:
+  description: The wanted gates the component does not (yet) report with the wanted value, as C(Gate=true).
+  returned: always
+  type: list
+  elements: str
+  sample: [DRADeviceTaints=true]
+api_requests:
+  description: Number of HTTP requests the module made.
+  returned: always
+  type: int
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_native
+
+from ansible_collections.dra.admin.plugins.module_utils._component_metrics import component_state, wanted_gates
+from ansible_collections.dra.admin.plugins.module_utils._metrics import ParseError
+from ansible_collections.dra.admin.plugins.module_utils.http_endpoints import Http, SourceError
+
+
+def argument_spec():
+    return dict(
+        url=dict(type="str", required=True),
+        client_cert=dict(type="path"),
+        client_key=dict(type="path", no_log=False),
+        ca_path=dict(type="path"),
+        validate_certs=dict(type="bool", default=True),
+        timeout=dict(type="float", default=10),
+        feature_gates=dict(type="dict", default={}),
+        started_after=dict(type="float"),
+    )
+
+
+def read(params, http):
+    """The module's result for one read of the endpoint."""
+    result = dict(ready=False, status=None, error="", start_time=None, new_process=None, feature_gates={},
+                  missing_gates=[])
+    try:
+        text = http.get(params["url"], None, params["validate_certs"], params["ca_path"], params["client_cert"],
+                        params["client_key"])
+        result["status"] = 200
+        result.update(component_state(text, params["feature_gates"], params["started_after"]))
+    except SourceError as exc:
+        result.update(status=exc.status, error=to_native(exc))
+    except ParseError as exc:
+        result.update(status=200, error="%s is not in the metrics text format: %s" % (params["url"], exc))
+    return result
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    try:
+        wanted_gates(module.params["feature_gates"])
+    except ValueError as exc:
+        module.fail_json(msg=to_native(exc))
+    http = Http(module.params["timeout"])
+    result = read(module.params, http)
+    module.exit_json(changed=False, api_requests=http.requests, **result)
+
+
+if __name__ == "__main__":
+    main()
