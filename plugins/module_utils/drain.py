@@ -26,7 +26,8 @@ from ansible_collections.dra.admin.plugins.module_utils._drain import (
     CORDON_ANNOTATION, backoff_delays, claim_names, controller_of, eviction_body, eviction_refusal, plan_drain,
     pod_key, pod_ready,
 )
-from ansible_collections.dra.admin.plugins.module_utils._node_selection import daemonset_admits, daemonset_excludes
+from ansible_collections.dra.admin.plugins.module_utils._driver_nodes import select_nodes_for_daemonset
+from ansible_collections.dra.admin.plugins.module_utils._node_selection import daemonset_excludes
 from ansible_collections.dra.admin.plugins.module_utils._slices import slices_for_node
 
 MERGE_PATCH = "application/merge-patch+json"
@@ -402,7 +403,7 @@ class NodeDrain(object):
         """A ready, not terminating pod on the node of each driver DaemonSet that admits the node once the
         exclusion label is gone (or, with driver_pod_labels alone, of any pod carrying them)."""
         node = self.get_node()
-        expected = [object_key(ds) for ds in drivers if daemonset_admits(ds, node)]
+        expected = [object_key(ds) for ds in drivers if select_nodes_for_daemonset([node], ds)[0]]
         if drivers and not expected:
             self.event("no driver DaemonSet places a pod on %s; none waited for" % self.node)
         if not (expected or self.p["driver_pod_labels"]):
