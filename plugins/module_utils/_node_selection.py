@@ -126,4 +126,3 @@ def daemonset_excludes(daemonset, label):
     """Whether a DaemonSet's required node affinity keeps its pods off nodes labelled ``label=true``."""
     pod_spec = (((daemonset.get("spec") or {}).get("template") or {}).get("spec") or {})
     return terms_exclude(required_terms(pod_spec), label)
-
