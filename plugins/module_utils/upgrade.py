@@ -14,8 +14,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
-
 from ansible_collections.dra.admin.plugins.module_utils import _upgrade
 from ansible_collections.dra.admin.plugins.module_utils._gates import RESOURCE_GROUP
 
@@ -63,7 +61,7 @@ def gather(api, schedulers=()):
     facts["driver_accounts"] = _upgrade.driver_accounts(api.list_items("/apis/apps/v1/daemonsets"), drivers)
     facts["access"] = []
     for key, body in _upgrade.access_reviews(facts["driver_accounts"], schedulers):
-        answer = api.request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", body=json.dumps(body),
+        answer = api.request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", body=body,
                              content_type="application/json")
         facts["access"].append((key, bool((answer.get("status") or {}).get("allowed"))))
     return facts
