@@ -597,7 +597,8 @@ def api_serving(version, api_version, resource):
 def storage_version(version, resource):
     """The resource.k8s.io version a release stores `resource` in (None before 1.33: not catalogued)."""
     minor = require_upgrade_target(version)
-    table = dict(_STORAGE_VERSIONS, **_STORAGE_VERSION_OVERRIDES.get(resource, {}))
+    table = dict(_STORAGE_VERSIONS)
+    table.update(_STORAGE_VERSION_OVERRIDES.get(resource, {}))
     found = [table[m] for m in sorted(table) if m <= minor]
     return found[-1] if found else None
 
