@@ -102,6 +102,9 @@ def test_upgrade_findings_found_and_fixed(cluster, upgrade_state):
     result = cluster.run_module("dra.admin.dra_upgrade_check_info", {"target_version": target,
                                                                     "fail_on": ["breaking"]})
     found = by_id(result)
+    run = cluster.run_playbook("playbooks/upgrade_check.yml", "-e", f"dra_upgrade_target={target}",
+                               "-e", '{"dra_upgrade_fail_on": ["breaking"]}')
+    assert run.returncode == 0 and f"Upgrade {cluster.version} -> {target}: breaking=0" in run.stdout, run.stdout
     assert not [f for f in found.get("admin-access-label", []) if namespace in f["subject"]]
     assert not [f for f in found.get("driver-rbac", []) if f["evidence"]["namespace"] == namespace]
     assert OLD_NODE not in str(found.get("kubelet-skew", [])) + str(found.get("seamless-driver-upgrade", []))
