@@ -65,6 +65,11 @@ def check_target(current, target):
     except _gates.VersionError as exc:
         raise UpgradeInputError("target_version: %s" % exc)
     current_minor = _gates.parse_minor(current)
+    if current_minor < _gates.UPGRADE_TARGET_MINORS[0]:
+        raise UpgradeInputError(
+            "the cluster runs Kubernetes %s, older than the catalog knows (1.%d on): upgrade it to 1.%d first, "
+            "with the release notes as the guide" % (current, _gates.UPGRADE_TARGET_MINORS[0],
+                                                     _gates.UPGRADE_TARGET_MINORS[0]))
     if target_minor < current_minor:
         raise UpgradeInputError(
             "target_version: %s is older than the cluster (%s): Kubernetes cannot be downgraded; give a release "
@@ -229,6 +234,13 @@ def _v(minor):
 
 def api_findings(facts, target, target_minor):
     found = []
+    if facts.get("metrics_error"):
+        found.append(finding(
+            "metrics-unreadable", "warning", "kube-apiserver /metrics",
+            "%s: which resource.k8s.io versions clients use, and kube-apiserver's feature gates, are not known"
+            % facts["metrics_error"],
+            "run the check with a credential that may get the non-resource URL /metrics (the built-in ClusterRole "
+            "system:monitoring grants it; role dra.admin.rbac's admin persona does not)", {}))
     for (version, resource), use in sorted(api_usage(facts.get("metrics_text")).items()):
         serving = _gates.api_serving(target, version, resource)
         evidence = dict(use, version=version, resource=resource)
@@ -371,8 +383,8 @@ def rbac_findings(facts, target):
         verbs = denied.get((user, DRIVER_STATUS_SUBRESOURCE, entry["driver"]))
         if verbs:
             found.append(finding(
-                "driver-rbac", "breaking", "%s/%s (DaemonSet %s)" % (entry["namespace"], entry["service_account"],
-                                                                    entry["daemonset"]),
+                "driver-rbac", "breaking",
+                "%s/%s (DaemonSet %s)" % (entry["namespace"], entry["service_account"], entry["daemonset"]),
                 "driver %s runs as %s, which may not %s on %s for %s (SubjectAccessReview); with %s (on by default "
                 "from 1.36) its ResourceClaim device status updates are refused" % (
                     entry["driver"], user, " or ".join(sorted(verbs)), DRIVER_STATUS_SUBRESOURCE, entry["driver"],
@@ -419,8 +431,8 @@ def kubelet_findings(facts, target_minor):
         found.append(finding(
             "kubelet-version-unknown", "warning", ", ".join(sorted(unreadable)),
             "the kubelet version of %s cannot be read (%s): the version skew cannot be checked there" % (
-                ", ".join(sorted(unreadable)), ", ".join("%s reports %s" % (n, unreadable[n])
-                                                        for n in sorted(unreadable))),
+                ", ".join(sorted(unreadable)),
+                ", ".join("%s reports %s" % (n, unreadable[n]) for n in sorted(unreadable))),
             "check those nodes' kubelets by hand", {"nodes": unreadable}))
     old = dict((n, v) for n, v in old_kubelets(nodes).items() if n not in unreadable)
     if old:
@@ -451,8 +463,8 @@ def storage_findings(facts, current, target, target_minor):
             found.append(finding(
                 "storage-version", "warning", resource,
                 "%d %s stored as %s/%s (%s); Kubernetes %s stores them as %s: objects keep their old encoding "
-                "in etcd until they are written again" % (count, resource, _gates.RESOURCE_GROUP, now, source,
-                                                           _v(target_minor), then),
+                "in etcd until they are written again"
+                % (count, resource, _gates.RESOURCE_GROUP, now, source, _v(target_minor), then),
                 "after the upgrade, rewrite them before a release without %s (kubectl get %s -A -o json | kubectl "
                 "replace -f -, or a StorageVersionMigration where storagemigration.k8s.io is served); no dra.admin "
                 "role does it" % (now, resource), evidence))

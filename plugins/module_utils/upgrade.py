@@ -16,6 +16,7 @@ __metaclass__ = type
 
 from ansible_collections.dra.admin.plugins.module_utils import _upgrade
 from ansible_collections.dra.admin.plugins.module_utils._gates import RESOURCE_GROUP
+from ansible_collections.dra.admin.plugins.module_utils.api import DraApiError
 
 STORAGE_VERSIONS_PATH = "/apis/internal.apiserver.k8s.io/v1alpha1/storageversions"
 
@@ -34,9 +35,14 @@ def gather(api, schedulers=()):
         "served_versions": served,
         "served_resources": dict((v, [r.get("name") for r in (d or {}).get("resources") or []])
                                  for v, d in discovery.items()),
-        "metrics_text": api.get_text("/metrics"),
         "schedulers": list(schedulers or []),
     }
+    try:
+        facts["metrics_text"] = api.get_text("/metrics")
+    except DraApiError as exc:
+        if exc.status not in (401, 403):
+            raise
+        facts["metrics_error"] = str(exc)
     listed = api.get_or_none(STORAGE_VERSIONS_PATH)
     if listed is not None:
         facts["storage_versions"] = _upgrade.storage_versions_from_api(listed.get("items"))

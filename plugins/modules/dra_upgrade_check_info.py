@@ -107,7 +107,7 @@ findings:
         The kind of finding - C(api-version-in-use), C(api-version-removed), C(storage-version),
         C(feature-gate-removed), C(feature-gate-locked), C(feature-gate-unknown), C(admin-access-label),
         C(driver-rbac), C(scheduler-rbac), C(kubelet-skew), C(kubelet-version-unknown), C(seamless-driver-upgrade),
-        C(upgrade-path) or C(planned-release).
+        C(upgrade-path), C(planned-release) or C(metrics-unreadable).
       type: str
       returned: always
     severity:
@@ -117,7 +117,7 @@ findings:
       type: str
       returned: always
     subject: {description: What the finding is about., type: str, returned: always}
-    message: {description: What will happen, with the evidence., type: str, returned: always}
+    message: {description: What will happen and the evidence., type: str, returned: always}
     fix: {description: What to do; the dra.admin role and variable where there is one., type: str, returned: always}
     evidence: {description: The data the finding rests on., type: dict, returned: always}
   sample:

@@ -86,8 +86,8 @@ def test_upgrade_findings_found_and_fixed(cluster, upgrade_state):
     else:
         assert "api-version-in-use" not in found and "storage-version" not in found
 
-    failed = cluster.run_module("dra.admin.dra_upgrade_check_info", {"target_version": target,
-                                                                    "fail_on": ["breaking"]}, expect_failure=True)
+    failed = cluster.run_module("dra.admin.dra_upgrade_check_info",
+                                {"target_version": target, "fail_on": ["breaking"]}, expect_failure=True)
     assert "breaking" in failed["msg"] and namespace in failed["msg"]
 
     # The fixes the findings name.
@@ -99,8 +99,8 @@ def test_upgrade_findings_found_and_fixed(cluster, upgrade_state):
     cluster.kubectl("patch", "node", OLD_NODE, "--subresource=status", "--type=merge", "-p",
                     '{"status": {"nodeInfo": {"kubeletVersion": "v1.%d.0"}}}' % cluster.minor)
 
-    result = cluster.run_module("dra.admin.dra_upgrade_check_info", {"target_version": target,
-                                                                    "fail_on": ["breaking"]})
+    result = cluster.run_module("dra.admin.dra_upgrade_check_info",
+                                {"target_version": target, "fail_on": ["breaking"]})
     found = by_id(result)
     run = cluster.run_playbook("playbooks/upgrade_check.yml", "-e", f"dra_upgrade_target={target}",
                                "-e", '{"dra_upgrade_fail_on": ["breaking"]}')

@@ -161,6 +161,7 @@ def test_kubelet_skew_from_recorded_nodes():
     ("v1.36.3", "v1.35", ["target_version", "older than the cluster"]),
     ("v1.36.3", "v1.39", ["target_version", "1.30 to 1.38"]),
     ("v1.36.3", "latest", ["target_version", "cannot read"]),
+    ("v1.29.4", "v1.30", ["cluster runs Kubernetes v1.29.4", "1.30 on"]),
 ])
 def test_bad_target(current, target, words):
     with pytest.raises(u.UpgradeInputError) as info:
@@ -176,3 +177,9 @@ def test_api_serving_catalog():
     assert _gates.api_serving("1.38", "v1", "resourceclaims") == "default"
     assert _gates.api_serving("1.33", "v1", "resourceclaims") is None
     assert _gates.oldest_kubelet_minor("1.36") == 33
+
+
+def test_metrics_not_readable_is_a_warning_not_a_pass():
+    found = u.findings({"metrics_error": "GET /metrics failed: HTTP 403: forbidden"}, "v1.36.3", "v1.37")
+    assert [(f["id"], f["severity"]) for f in found] == [("metrics-unreadable", "warning")]
+    assert "system:monitoring" in found[0]["fix"]
