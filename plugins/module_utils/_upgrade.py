@@ -255,7 +255,8 @@ def api_findings(facts, target, target_minor):
         found.append(finding(
             "api-version-in-use", severity, subject,
             "%d request(s) to %s since kube-apiserver started (apiserver_request_total%s); %s. The metric does not "
-            "name the clients: kube-apiserver's audit log does (userAgent)" % (
+            "name the clients: kube-apiserver's audit log does (userAgent); dra.admin's own modules use the newest served "
+            "version, v1 from 1.34" % (
                 use["requests"], subject, ", deprecated: removed in %s" % use["removed_release"]
                 if use["removed_release"] else "", what),
             "move those clients (drivers, controllers, scripts) to %s/v1%s" % (
