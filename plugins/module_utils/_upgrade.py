@@ -8,9 +8,9 @@ component refuses to start on the target; ``warning``: works only with an action
 from the API; ``info``), ``subject``, ``message`` (with the evidence in words), ``evidence`` (the
 data it rests on) and ``fix`` (the dra.admin role and knob where there is one).
 
-Versions come from the catalog (``_gates``), gate values from a static pod's flags (``_flags``) or
+Versions come from the catalog (``_gates``), gate values from a static pod's flags (``_command_line``) or
 kube-apiserver's ``kubernetes_feature_enabled`` metric (parsed by ``_metrics``), the driver role's
-seamless-upgrade rule from ``_driver``, the driver persona's rule names from ``_rbac``.
+seamless-upgrade rule from ``_driver_upgrade``, the driver persona's rule names from ``_rbac``.
 
 Pure: no Ansible, no network.
 """
@@ -23,10 +23,13 @@ import base64
 import hashlib
 
 from ansible_collections.dra.admin.plugins.module_utils import _gates
-from ansible_collections.dra.admin.plugins.module_utils._driver import (
-    DRIVER_LABEL, SEAMLESS_UPGRADE_MIN_KUBELET_MINOR, kubelet_minor, kubelet_version, old_kubelets, pod_spec_of,
+from ansible_collections.dra.admin.plugins.module_utils._command_line import parse_map, read_flags
+from ansible_collections.dra.admin.plugins.module_utils._driver_manifests import DRIVER_LABEL
+from ansible_collections.dra.admin.plugins.module_utils._driver_nodes import pod_spec_of
+from ansible_collections.dra.admin.plugins.module_utils._driver_upgrade import (
+    SEAMLESS_UPGRADE_MIN_KUBELET_MINOR, kubelet_minor, kubelet_version, old_kubelets,
 )
-from ansible_collections.dra.admin.plugins.module_utils._flags import ManifestError, parse_map, read_flags
+from ansible_collections.dra.admin.plugins.module_utils._manifest import ManifestError
 from ansible_collections.dra.admin.plugins.module_utils._metrics import parse_text, select
 from ansible_collections.dra.admin.plugins.module_utils._rbac import (
     ASSOCIATED_NODE_VERBS, DRIVER_STATUS_SUBRESOURCE, GRANULAR_STATUS_GATE,
