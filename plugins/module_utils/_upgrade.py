@@ -24,6 +24,7 @@ import hashlib
 
 from ansible_collections.dra.admin.plugins.module_utils import _gates
 from ansible_collections.dra.admin.plugins.module_utils._command_line import parse_map, read_flags
+from ansible_collections.dra.admin.plugins.module_utils._component_metrics import enabled_gates
 from ansible_collections.dra.admin.plugins.module_utils._driver_manifests import DRIVER_LABEL
 from ansible_collections.dra.admin.plugins.module_utils._driver_nodes import pod_spec_of
 from ansible_collections.dra.admin.plugins.module_utils._driver_upgrade import (
@@ -133,10 +134,9 @@ def api_usage(metrics_text):
 
 
 def gates_from_metrics(metrics_text):
-    """{gate: effective value} of the catalogued gates, from kubernetes_feature_enabled."""
-    scrape = parse_text(metrics_text or "")
-    return dict((s.labels.get("name"), s.value > 0) for s in select(scrape.samples, "kubernetes_feature_enabled")
-                if _gates.is_catalogued(s.labels.get("name")))
+    """{gate: effective value} of the catalogued gates, from kubernetes_feature_enabled (_component_metrics)."""
+    gates = enabled_gates(parse_text(metrics_text or "").samples)
+    return dict((name, value) for name, value in gates.items() if _gates.is_catalogued(name))
 
 
 def flags_from_pods(pods):
