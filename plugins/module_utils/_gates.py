@@ -185,6 +185,30 @@ _GATE_API_VERSIONS = {
 }
 
 
+# --- Upgrade facts (dra_upgrade_check_info) ----------------------------------------------------
+# Targets of an upgrade check: the supported releases and the next one. 1.38 is unreleased: what the
+# catalog says of it comes from upstream's plans (the API lifecycle tags in k8s.io/api, gate removals).
+UPGRADE_TARGET_MINORS = SUPPORTED_MINORS + (38,)
+PLANNED_MINORS = (38,)
+# resource.k8s.io versions by the first release without them (k8s.io/api's prerelease-lifecycle tags,
+# and v1alpha3 keeping only DeviceTaintRule from 1.34): version -> ((resources or None for all, minor), ...)
+_API_REMOVED = {
+    "v1alpha2": ((None, 31),),
+    "v1alpha3": ((("deviceclasses", "resourceclaims", "resourceclaimtemplates", "resourceslices"), 34),
+                 (("devicetaintrules",), 39)),
+    "v1beta1": ((None, 38),),
+    "v1beta2": ((("deviceclasses", "resourceclaims", "resourceclaimtemplates", "resourceslices"), 39),),
+}
+# The version kube-apiserver stores resource.k8s.io objects in, from the release on (the newest version
+# that existed one release earlier, the minimum compatibility version), and DeviceTaintRule's own
+# (pkg/kubeapiserver/default_storage_factory_builder.go).
+_STORAGE_VERSIONS = {33: "v1beta1", 34: "v1beta2", 35: "v1"}
+_STORAGE_VERSION_OVERRIDES = {"devicetaintrules": {33: "v1alpha3", 37: "v1beta2"},
+                              "resourcepoolstatusrequests": {36: "v1alpha3"}}
+# kubelet may be this many minors older than kube-apiserver (version skew policy; 2 for kubelets < 1.25).
+KUBELET_MAX_SKEW = 3
+
+
 class VersionError(ValueError):
     """A Kubernetes version the catalog cannot answer for."""
 
@@ -537,3 +561,64 @@ def dra_settings(version, extra_gates=None):
     gates = dra_gates(version, extra_gates)
     return {"gates": gates, "runtime_config": dra_runtime_config(version, gates), "errors": [],
             "provisional": is_provisional(version)}
+
+
+# --- Upgrade checks ------------------------------------------------------------------------------
+
+def require_upgrade_target(version):
+    """The minor of a release an upgrade check can look at, or VersionError naming the range."""
+    minor = parse_minor(version)
+    if minor not in UPGRADE_TARGET_MINORS:
+        raise VersionError("Kubernetes %s is not a release the catalog knows: upgrade targets are 1.%d to 1.%d"
+                           % (version, UPGRADE_TARGET_MINORS[0], UPGRADE_TARGET_MINORS[-1]))
+    return minor
+
+
+def api_removed_in(api_version, resource):
+    """The first release without `resource` in resource.k8s.io/`api_version`, as a minor, or None."""
+    for resources, minor in _API_REMOVED.get(api_version, ()):
+        if resources is None or resource in resources:
+            return minor
+    return None
+
+
+def api_serving(version, api_version, resource):
+    """How a release serves resource.k8s.io/`api_version` `resource`: 'default', 'runtime-config'
+    (only when switched on) or None (not at all)."""
+    minor = require_upgrade_target(version)
+    removed = api_removed_in(api_version, resource)
+    if removed is not None and minor >= removed:
+        return None
+    if api_version not in _API_VERSIONS.get(min(minor, SUPPORTED_MINORS[-1]), ()):
+        return None
+    return "default" if api_version == "v1" and minor >= 34 else "runtime-config"
+
+
+def storage_version(version, resource):
+    """The resource.k8s.io version a release stores `resource` in (None before 1.33: not catalogued)."""
+    minor = require_upgrade_target(version)
+    table = dict(_STORAGE_VERSIONS)
+    table.update(_STORAGE_VERSION_OVERRIDES.get(resource, {}))
+    found = [table[m] for m in sorted(table) if m <= minor]
+    return found[-1] if found else None
+
+
+def target_gate_info(version, name):
+    """gate_info() for an upgrade target (1.38 included); None when that release has no such gate."""
+    return _info(require_upgrade_target(version), name, _GATES.get(name))
+
+
+def is_catalogued(name):
+    """Whether the catalog knows the gate (on any release)."""
+    return name in _GATES
+
+
+def gate_removed_in(name):
+    """The first release whose binaries no longer know the gate, as a minor, or None."""
+    spec = _GATES.get(name)
+    return spec[2] if spec else None
+
+
+def oldest_kubelet_minor(version):
+    """The oldest kubelet minor a kube-apiserver of this release supports (version skew policy)."""
+    return require_upgrade_target(version) - KUBELET_MAX_SKEW

@@ -150,6 +150,15 @@ class DraApi(object):
     def get(self, path, query=None, accept="application/json"):
         return self.request("GET", path, query, accept=accept)
 
+    def get_text(self, path):
+        """One GET of a plain-text endpoint, such as kube-apiserver's /metrics; returns the text."""
+        self.requests += 1
+        try:
+            data = _call(self.api_client, "GET", path, [], {"Accept": "text/plain"}, None)
+        except ApiException as exc:
+            raise DraApiError("GET %s failed: HTTP %s: %s" % (path, exc.status, _error_text(exc)), status=exc.status)
+        return data.decode("utf-8", "replace") if isinstance(data, bytes) else (data or "")
+
     def get_or_none(self, path, query=None):
         try:
             return self.get(path, query)

@@ -1,0 +1,93 @@
+# -*- coding: utf-8 -*-
+# Copyright: dra.admin contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Reads what an upgrade check needs from the API server (through ``api.DraApi``), then asks ``_upgrade``.
+
+Requests: the version, resource.k8s.io discovery (the group and each served version), kube-apiserver's
+/metrics, the StorageVersion list (404 where not served), one ``limit=1`` LIST per stored DRA resource
+(its count from ``remainingItemCount``), and paginated LISTs of the control-plane mirror pods, Nodes,
+namespaces with the old admin-access label, DaemonSets and ResourceSlices; then two SubjectAccessReviews
+per driver service account and per scheduler subject. Nothing grows with the number of claims.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.dra.admin.plugins.module_utils import _upgrade
+from ansible_collections.dra.admin.plugins.module_utils._gates import RESOURCE_GROUP
+from ansible_collections.dra.admin.plugins.module_utils.api import DraApiError
+
+STORAGE_VERSIONS_PATH = "/apis/internal.apiserver.k8s.io/v1alpha1/storageversions"
+
+
+def _count(api, path):
+    page = api.get(path, {"limit": 1})
+    items = len(page.get("items") or [])
+    return items + int((page.get("metadata") or {}).get("remainingItemCount") or 0)
+
+
+def gather(api, schedulers=()):
+    """The facts _upgrade.findings reads."""
+    served = api.served_resource_versions()
+    discovery = dict((v, api.get_or_none("/apis/%s/%s" % (RESOURCE_GROUP, v))) for v in served)
+    facts = {
+        "served_versions": served,
+        "served_resources": dict((v, [r.get("name") for r in (d or {}).get("resources") or []])
+                                 for v, d in discovery.items()),
+        "schedulers": list(schedulers or []),
+    }
+    try:
+        facts["metrics_text"] = api.get_text("/metrics")
+    except DraApiError as exc:
+        if exc.status not in (401, 403):
+            raise
+        facts["metrics_error"] = str(exc)
+    listed = api.get_or_none(STORAGE_VERSIONS_PATH)
+    if listed is not None:
+        facts["storage_versions"] = _upgrade.storage_versions_from_api(listed.get("items"))
+        facts["storage_source"] = "StorageVersion API"
+    else:
+        facts["storage_versions"] = _upgrade.storage_versions_from_discovery(list(discovery.values()))
+        facts["storage_source"] = "discovery storageVersionHash"
+    version = api.resource_api_version() if served else None
+    facts["object_counts"] = {}
+    drivers = set()
+    if version:
+        for resource in _upgrade.STORED_RESOURCES:
+            if resource in facts["served_resources"].get(version, []):
+                facts["object_counts"][resource] = _count(api, api.resource_path(resource, version=version))
+        drivers = set((s.get("spec") or {}).get("driver") for s in api.list_items(
+            api.resource_path("resourceslices", version=version)))
+    facts["control_plane_flags"] = _upgrade.flags_from_pods(api.list_items(
+        "/api/v1/namespaces/kube-system/pods", {"labelSelector": "tier=control-plane"}))
+    facts["nodes"] = list(api.list_items("/api/v1/nodes"))
+    facts["admin_namespaces"] = list(api.list_items(
+        "/api/v1/namespaces", {"labelSelector": _upgrade.OLD_ADMIN_LABEL}, metadata_only=True))
+    facts["driver_accounts"] = _upgrade.driver_accounts(api.list_items("/apis/apps/v1/daemonsets"), drivers)
+    facts["access"] = []
+    for key, body in _upgrade.access_reviews(facts["driver_accounts"], schedulers):
+        answer = api.request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", body=body,
+                             content_type="application/json")
+        facts["access"].append((key, bool((answer.get("status") or {}).get("allowed"))))
+    return facts
+
+
+def check(api, target, schedulers=()):
+    """The module's whole answer: versions, findings, their counts by severity, and the facts' sources."""
+    current = api.server_version().get("gitVersion")
+    _upgrade.check_target(current, target)  # bad input fails before anything else is read
+    facts = gather(api, schedulers)
+    found = _upgrade.findings(facts, current, target)
+    return {
+        "kubernetes_version": current,
+        "target_version": target,
+        "findings": found,
+        "summary": _upgrade.summary(found),
+        "sources": {
+            "feature_gates": "static pod command" if facts["control_plane_flags"] else "kubernetes_feature_enabled",
+            "storage_versions": facts["storage_source"],
+            "driver_service_accounts": ["%s/%s" % (a["namespace"], a["service_account"])
+                                        for a in facts["driver_accounts"]],
+        },
+    }

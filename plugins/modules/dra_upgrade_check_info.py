@@ -1,0 +1,179 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: dra.admin contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: dra_upgrade_check_info
+short_description: What an upgrade to a Kubernetes release will break or change for Dynamic Resource Allocation
+version_added: 0.1.0
+description:
+  - Reads the cluster and lists, for a target Kubernetes release, each thing that will break or change for DRA,
+    with its evidence and the fix (the dra.admin role and variable where there is one).
+  - C(resource.k8s.io) versions in use that the target no longer serves (kube-apiserver's
+    C(apiserver_request_total) and C(apiserver_requested_deprecated_apis) on its C(/metrics)), and served versions
+    the target does not have at all (kube-apiserver refuses them in C(--runtime-config)).
+  - The storage version of the existing DRA objects (StorageVersion API where served, otherwise the discovery
+    documents' C(storageVersionHash)) against the target's, and whether objects stay in an older encoding.
+  - Feature gates the target removes or locks to another value, from the control-plane static pods' commands when
+    their mirror pods are visible, otherwise from kube-apiserver's C(kubernetes_feature_enabled).
+  - Namespaces with only the 1.33 admin-access label (C(resource.k8s.io/admin-access)), which 1.34 renamed to
+    C(resource.kubernetes.io/admin-access).
+  - The 1.36 authorization of ResourceClaim status, checked with SubjectAccessReviews, for the service accounts
+    of the drivers' DaemonSets (C(resourceclaims/driver), associated-node verbs) and the schedulers given in
+    O(schedulers) (C(resourceclaims/binding)).
+  - Kubelets older than the target's version skew policy allows, and kubelets too old for seamless driver upgrades.
+  - Read-only; the same answer in check mode.
+author:
+  - dra.admin maintainers (@dra-admin)
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+  - dra.admin.attributes
+  - dra.admin.attributes.info_module
+  - dra.admin.attributes.actiongroup_k8s
+options:
+  target_version:
+    description:
+      - The Kubernetes release to upgrade to, for example V(v1.37) or V(1.34.2); from the cluster's own release
+        up to 1.38 (1.38 is unreleased, its facts are upstream's plans).
+    type: str
+    required: true
+  fail_on:
+    description:
+      - Severities that make the module fail (the findings are still returned). Default is never to fail on a
+        finding.
+    type: list
+    elements: str
+    choices: [breaking, warning, info]
+    default: []
+  schedulers:
+    description:
+      - Custom schedulers to check for the 1.36 C(resourceclaims/binding) permission, as service accounts
+        (V(namespace/name)) or user names. kube-scheduler's own permission comes with Kubernetes.
+    type: list
+    elements: str
+    default: []
+requirements:
+  - kubernetes >= 24.2.0
+  - PyYAML >= 3.11
+notes:
+  - The metrics count requests since kube-apiserver started, on the instance that answers; they do not name
+    clients (kube-apiserver's audit log does). With several API servers, each has its own counts.
+  - Which version an object is stored in is known per resource, not per object, without reading etcd.
+  - The number of API requests does not grow with the number of claims; see RV(api_requests).
+"""
+
+EXAMPLES = r"""
+- name: What will upgrading to 1.37 break for DRA?
+  dra.admin.dra_upgrade_check_info:
+    target_version: v1.37
+  register: upgrade
+
+- name: Show the findings
+  ansible.builtin.debug:
+    msg: "{{ upgrade.findings | map(attribute='message') | list }}"
+
+- name: Stop when something would break
+  dra.admin.dra_upgrade_check_info:
+    target_version: "1.36"
+    fail_on: [breaking]
+    schedulers: [kube-system/my-scheduler]
+"""
+
+RETURN = r"""
+kubernetes_version:
+  description: The API server's C(gitVersion).
+  returned: always
+  type: str
+  sample: v1.33.13
+target_version:
+  description: The release checked for, as given.
+  returned: always
+  type: str
+  sample: v1.34
+findings:
+  description: What will break or change, breaking first.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    id:
+      description: >-
+        The kind of finding - C(api-version-in-use), C(api-version-removed), C(storage-version),
+        C(feature-gate-removed), C(feature-gate-locked), C(feature-gate-unknown), C(admin-access-label),
+        C(driver-rbac), C(scheduler-rbac), C(kubelet-skew), C(kubelet-version-unknown), C(seamless-driver-upgrade),
+        C(upgrade-path), C(planned-release) or C(metrics-unreadable).
+      type: str
+      returned: always
+    severity:
+      description: >-
+        C(breaking) (something stops working, or a component refuses to start, on the target), C(warning) (works
+        only after an action, or cannot be known from the API) or C(info).
+      type: str
+      returned: always
+    subject: {description: What the finding is about., type: str, returned: always}
+    message: {description: What will happen and the evidence., type: str, returned: always}
+    fix: {description: What to do; the dra.admin role and variable where there is one., type: str, returned: always}
+    evidence: {description: The data the finding rests on., type: dict, returned: always}
+  sample:
+    - id: admin-access-label
+      severity: breaking
+      subject: namespace monitoring
+      message: namespace monitoring has resource.k8s.io/admin-access=true but not resource.kubernetes.io/admin-access=true
+      fix: kubectl label namespace monitoring resource.kubernetes.io/admin-access=true
+      evidence: {namespace: monitoring}
+summary:
+  description: Number of findings per severity.
+  returned: always
+  type: dict
+  sample: {breaking: 1, warning: 2, info: 0}
+sources:
+  description: >-
+    Where the facts came from - C(feature_gates) (C(static pod command) or C(kubernetes_feature_enabled)),
+    C(storage_versions) (C(StorageVersion API) or C(discovery storageVersionHash)) and the driver service accounts
+    checked.
+  returned: always
+  type: dict
+api_requests:
+  description: Number of API requests the module made.
+  returned: always
+  type: int
+"""
+
+from ansible_collections.dra.admin.plugins.module_utils.api import AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec
+from ansible_collections.dra.admin.plugins.module_utils._upgrade import SEVERITIES, UpgradeInputError
+from ansible_collections.dra.admin.plugins.module_utils.upgrade import check
+
+
+def argument_spec():
+    spec = auth_argument_spec()
+    spec.update(
+        target_version=dict(type="str", required=True),
+        fail_on=dict(type="list", elements="str", choices=list(SEVERITIES), default=[]),
+        schedulers=dict(type="list", elements="str", default=[]),
+    )
+    return spec
+
+
+def main():
+    module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
+    api = DraApi(module)
+    try:
+        result = check(api, module.params["target_version"], module.params["schedulers"])
+    except (DraApiError, UpgradeInputError) as exc:
+        module.fail_json(msg=str(exc), api_requests=api.requests)
+    failing = [f for f in result["findings"] if f["severity"] in module.params["fail_on"]]
+    if failing:
+        module.fail_json(msg="%d finding(s) of severity %s for an upgrade to %s: %s" % (
+            len(failing), " or ".join(module.params["fail_on"]), module.params["target_version"],
+            "; ".join("%s: %s" % (f["subject"], f["message"]) for f in failing)), api_requests=api.requests, **result)
+    module.exit_json(changed=False, api_requests=api.requests, **result)
+
+
+if __name__ == "__main__":
+    main()
