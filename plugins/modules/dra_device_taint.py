@@ -14,8 +14,8 @@ short_description: Take DRA devices out of service with a DeviceTaintRule (dry r
 version_added: 0.2.0
 description:
   - Device-level maintenance, for example for one faulty GPU, instead of draining a whole node. Writes one
-    C(DeviceTaintRule) (C(resource.k8s.io)) that taints the devices its selector matches: every device of a
-    driver, of one pool of it (for a node-local driver usually one node), or one device of a pool.
+    C(DeviceTaintRule) (C(resource.k8s.io)) that taints the devices its selector matches (every device of a
+    driver, of one pool of it (for a node-local driver usually one node), or one device of a pool).
   - O(state=dry_run) writes the rule with effect C(None), which changes nothing for pods, and returns by name the
     pods and claims that a C(NoExecute) taint would evict (RV(would_evict), RV(would_evict_claims)), and those
     whose claims tolerate it (RV(tolerating)).
@@ -33,7 +33,7 @@ description:
     pool or device fails naming what exists, and nothing is written.
   - Needs a release whose C(DeviceTaintRule) has effect C(None) and a status (1.35 and later) and a cluster that
     serves it. 1.35 (C(v1alpha3)) and 1.36 (C(v1beta2)) need feature gates and C(--runtime-config) (role
-    M(dra.admin.feature_gates) with C(dra_feature_gates_device_taints=true)); 1.37 serves C(v1) by default. On any
+    role C(dra.admin.feature_gates) with C(dra_feature_gates_device_taints=true)); 1.37 serves C(v1) by default. On any
     other cluster the module fails naming the version and what would switch the API on, and changes nothing.
   - The selector can name a driver, a pool and a device only. The API dropped DeviceClass and CEL selectors in
     1.35; select the devices of a class by their driver and pool instead.
