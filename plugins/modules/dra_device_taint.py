@@ -51,7 +51,7 @@ attributes:
   check_mode:
     support: full
     details:
-      - Checks the selector, reads who would be affected and reports RV(changed) without writing the rule or waiting.
+      - Checks the selector, reads who would be affected and reports whether it would change without writing the rule or waiting.
   diff_mode:
     support: full
     details:
