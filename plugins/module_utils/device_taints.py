@@ -16,9 +16,9 @@ import time
 
 from ansible_collections.dra.admin.plugins.module_utils.claims import pod_index
 from ansible_collections.dra.admin.plugins.module_utils._device_taints import (
-    EFFECT_NONE, NO_EXECUTE, RESOURCE, DeviceTaintError, affected_claims, build_rule, default_rule_name, diff_view,
-    eviction_done, is_managed, report, rule_condition, rule_patch, rule_summary, selected_devices, selection_error,
-    selector, selector_text,
+    DEFAULT_KEY, EFFECT_NONE, NO_EXECUTE, RESOURCE, DeviceTaintError, affected_claims, build_rule, default_rule_name,
+    diff_view, eviction_done, is_managed, report, rule_condition, rule_patch, rule_summary, selected_devices,
+    selection_error, selector, selector_text,
 )
 from ansible_collections.dra.admin.plugins.module_utils._gates import (
     RESOURCE_GROUP, VersionError, device_taint_rule_support, device_taint_rules_unavailable,
@@ -201,3 +201,59 @@ class DeviceTaint(object):
                                       ", ".join(details.get("still_holding") or details["pods"]) or "none"),
                     details)
             self.sleep(self.p["poll_interval"])
+
+
+# ---------------------------------------------------------------- the drain's device mode
+DRAIN_VALUE = "drained"
+DRAINED_NODE_ANNOTATION = "dra.admin/drained-node"
+
+
+def drain_devices(api, node, state, driver, pool=None, device=None, timeout=600, poll_interval=1.0,
+                  check_mode=False, clock=time.time, sleep=time.sleep):
+    """dra_node_drain's device mode: one pool (default: the one named like the node) or one device of it, on
+    `node`, through a NoExecute DeviceTaintRule instead of the whole node.
+
+    drained: the rule, the wait for the eviction, then the wait until no claim is allocated any of the devices
+    (claims released); in_service: the rule lifted. Returns the module's result (changed in `changed`).
+    """
+    params = {"state": TAINTED if state == "drained" else ABSENT, "name": None, "driver": driver,
+              "pool": pool or node, "device": device, "key": DEFAULT_KEY, "value": DRAIN_VALUE,
+              "effect": NO_EXECUTE, "labels": {}, "annotations": {DRAINED_NODE_ANNOTATION: node}, "wait": True,
+              "wait_timeout": timeout, "poll_interval": poll_interval}
+    task = DeviceTaint(api, params, check_mode=check_mode, clock=clock, sleep=sleep)
+    started = clock()
+    if state == "drained":
+        check_devices_on_node(api, node, task.selector)
+    result = task.run()
+    result["changed"] = task.changed
+    if state != "drained" or check_mode:
+        return result
+    deadline = started + timeout
+    devices = result["devices"]
+    while True:
+        claims = list(api.list_items(api.resource_path("resourceclaims")))
+        held = affected_claims(claims, devices, {})
+        if not held:
+            result["claims_released"] = True
+            return result
+        if clock() >= deadline:
+            raise DeviceTaintFailure(
+                "node %s, devices %s: the pods are evicted, but after %ss these claims are still allocated the "
+                "devices: %s (a claim tolerating the taint for ever, or a driver that has not unprepared it); the "
+                "rule %s stays" % (node, selector_text(task.selector), timeout,
+                                   ", ".join("%s/%s" % (c["namespace"], c["name"]) for c in held), task.name),
+                dict(result, claims_released=False))
+        sleep(poll_interval)
+
+
+def check_devices_on_node(api, node, sel):
+    """Refuse a selection whose devices are not all on `node` (nothing written)."""
+    slices = list(api.list_items(api.resource_path("resourceslices")))
+    problem = selection_error(slices, sel)
+    if problem:
+        raise DeviceTaintError("node %s: %s" % (node, problem))
+    elsewhere = sorted(set(d["node"] for d in selected_devices(slices, sel) if d["node"] != node))
+    if elsewhere:
+        raise DeviceTaintError(
+            "node %s: devices of %s are on %s, not on this node; name this node's pool with device_pool; "
+            "nothing was written" % (node, selector_text(sel), ", ".join(elsewhere)))

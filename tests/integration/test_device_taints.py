@@ -129,12 +129,12 @@ def eviction_times(cluster, namespace):
     return out
 
 
-def run_tasks(cluster, tmp_path, *tasks):
+def run_tasks(cluster, tmp_path, *tasks, module=MODULE):
     """Several runs of the module in one playbook (one ansible start-up); each task's result, failed or not.
 
     tasks: (args, check) pairs."""
     book = [{"hosts": "localhost", "gather_facts": False,
-             "tasks": [{"name": "run %d" % i, MODULE: args, "check_mode": check, "ignore_errors": True}
+             "tasks": [{"name": "run %d" % i, module: args, "check_mode": check, "ignore_errors": True}
                        for i, (args, check) in enumerate(tasks)]}]
     path = tmp_path / ("tasks-%d.yml" % len(list(tmp_path.iterdir())))
     path.write_text(json.dumps(book))
@@ -258,3 +258,31 @@ def test_device_maintenance_dry_run_taint_evict_and_lift(taint_cluster, tmp_path
                        "a new pod Running on the pool once the rule is gone")
     back = cluster.get_json(f"resourceclaims.{api}.resource.k8s.io", "-n", ns, "back")
     assert back["status"]["allocation"]["devices"]["results"][0]["pool"] == POOL
+
+
+def test_drain_device_mode_evicts_one_device_and_releases_its_claim(taint_cluster, tmp_path):
+    """dra_node_drain with device_driver: one GPU of the node through a NoExecute rule, its claim released;
+    a pod on another GPU of the node stays; in_service lifts the rule."""
+    cluster = taint_cluster
+    api = cluster.resource_version
+    node = cluster.get_json("nodes")["items"][0]["metadata"]["name"]
+    ns = "device-drain"
+    cluster.kubectl("create", "namespace", ns)
+    cluster.wait_until(lambda: cluster.kubectl("get", "serviceaccount", "default", "-n", ns,
+                                               check=False).returncode == 0, 30, "the default ServiceAccount")
+    index = 'device.attributes["gpu.example.com"].index == %d'
+    cluster.apply([claim(api, ns, "gpu5", selector=index % 5), pod(ns, "on5", claim_name="gpu5", node=node, grace=1),
+                   claim(api, ns, "gpu6", selector=index % 6), pod(ns, "on6", claim_name="gpu6", node=node, grace=1)])
+    for name in ("on5", "on6"):
+        cluster.wait_until(lambda n=name: pod_phase(cluster, ns, n) == "Running", 90, f"pod {name} Running")
+    args = {"node": node, "device_driver": "gpu.example.com", "device": "gpu-5", "timeout": 120, "poll_interval": 0.5}
+    drained, lifted = run_tasks(cluster, tmp_path, (args, False), (dict(args, state="in_service"), False),
+                                module="dra.admin.dra_node_drain")
+    assert not drained.get("failed"), drained
+    assert drained["changed"] and drained["evicted"] == [f"{ns}/on5"] and drained["claims_released"] is True
+    assert drained["rule"]["taint"]["effect"] == "NoExecute"
+    assert drained["rule"]["annotations"] == {"dra.admin/drained-node": node}
+    claim5 = cluster.get_json(f"resourceclaims.{api}.resource.k8s.io", "-n", ns, "gpu5")
+    assert not claim5.get("status", {}).get("allocation")
+    assert pod_phase(cluster, ns, "on5") is None and pod_phase(cluster, ns, "on6") == "Running"
+    assert lifted["changed"] and lifted["lifted"] and rules(cluster) == []

@@ -19,7 +19,9 @@ import pytest
 from ansible_collections.dra.admin.plugins.module_utils import _device_taints as dt
 from ansible_collections.dra.admin.plugins.module_utils import _gates
 from ansible_collections.dra.admin.plugins.module_utils.api import DraApi, DraApiError
-from ansible_collections.dra.admin.plugins.module_utils.device_taints import DeviceTaint, rule_path
+from ansible_collections.dra.admin.plugins.module_utils.device_taints import (
+    DRAIN_VALUE, DRAINED_NODE_ANNOTATION, DeviceTaint, DeviceTaintFailure, drain_devices, rule_path,
+)
 
 REC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "recorded")
 NS = "device-maintenance"
@@ -342,3 +344,52 @@ def test_rules_of_others_are_left_alone():
             run(api, state=state)
         assert "not created by dra.admin" in str(err.value)
     assert api.writes == []
+
+
+# ---- the drain's device mode --------------------------------------------------------------------
+
+class Clock(object):
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += max(seconds, 1.0)
+
+
+def tray_node(objs):
+    return next(s["spec"]["nodeName"] for s in objs["ResourceSlice"] if s["spec"]["driver"] == DRIVER)
+
+
+def test_drain_device_mode_taints_waits_for_released_claims_and_lifts():
+    objs = recorded("noexecute-done")  # the pods gone, the claims released
+    node = tray_node(objs)
+    api = ScriptedApi(objs)
+    result = drain_devices(api, node, "drained", DRIVER, POOL, timeout=5, poll_interval=0.01, sleep=lambda s: None)
+    assert result["changed"] and result["claims_released"] is True
+    posted = api.writes[0][2]
+    assert posted["spec"]["taint"] == {"key": dt.DEFAULT_KEY, "value": DRAIN_VALUE, "effect": dt.NO_EXECUTE}
+    assert posted["metadata"]["annotations"] == {DRAINED_NODE_ANNOTATION: node}
+    back = drain_devices(api, node, "in_service", DRIVER, POOL)
+    assert back["changed"] and back["lifted"] and api.writes[-1][0] == "DELETE"
+
+
+def test_drain_device_mode_fails_naming_claims_still_allocated():
+    objs = recorded("dry-run")  # claims still allocated the tray's devices
+    clock = Clock()
+    api = ScriptedApi(objs)
+    with pytest.raises(DeviceTaintFailure) as err:
+        drain_devices(api, tray_node(objs), "drained", DRIVER, POOL, timeout=3, poll_interval=1, clock=clock,
+                      sleep=clock.sleep)
+    assert "%s/shared" % NS in str(err.value) and "%s/tolerant" % NS in str(err.value)
+    assert err.value.details["claims_released"] is False
+
+
+def test_drain_device_mode_refuses_a_pool_of_another_node():
+    objs = recorded("dry-run")
+    api = ScriptedApi(objs)
+    with pytest.raises(dt.DeviceTaintError) as err:
+        drain_devices(api, "some-other-node", "drained", DRIVER, POOL)
+    assert "not on this node" in str(err.value) and api.writes == []
