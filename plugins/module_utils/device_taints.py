@@ -49,10 +49,10 @@ def rule_api_version(api):
     if not support["usable"]:
         raise DeviceTaintError(device_taint_rules_unavailable(kube_version) + "; nothing was changed")
     serving = api.versions_serving(RESOURCE)
-    if support["api_version"] in serving:
-        return kube_version, support["api_version"]
-    if serving and support["api_version"] == "v1beta2" and "v1" in serving:
-        return kube_version, "v1"
+    # From 1.35 every version of the rule has the same shape: take the newest one served.
+    for version in ("v1", "v1beta2", "v1alpha3"):
+        if version in serving:
+            return kube_version, version
     raise DeviceTaintError(device_taint_rules_unavailable(kube_version) + "; nothing was changed")
 
 

@@ -393,3 +393,12 @@ def test_drain_device_mode_refuses_a_pool_of_another_node():
     with pytest.raises(dt.DeviceTaintError) as err:
         drain_devices(api, "some-other-node", "drained", DRIVER, POOL)
     assert "not on this node" in str(err.value) and api.writes == []
+
+
+def test_newest_served_version_of_the_rule_is_used():
+    api = ScriptedApi(recorded("dry-run"), served=("v1", "v1beta2", "v1alpha3"), taint_rules_in=("v1beta2", "v1alpha3"))
+    task, result = run(api)
+    assert result["api_version"] == "v1beta2" and api.writes[0][1] == rule_path("v1beta2")
+    only_alpha = ScriptedApi(recorded("dry-run"), served=("v1", "v1alpha3"), taint_rules_in=("v1alpha3",))
+    task, result = run(only_alpha)
+    assert result["api_version"] == "v1alpha3"
