@@ -378,8 +378,9 @@ def test_check_mode_changes_no_file(cp):
     assert stats(output)["changed"] > 0  # there is something it would change ...
     # ... with the DeviceTaintRule API's gates and API version from the catalog (dra_feature_gates_device_taints)
     support = GATES.device_taint_rule_support(cp.version)
-    planned = [t["hosts"]["localhost"] for p in output["plays"] for t in p["tasks"]
-               if t["task"]["name"] == "Write the gates and runtime-config (backup first) (kube-apiserver)"]
+    planned = [r for p in output["plays"] for t in p["tasks"]
+               if t["task"]["name"].startswith("Check every change against the version catalog")
+               for r in t["hosts"]["localhost"].get("results", []) if r.get("item") == "kube-apiserver"]
     assert planned and support["gates"], support
     for gate in support["gates"]:
         assert planned[0]["feature_gates"].get(gate) in (True, "true"), planned[0]["feature_gates"]
