@@ -379,9 +379,10 @@ def test_check_mode_changes_no_file(cp):
     # ... with the DeviceTaintRule API's gates and API version from the catalog (dra_feature_gates_device_taints)
     support = GATES.device_taint_rule_support(cp.version)
     planned = [r for p in output["plays"] for t in p["tasks"]
-               if t["task"]["name"].startswith("Check every change against the version catalog")
+               if "Check every change against the version catalog" in t["task"]["name"]
                for r in t["hosts"]["localhost"].get("results", []) if r.get("item") == "kube-apiserver"]
-    assert planned and support["gates"], support
+    assert planned and support["gates"], [(t["task"]["name"], sorted(t["hosts"].get("localhost", {})))
+                                          for p in output["plays"] for t in p["tasks"]]
     for gate in support["gates"]:
         assert planned[0]["feature_gates"].get(gate) in (True, "true"), planned[0]["feature_gates"]
     for entry in support["runtime_config"]:
