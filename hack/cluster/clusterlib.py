@@ -75,11 +75,15 @@ def catalog():
     return collection_module("_gates")
 
 
-def gates_and_runtime_config(k8s_version):
-    """--feature-gates and --runtime-config strings DRA needs on this version."""
-    gates_mod = catalog()
-    gates = ",".join(f"{k}={str(v).lower()}" for k, v in sorted(gates_mod.gates_for_dra(k8s_version).items()))
-    runtime = ",".join(f"{k}={v}" for k, v in sorted(gates_mod.runtime_config_for_dra(k8s_version).items()))
+def gates_and_runtime_config(k8s_version, extra_gates=None):
+    """--feature-gates and --runtime-config strings DRA needs on this version, with `extra_gates`
+    (name -> bool) switched too and the API versions they need: what the feature_gates role writes
+    (the catalog's dra_settings); raises ClusterError with the catalog's errors."""
+    settings = catalog().dra_settings(k8s_version, extra_gates or {})
+    if settings["errors"]:
+        raise ClusterError("; ".join(settings["errors"]))
+    gates = ",".join(f"{k}={str(v).lower()}" for k, v in sorted(settings["gates"].items()))
+    runtime = ",".join(f"{k}={v}" for k, v in sorted(settings["runtime_config"].items()))
     return gates, runtime
 
 

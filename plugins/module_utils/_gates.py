@@ -208,6 +208,18 @@ _STORAGE_VERSION_OVERRIDES = {"devicetaintrules": {33: "v1alpha3", 37: "v1beta2"
 # kubelet may be this many minors older than kube-apiserver (version skew policy; 2 for kubelets < 1.25).
 KUBELET_MAX_SKEW = 3
 
+# DeviceTaintRule (device taints set by an administrator): minor -> the resource.k8s.io version that
+# serves it. 1.33-1.34: v1alpha3 behind DRADeviceTaints (alpha); its selector also has deviceClassName and
+# CEL selectors, but there is no effect None and no status. From 1.35 the rule has its own gate
+# (DRADeviceTaintRules, needing DRADeviceTaints), a status with the EvictionInProgress condition and effect
+# None, and its selector only driver, pool and device. 1.35: v1alpha3, both gates alpha; 1.36: v1beta2
+# (DRADeviceTaints beta on, DRADeviceTaintRules beta off, v1beta2 off by default); 1.37: v1, GA and on.
+_DEVICE_TAINT_RULE_API = {33: "v1alpha3", 34: "v1alpha3", 35: "v1alpha3", 36: "v1beta2", 37: "v1"}
+DEVICE_TAINT_RULE_STATUS_FROM = 35
+DEVICE_TAINT_RULE_RESOURCE = "devicetaintrules"
+# The role knob that switches the rule's API on (roles/feature_gates).
+DEVICE_TAINTS_KNOB = "dra_feature_gates_device_taints"
+
 
 class VersionError(ValueError):
     """A Kubernetes version the catalog cannot answer for."""
@@ -622,3 +634,79 @@ def gate_removed_in(name):
 def oldest_kubelet_minor(version):
     """The oldest kubelet minor a kube-apiserver of this release supports (version skew policy)."""
     return require_upgrade_target(version) - KUBELET_MAX_SKEW
+
+def _device_taint_rule_gate(minor):
+    return "DRADeviceTaintRules" if minor >= DEVICE_TAINT_RULE_STATUS_FROM else "DRADeviceTaints"
+
+
+def device_taint_rule_support(version):
+    """How a release serves DeviceTaintRule, as a dict.
+
+    api_version: the resource.k8s.io version with the rule (None before 1.33); gates: the gates to set to
+    true for it (the rule's gate and the gates it depends on that are off by default; empty when on by
+    default); runtime_config: the --runtime-config entries its API version needs; default_on: served and
+    acted on without any setting; usable: the rule has effect None and a status (from 1.35), which
+    dra.admin needs for dry runs and to know when eviction is done; selector_fields: what its
+    deviceSelector can select by.
+    """
+    minor = require_supported(version)
+    api_version = _DEVICE_TAINT_RULE_API.get(minor)
+    if api_version is None:
+        return {"api_version": None, "gates": {}, "runtime_config": {}, "default_on": False, "usable": False,
+                "selector_fields": [], "first": "1.%d" % min(_DEVICE_TAINT_RULE_API)}
+    catalog = gate_catalog(version)
+    wanted, todo = [], [_device_taint_rule_gate(minor)]
+    while todo:
+        name = todo.pop(0)
+        if name in catalog and name not in wanted:
+            wanted.append(name)
+            todo.extend(catalog[name]["depends_on"])
+    dra = gates_for_dra(version)  # switched on with DRA itself (role feature_gates always writes them)
+    gates = dict((name, True) for name in wanted if not catalog[name]["default"] and name not in dra)
+    runtime_config = runtime_config_for_gates(version, dict((name, True) for name in wanted))
+    usable = minor >= DEVICE_TAINT_RULE_STATUS_FROM
+    return {"api_version": api_version, "gates": gates, "runtime_config": runtime_config,
+            "default_on": not gates and not runtime_config, "usable": usable,
+            "selector_fields": ["driver", "pool", "device"] if usable else
+            ["deviceClassName", "driver", "pool", "device", "selectors"],
+            "first": "1.%d" % min(_DEVICE_TAINT_RULE_API)}
+
+
+def device_taint_rules_unavailable(version):
+    """Why DeviceTaintRules are not usable on a cluster of this release that does not serve them, and what
+    switches them on: one sentence for an error message."""
+    minor = require_supported(version)
+    support = device_taint_rule_support(version)
+    if support["api_version"] is None:
+        return ("DeviceTaintRule is not available on Kubernetes %s: it first exists in %s (as alpha); "
+                "device taints need an upgrade" % (version, support["first"]))
+    if not support["usable"]:
+        return ("DeviceTaintRule is not available on Kubernetes %s for dra.admin: 1.%d has it only as alpha "
+                "(resource.k8s.io/%s, feature gate DRADeviceTaints) without effect None and without a status, "
+                "which dry runs and the wait for eviction need; upgrade to 1.%d or later"
+                % (version, minor, support["api_version"], DEVICE_TAINT_RULE_STATUS_FROM))
+    if support["default_on"]:
+        return ("DeviceTaintRule is not available on Kubernetes %s: this cluster does not serve "
+                "resource.k8s.io/%s devicetaintrules although the release serves it by default; check "
+                "kube-apiserver's --runtime-config and --feature-gates for entries switching it off"
+                % (version, support["api_version"]))
+    needs = []
+    if support["gates"]:
+        needs.append("feature gate%s %s on kube-apiserver, kube-controller-manager and kube-scheduler"
+                     % ("s" if len(support["gates"]) > 1 else "",
+                        ", ".join("%s=true" % name for name in sorted(support["gates"]))))
+    if support["runtime_config"]:
+        needs.append("--runtime-config=%s on kube-apiserver" % ",".join(
+            "%s=%s" % item for item in sorted(support["runtime_config"].items())))
+    return ("DeviceTaintRule is not available on Kubernetes %s: this cluster does not serve "
+            "resource.k8s.io/%s devicetaintrules; it needs %s (role dra.admin.feature_gates with %s: true)"
+            % (version, support["api_version"], " and ".join(needs), DEVICE_TAINTS_KNOB))
+
+
+def device_taints_gates(version):
+    """The gates the feature_gates role adds for its device-taints knob on this release; a VersionError
+    when the release has no DeviceTaintRule (the role never writes a gate a release does not know)."""
+    support = device_taint_rule_support(version)
+    if support["api_version"] is None:
+        raise VersionError(device_taint_rules_unavailable(version) + ": set %s: false" % DEVICE_TAINTS_KNOB)
+    return dict(support["gates"])

@@ -230,6 +230,16 @@ class DraApi(object):
         return served_resource_names([self.get_or_none("/apis/%s/%s" % (RESOURCE_GROUP, version))
                                       for version in self.served_resource_versions()])
 
+    def versions_serving(self, resource):
+        """The served resource.k8s.io versions whose discovery lists `resource` (for example devicetaintrules),
+        newest first: one discovery request per served version."""
+        out = []
+        for version in self.served_resource_versions():
+            listing = self.get_or_none("/apis/%s/%s" % (RESOURCE_GROUP, version)) or {}
+            if any(r.get("name") == resource for r in listing.get("resources") or []):
+                out.append(version)
+        return out
+
     def resource_api_version(self):
         """The resource.k8s.io version to use, or DraNotServedError naming what is served."""
         served = self.served_resource_versions()

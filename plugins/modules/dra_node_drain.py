@@ -34,6 +34,16 @@ description:
   - Nothing is deleted without the Eviction API. Pods no controller manages are only evicted with O(force=true),
     and then with a warning.
   - Check mode returns the eviction order and changes nothing.
+  - Device mode (O(device_driver) set) drains only one pool of the node (O(device_pool), by default the pool named
+    like the node, as node-local drivers name theirs) or one device of it (O(device)) instead of the whole node,
+    through a C(NoExecute) C(DeviceTaintRule) (M(dra.admin.dra_device_taint)); O(state=drained) waits until the
+    eviction is done and then until no claim is allocated those devices (claims released); O(state=in_service)
+    lifts the rule. The node is not cordoned and the driver stays. Needs a cluster serving C(DeviceTaintRule)
+    (1.35+). Unlike the node drain, kube-controller-manager's device-taint-eviction controller evicts here, and
+    it deletes the pods (their grace period applies, a C(DisruptionTarget) condition is set first) and does not go
+    through the Eviction API, so PodDisruptionBudgets do not hold it back, and C(force), C(delete_emptydir_data)
+    and the DaemonSet rules do not apply; claims that tolerate the taint keep their pods for their
+    C(tolerationSeconds), or for ever.
 author:
   - dra.admin maintainers (@dra-admin)
 extends_documentation_fragment:
@@ -105,6 +115,17 @@ options:
     type: str
     choices: [if_drain_cordoned, always, never]
     default: if_drain_cordoned
+  device_driver:
+    description:
+      - Device mode, for this DRA driver's devices on O(node) only (see the description). Other options of the
+        node drain (O(driver_daemonsets), O(force), O(grace_period), ...) are not used then.
+    type: str
+  device_pool:
+    description: With O(device_driver), the pool to drain. Default is the pool named like O(node).
+    type: str
+  device:
+    description: With O(device_driver), only this device of the pool.
+    type: str
 attributes:
   check_mode:
     support: full
@@ -134,6 +155,12 @@ EXAMPLES = r"""
     node: gpu-node-7
     driver_daemonsets: [dra-system/gpu-driver]
   check_mode: true
+
+- name: Drain only one faulty GPU of the node (device mode, a NoExecute DeviceTaintRule)
+  dra.admin.dra_node_drain:
+    node: gpu-node-7
+    device_driver: gpu.example.com
+    device: gpu-3
 
 - name: Return the node to service once the driver publishes its devices again
   dra.admin.dra_node_drain:
@@ -198,6 +225,19 @@ events:
   returned: success, not in check mode
   type: list
   elements: str
+rule:
+  description: Device mode, the DeviceTaintRule (see M(dra.admin.dra_device_taint)).
+  returned: device mode
+  type: dict
+evicted:
+  description: Device mode, pods evicted from the devices.
+  returned: device mode, state=drained
+  type: list
+  elements: str
+claims_released:
+  description: Device mode, whether no claim is allocated the devices any more.
+  returned: device mode, state=drained, not in check mode
+  type: bool
 details:
   description: On failure, the blocking pods, PodDisruptionBudgets or claims.
   returned: failure
@@ -212,7 +252,9 @@ from ansible_collections.dra.admin.plugins.module_utils.api import (
     AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
 )
 from ansible_collections.dra.admin.plugins.module_utils.claims import ClaimsError
+from ansible_collections.dra.admin.plugins.module_utils.device_taints import drain_devices
 from ansible_collections.dra.admin.plugins.module_utils.drain import DrainError, NodeDrain
+from ansible_collections.dra.admin.plugins.module_utils._device_taints import DeviceTaintError
 from ansible_collections.dra.admin.plugins.module_utils._node_selection import DEFAULT_EXCLUSION_LABEL
 
 
@@ -232,6 +274,9 @@ def argument_spec():
         delete_emptydir_data=dict(type="bool", default=False),
         force=dict(type="bool", default=False),
         uncordon=dict(type="str", choices=["if_drain_cordoned", "always", "never"], default="if_drain_cordoned"),
+        device_driver=dict(type="str"),
+        device_pool=dict(type="str"),
+        device=dict(type="str"),
     )
     return spec
 
@@ -244,10 +289,22 @@ def input_errors(params):
         errors.append("poll_interval must be positive, got %s" % params["poll_interval"])
     if params["grace_period"] is not None and params["grace_period"] < 0:
         errors.append("grace_period must be 0 or more seconds, got %s" % params["grace_period"])
+    if (params["device_pool"] or params["device"]) and not params["device_driver"]:
+        errors.append("device_pool and device need device_driver (the driver whose devices to drain)")
     for ref in params["driver_daemonsets"]:
         if ref.count("/") != 1 or not all(ref.split("/")):
             errors.append("driver_daemonsets entry %r must be namespace/name" % ref)
     return errors
+
+
+def device_mode(module, api, params):
+    """One pool or device of the node through a NoExecute DeviceTaintRule (module_utils.device_taints)."""
+    try:
+        result = drain_devices(api, params["node"], params["state"], params["device_driver"], params["device_pool"],
+                               params["device"], params["timeout"], params["poll_interval"], module.check_mode)
+    except (DeviceTaintError, DraApiError, ClaimsError) as exc:
+        module.fail_json(msg=str(exc), api_requests=api.requests, details=getattr(exc, "details", {}))
+    module.exit_json(node=params["node"], api_requests=api.requests, **result)
 
 
 def main():
@@ -257,6 +314,8 @@ def main():
     if errors:
         module.fail_json(msg="; ".join(errors))
     api = DraApi(module)
+    if params["device_driver"]:
+        device_mode(module, api, params)
     drain = NodeDrain(api, params, check_mode=module.check_mode)
     try:
         if params["state"] == "drained":

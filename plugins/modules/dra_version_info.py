@@ -91,12 +91,24 @@ provisional:
   description: Whether the release's catalog entry comes from unreleased upstream code.
   returned: always
   type: bool
+device_taint_rules:
+  description:
+    - How the release serves C(DeviceTaintRule) (device maintenance, M(dra.admin.dra_device_taint)).
+    - C(api_version) (null before 1.33), C(gates) to set to true for it (beside what DRA needs), C(runtime_config)
+      entries its API version needs, C(default_on), C(usable) (effect C(None) and a status, from 1.35, which
+      M(dra.admin.dra_device_taint) needs), C(selector_fields), C(first) (the first release that has it).
+    - Role C(dra.admin.feature_gates) adds these C(gates) with C(dra_feature_gates_device_taints=true).
+  returned: always
+  type: dict
+  sample: {api_version: v1beta2, gates: {DRADeviceTaintRules: true}, runtime_config: {resource.k8s.io/v1beta2: "true"},
+           default_on: false, usable: true, selector_fields: [driver, pool, device], first: "1.33"}
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.dra.admin.plugins.module_utils._gates import (
-    VersionError, default_served_api_versions, dra_settings, require_supported, resource_api_versions,
+    VersionError, default_served_api_versions, device_taint_rule_support, dra_settings, require_supported,
+    resource_api_versions,
 )
 
 
@@ -117,6 +129,7 @@ def version_info(version, extra_gates):
         "feature_gates": settings["gates"],
         "runtime_config": settings["runtime_config"],
         "provisional": settings["provisional"],
+        "device_taint_rules": device_taint_rule_support(version),
         "errors": settings["errors"],
     }
 

@@ -371,10 +371,22 @@ def test_check_mode_changes_no_file(cp):
     other = {"dra_control_plane_tuning_controller_manager_qps": 80,
              "dra_control_plane_tuning_controller_manager_burst": 160,
              "dra_control_plane_tuning_scheduler_qps": 90, "dra_control_plane_tuning_scheduler_burst": 180,
-             "dra_feature_gates_extra": {dra_extra_gate(cp.version): False}}
+             "dra_feature_gates_extra": {dra_extra_gate(cp.version): False},
+             "dra_feature_gates_device_taints": True}
     rc, output = cp.roles("feature_gates", "control_plane_tuning", extra_vars=other, check=True)
     assert rc == 0, failures(output)
     assert stats(output)["changed"] > 0  # there is something it would change ...
+    # ... with the DeviceTaintRule API's gates and API version from the catalog (dra_feature_gates_device_taints)
+    support = GATES.device_taint_rule_support(cp.version)
+    planned = [r for p in output["plays"] for t in p["tasks"]
+               if "Check every change against the version catalog" in t["task"]["name"]
+               for r in t["hosts"]["localhost"].get("results", []) if r.get("item") == "kube-apiserver"]
+    assert planned and support["gates"], [(t["task"]["name"], sorted(t["hosts"].get("localhost", {})))
+                                          for p in output["plays"] for t in p["tasks"]]
+    for gate in support["gates"]:
+        assert planned[0]["feature_gates"].get(gate) in (True, "true"), planned[0]["feature_gates"]
+    for entry in support["runtime_config"]:
+        assert planned[0]["runtime_config"].get(entry) == "true", planned[0]["runtime_config"]
     assert helpers.snapshot(cp.etc, cp.backups) == files  # ... and nothing was written
     assert dict((c, cp.pods.pid(c)) for c in helpers.COMPONENTS) == pids
 

@@ -1,0 +1,415 @@
+# -*- coding: utf-8 -*-
+# Copyright: dra.admin contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Device maintenance with DeviceTaintRules: input checks, the rule, its status, who it affects.
+
+Pure functions over the JSON objects the API returns (no Ansible, no network). Which release serves
+the rule, in which resource.k8s.io version and behind which gates is the version catalog's
+(_gates.device_taint_rule_support); this file knows the rule's shape from 1.35 on: a selector by
+driver, pool and device (DeviceClass and CEL selectors were dropped in 1.35), a taint with effect
+None, NoSchedule or NoExecute, and a status with the EvictionInProgress condition.
+
+Who a rule affects is computed here, from the claims' allocation results and the ResourceSlices
+(_slices.device_index): the rule's status only counts pods. A claim tolerates the taint as
+kube-controller-manager's device-taint-eviction controller decides it: a NoExecute toleration
+(empty key matches every key; operator Equal compares the value, Exists
+does not; only tolerations with effect NoExecute count) without tolerationSeconds tolerates it for ever;
+with tolerationSeconds the pods are evicted at the taint's timeAdded plus the smallest of them.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import datetime
+import hashlib
+import re
+
+from ansible_collections.dra.admin.plugins.module_utils._claims import allocated_devices, reserved_for
+from ansible_collections.dra.admin.plugins.module_utils._slices import device_index
+
+RESOURCE = "devicetaintrules"
+KIND = "DeviceTaintRule"
+
+EFFECT_NONE = "None"
+NO_SCHEDULE = "NoSchedule"
+NO_EXECUTE = "NoExecute"
+EFFECTS = (EFFECT_NONE, NO_SCHEDULE, NO_EXECUTE)
+
+EVICTION_IN_PROGRESS = "EvictionInProgress"
+
+# Rules the collection creates carry this label; it changes or deletes no other rule.
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGED_BY = "dra.admin"
+DEFAULT_KEY = "dra.admin/maintenance"
+NAME_PREFIX = "dra-admin-"
+
+_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS_SUBDOMAIN = re.compile(r"^%s(\.%s)*$" % (_DNS_LABEL, _DNS_LABEL))
+_NAME_PART = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
+
+
+class DeviceTaintError(Exception):
+    """A request that cannot be carried out; the message names the field or object and the fix."""
+
+
+def _qualified_name_error(field, text):
+    """Why `text` is not a qualified name (prefix/name, as label keys and taint keys are), or None."""
+    prefix, sep, name = str(text).rpartition("/")
+    if not name or len(name) > 63 or not _NAME_PART.match(name):
+        return ("%s %r: the name part must be 1-63 characters, alphanumeric at both ends, with '-', '_' or '.' "
+                "between (for example dra.admin/maintenance)" % (field, text))
+    if sep and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
+        return "%s %r: the prefix before '/' must be a DNS subdomain such as example.com" % (field, text)
+    return None
+
+
+def _subdomain_error(field, text):
+    if not text or len(text) > 253 or not _DNS_SUBDOMAIN.match(text):
+        return ("%s %r must be a DNS subdomain: lowercase letters, digits, '-' and '.', at most 253 characters"
+                % (field, text))
+    return None
+
+
+def input_errors(params):
+    """Errors in the module's parameters, each naming the field and the fix (empty: fine).
+
+    params: name, driver, pool, device, key, value, effect, labels, annotations (state not needed).
+    """
+    errors = []
+    if params.get("name"):
+        errors.append(_subdomain_error("name", params["name"]))
+    if not params.get("driver"):
+        errors.append("driver is required: the DRA driver whose devices to taint (for example gpu.example.com)")
+    else:
+        errors.append(_subdomain_error("driver", params["driver"]))
+    if params.get("device") and not params.get("pool"):
+        errors.append("device %r needs pool: device names are unique only within a pool (the pool of a "
+                      "node-local driver is usually the node's name; dra.admin.dra_slices_info lists them)"
+                      % params["device"])
+    errors.append(_qualified_name_error("key", params.get("key") or ""))
+    value = params.get("value") or ""
+    if len(value) > 63 or not _LABEL_VALUE.match(value):
+        errors.append("value %r must be at most 63 characters, alphanumeric at both ends, with '-', '_' or '.' "
+                      "between (or empty)" % value)
+    if params.get("effect") not in EFFECTS:
+        errors.append("effect %r: use one of %s" % (params.get("effect"), ", ".join(EFFECTS)))
+    for field in ("labels", "annotations"):
+        for key in sorted(params.get(field) or {}):
+            errors.append(_qualified_name_error("%s key" % field, key))
+    if (params.get("labels") or {}).get(MANAGED_BY_LABEL, MANAGED_BY) != MANAGED_BY:
+        errors.append("labels: %s is set by dra.admin to %s on the rules it creates; leave it out"
+                      % (MANAGED_BY_LABEL, MANAGED_BY))
+    return [e for e in errors if e]
+
+
+def selector(driver, pool=None, device=None):
+    """The rule's deviceSelector: only the fields given."""
+    out = {"driver": driver}
+    if pool:
+        out["pool"] = pool
+    if device:
+        out["device"] = device
+    return out
+
+
+def selector_text(sel):
+    return "/".join(sel.get(k) or "*" for k in ("driver", "pool", "device"))
+
+
+def default_rule_name(sel):
+    """A stable rule name for a selector: dra-admin-<driver>-<pool>-<device>, shortened with a hash when long."""
+    parts = [sel.get(k) for k in ("driver", "pool", "device") if sel.get(k)]
+    base = re.sub(r"[^a-z0-9.-]+", "-", "-".join(parts).lower()).strip("-.")
+    name = NAME_PREFIX + base
+    if len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
+        digest = hashlib.sha256("/".join(parts).encode("utf-8")).hexdigest()[:10]
+        name = (NAME_PREFIX + base[:200]).rstrip("-.") + "-" + digest
+    return name
+
+
+def build_rule(api_version, name, sel, key, value, effect, labels=None, annotations=None):
+    """The DeviceTaintRule to create (labelled as the collection's)."""
+    taint = {"key": key, "effect": effect}
+    if value:
+        taint["value"] = value
+    metadata = {"name": name, "labels": dict(labels or {}, **{MANAGED_BY_LABEL: MANAGED_BY})}
+    if annotations:
+        metadata["annotations"] = dict(annotations)
+    return {"apiVersion": "resource.k8s.io/%s" % api_version, "kind": KIND, "metadata": metadata,
+            "spec": {"deviceSelector": dict(sel), "taint": taint}}
+
+
+def is_managed(rule):
+    return ((rule.get("metadata") or {}).get("labels") or {}).get(MANAGED_BY_LABEL) == MANAGED_BY
+
+
+def comparable(rule):
+    """What decides whether a rule must change: selector, taint key/value/effect, the wanted labels and
+    annotations (the server adds timeAdded; other labels and annotations are left alone)."""
+    spec = (rule or {}).get("spec") or {}
+    taint = spec.get("taint") or {}
+    sel = spec.get("deviceSelector") or {}
+    return {"deviceSelector": dict((k, sel[k]) for k in ("driver", "pool", "device") if sel.get(k)),
+            "taint": {"key": taint.get("key"), "value": taint.get("value") or "", "effect": taint.get("effect")}}
+
+
+def metadata_changes(existing, wanted):
+    """{labels: {...}, annotations: {...}} of wanted entries the existing rule lacks or has otherwise."""
+    out = {}
+    for field in ("labels", "annotations"):
+        have = (existing.get("metadata") or {}).get(field) or {}
+        want = (wanted.get("metadata") or {}).get(field) or {}
+        diff = dict((k, v) for k, v in want.items() if have.get(k) != v)
+        if diff:
+            out[field] = diff
+    return out
+
+
+def rule_patch(existing, wanted):
+    """A JSON merge patch turning `existing` into `wanted`, or None when nothing differs."""
+    patch = {}
+    before, after = comparable(existing), comparable(wanted)
+    if before != after:
+        sel = dict((k, after["deviceSelector"].get(k)) for k in ("driver", "pool", "device"))
+        taint = dict(after["taint"])
+        taint["value"] = taint["value"] or None
+        patch["spec"] = {"deviceSelector": sel, "taint": taint}
+    meta = metadata_changes(existing, wanted)
+    if meta:
+        patch["metadata"] = meta
+    return patch or None
+
+
+def diff_view(rule):
+    """The rule as the module's diff shows it (None when absent)."""
+    if not rule:
+        return {}
+    meta = rule.get("metadata") or {}
+    view = comparable(rule)
+    view["name"] = meta.get("name")
+    view["labels"] = dict(meta.get("labels") or {})
+    return view
+
+
+# ---- selection ---------------------------------------------------------------------------------
+
+def selected_devices(slices, sel):
+    """[{driver, pool, device, node}] the selector matches in the current slices, sorted (node: a node name
+    or a location marker of _locations)."""
+    locations, dummy = device_index(slices)
+    out = []
+    for (driver, pool, device), where in locations.items():
+        if driver != sel.get("driver"):
+            continue
+        if sel.get("pool") and pool != sel["pool"]:
+            continue
+        if sel.get("device") and device != sel["device"]:
+            continue
+        out.append({"driver": driver, "pool": pool, "device": device, "node": where})
+    out.sort(key=lambda d: (d["pool"] or "", d["device"] or ""))
+    return out
+
+
+def _some(names, limit=10):
+    names = sorted(n for n in names if n)
+    return ", ".join(names[:limit]) + (", ... (%d in all)" % len(names) if len(names) > limit else "")
+
+
+def selection_error(slices, sel):
+    """Why the selector matches no published device (naming what exists), or None when it matches some."""
+    slices = list(slices)
+    locations, pools = device_index(slices)
+    drivers = set(d for d, p in pools)
+    driver = sel.get("driver")
+    if driver not in drivers:
+        return ("driver %s publishes no ResourceSlice in this cluster (drivers publishing devices: %s): check "
+                "the name (dra.admin.dra_slices_info lists drivers and pools); no DeviceTaintRule was written"
+                % (driver, _some(drivers) or "none"))
+    driver_pools = set(p for d, p in pools if d == driver)
+    if sel.get("pool") and sel["pool"] not in driver_pools:
+        return ("driver %s has no pool %s (its pools: %s); no DeviceTaintRule was written"
+                % (driver, sel["pool"], _some(driver_pools)))
+    if sel.get("device"):
+        in_pool = set(n for (d, p, n) in locations if d == driver and p == sel.get("pool"))
+        if sel["device"] not in in_pool:
+            return ("no device %s in pool %s of driver %s (its devices: %s); no DeviceTaintRule was written"
+                    % (sel["device"], sel.get("pool"), driver, _some(in_pool) or "none"))
+    if not selected_devices(slices, sel):
+        return "no published device matches %s; no DeviceTaintRule was written" % selector_text(sel)
+    return None
+
+
+# ---- status ------------------------------------------------------------------------------------
+
+def rule_condition(rule):
+    """The rule's EvictionInProgress condition as a dict, with `current`: whether it describes the rule's
+    current generation (observedGeneration); None when the controller has not written it yet."""
+    meta = (rule or {}).get("metadata") or {}
+    for cond in ((rule or {}).get("status") or {}).get("conditions") or []:
+        if cond.get("type") == EVICTION_IN_PROGRESS:
+            return {"status": cond.get("status"), "reason": cond.get("reason"), "message": cond.get("message"),
+                    "observed_generation": cond.get("observedGeneration"),
+                    "current": cond.get("observedGeneration") == meta.get("generation"),
+                    "eviction_in_progress": cond.get("status") == "True",
+                    "last_transition_time": cond.get("lastTransitionTime")}
+    return None
+
+
+def eviction_done(rule):
+    """The controller reports, for the rule's current spec, that no eviction is in progress."""
+    cond = rule_condition(rule)
+    return bool(cond and cond["current"] and not cond["eviction_in_progress"])
+
+
+# ---- who is affected ---------------------------------------------------------------------------
+
+def tolerates(toleration, taint):
+    """Whether one device toleration matches the taint (the API's ToleratesTaint rules)."""
+    if toleration.get("effect") and toleration["effect"] != taint.get("effect"):
+        return False
+    if toleration.get("key") and toleration["key"] != taint.get("key"):
+        return False
+    operator = toleration.get("operator") or "Equal"
+    if operator == "Equal":
+        return (toleration.get("value") or "") == (taint.get("value") or "")
+    return operator == "Exists"
+
+
+def parse_time(text):
+    """An RFC 3339 time of the API (seconds resolution, Z) as an aware UTC datetime, or None."""
+    if not text:
+        return None
+    return datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=_UTC)
+
+
+def format_time(when):
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ") if when else None
+
+
+class _Utc(datetime.tzinfo):
+    def utcoffset(self, dt):
+        return datetime.timedelta(0)
+
+    def tzname(self, dt):
+        return "UTC"
+
+    def dst(self, dt):
+        return datetime.timedelta(0)
+
+
+_UTC = _Utc()
+
+
+def noexecute_toleration(results, taint):
+    """How a claim's allocated devices under the taint tolerate it as NoExecute: ("none", None),
+    ("forever", None) or ("seconds", smallest tolerationSeconds).
+
+    As the device-taint-eviction controller (1.35-1.37) decides it: only tolerations with effect NoExecute
+    count; per device a matching one without tolerationSeconds tolerates the taint for ever, otherwise the
+    smallest tolerationSeconds (negative as 0) applies; the claim goes at its earliest device.
+    """
+    as_noexecute = dict(taint, effect=NO_EXECUTE)
+    earliest = None
+    for result in results:
+        matching = [t for t in result.get("tolerations") or []
+                    if t.get("effect") == NO_EXECUTE and tolerates(t, as_noexecute)]
+        if not matching:
+            return "none", None
+        if any(t.get("tolerationSeconds") is None for t in matching):
+            continue  # tolerated for ever on this device
+        seconds = min(max(int(t["tolerationSeconds"]), 0) for t in matching)
+        earliest = seconds if earliest is None else min(earliest, seconds)
+    return ("seconds", earliest) if earliest is not None else ("forever", None)
+
+
+def affected_claims(claims, devices, taint, pods_by_uid=None):
+    """Claims allocated any of `devices`, with their pods and how they tolerate the taint as NoExecute.
+
+    devices: selected_devices(); taint: {key, value, effect, timeAdded}; pods_by_uid: {uid: pod_ref} of
+    live pods (consumers not in it are reported as gone). Each entry: namespace, name, devices, pods
+    (names of live consumer pods), toleration (none, forever, seconds), toleration_seconds, evict_at
+    (timeAdded + tolerationSeconds, when the taint has a timeAdded).
+    """
+    wanted = set((d["driver"], d["pool"], d["device"]) for d in devices)
+    added = parse_time(taint.get("timeAdded"))
+    out = []
+    for claim in claims:
+        results = [r for r in ((((claim.get("status") or {}).get("allocation") or {}).get("devices") or {})
+                               .get("results") or [])
+                   if (r.get("driver"), r.get("pool"), r.get("device")) in wanted]
+        if not results:
+            continue
+        meta = claim.get("metadata") or {}
+        kind, seconds = noexecute_toleration(results, taint)
+        pods = []
+        for ref in reserved_for(claim):
+            if ref.get("resource") != "pods" or ref.get("apiGroup"):
+                continue
+            if pods_by_uid is None or ref.get("uid") in pods_by_uid:
+                pods.append(ref.get("name"))
+        evict_at = None
+        if kind == "seconds" and added is not None:
+            evict_at = format_time(added + datetime.timedelta(seconds=seconds))
+        out.append({"namespace": meta.get("namespace"), "name": meta.get("name"), "uid": meta.get("uid"),
+                    "devices": ["%s/%s/%s" % (r.get("driver"), r.get("pool"), r.get("device")) for r in results],
+                    "all_devices": len(allocated_devices(claim)),
+                    "pods": sorted(pods), "toleration": kind, "toleration_seconds": seconds, "evict_at": evict_at})
+    out.sort(key=lambda c: (c["namespace"] or "", c["name"] or ""))
+    return out
+
+
+def pod_names(claims, toleration=None):
+    """Sorted namespace/name of the pods of these claim entries (those with the given toleration kind)."""
+    return sorted(set("%s/%s" % (c["namespace"], p) for c in claims
+                      if toleration is None or c["toleration"] in toleration for p in c["pods"]))
+
+
+def claim_names(claims, toleration=None):
+    return ["%s/%s" % (c["namespace"], c["name"]) for c in claims
+            if toleration is None or c["toleration"] in toleration]
+
+
+def tolerating_pods(claims):
+    """[{pod, claim, toleration_seconds, until}] of pods whose claims tolerate the taint (until None: for ever)."""
+    out = []
+    for claim in claims:
+        if claim["toleration"] == "none":
+            continue
+        for pod in claim["pods"]:
+            out.append({"pod": "%s/%s" % (claim["namespace"], pod),
+                        "claim": "%s/%s" % (claim["namespace"], claim["name"]),
+                        "toleration_seconds": claim["toleration_seconds"], "until": claim["evict_at"]})
+    out.sort(key=lambda p: p["pod"])
+    return out
+
+
+def report(before, after, effect):
+    """What the module returns about pods and claims.
+
+    before: affected_claims() when the module started; after: the same at the end (equal for dry runs and
+    check mode). would_evict: pods a NoExecute taint would evict now or after their tolerationSeconds;
+    evicted: pods that used the devices at the start and are gone; still_holding: pods still using them.
+    """
+    out = {"claims": claim_names(after), "pods": pod_names(after),
+           "would_evict": pod_names(before, ("none", "seconds")),
+           "would_evict_claims": claim_names(before, ("none", "seconds")),
+           "tolerating": tolerating_pods(after)}
+    if effect == NO_EXECUTE:
+        still = set(pod_names(after))
+        out["evicted"] = sorted(p for p in pod_names(before) if p not in still)
+        out["still_holding"] = sorted(still)
+    return out
+
+
+def rule_summary(rule, api_version):
+    """The rule as the module returns it."""
+    if not rule:
+        return {}
+    meta = rule.get("metadata") or {}
+    spec = rule.get("spec") or {}
+    return {"name": meta.get("name"), "api_version": api_version, "generation": meta.get("generation"),
+            "labels": meta.get("labels") or {}, "annotations": meta.get("annotations") or {},
+            "device_selector": spec.get("deviceSelector") or {}, "taint": spec.get("taint") or {},
+            "condition": rule_condition(rule), "managed": is_managed(rule)}

@@ -1,0 +1,315 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: dra.admin contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: dra_device_taint
+short_description: Take DRA devices out of service with a DeviceTaintRule (dry run, taint, lift)
+version_added: 0.2.0
+description:
+  - Device-level maintenance, for example for one faulty GPU, instead of draining a whole node. Writes one
+    C(DeviceTaintRule) (C(resource.k8s.io)) that taints the devices its selector matches (every device of a
+    driver, of one pool of it (for a node-local driver usually one node), or one device of a pool).
+  - O(state=dry_run) writes the rule with effect C(None), which changes nothing for pods, and returns by name the
+    pods and claims that a C(NoExecute) taint would evict (RV(would_evict), RV(would_evict_claims)), and those
+    whose claims tolerate it (RV(tolerating)).
+  - O(state=tainted) with O(effect=NoSchedule) keeps new claims from being allocated the devices, and pods using
+    them keep running; with O(effect=NoExecute) kube-controller-manager's device-taint-eviction controller also
+    deletes the pods using them. The module waits (O(wait)) until the rule's C(EvictionInProgress) condition is
+    false for its current generation, up to O(wait_timeout), and returns the pods evicted (RV(evicted)), those that
+    tolerate the taint and until when (RV(tolerating)), and the pods still using the devices (RV(still_holding)).
+  - O(state=absent) deletes the rule (lifts the taint); evicted pods are not brought back (their controllers make
+    new ones).
+  - Who is affected is computed from the ResourceClaims' allocation results and the ResourceSlices, not from the
+    rule's status, which only counts pods (and, for effect C(None), is computed once when the rule is created or
+    changed).
+  - Before anything is written the selector is checked against the published ResourceSlices; an unknown driver,
+    pool or device fails naming what exists, and nothing is written.
+  - Needs a release whose C(DeviceTaintRule) has effect C(None) and a status (1.35 and later) and a cluster that
+    serves it. 1.35 (C(v1alpha3)) and 1.36 (C(v1beta2)) need feature gates and C(--runtime-config) (role
+    role C(dra.admin.feature_gates) with C(dra_feature_gates_device_taints=true)); 1.37 serves C(v1) by default. On any
+    other cluster the module fails naming the version and what would switch the API on, and changes nothing.
+  - The selector can name a driver, a pool and a device only. The API dropped DeviceClass and CEL selectors in
+    1.35; select the devices of a class by their driver and pool instead.
+  - The rule carries the label C(app.kubernetes.io/managed-by=dra.admin); the module changes and deletes only rules
+    with it, so a rule of the same name made by another tool is refused.
+  - The eviction controller deletes pods (with their grace period); it does not use the Eviction API, so
+    PodDisruptionBudgets do not hold it back. Use M(dra.admin.dra_node_drain) for PDB-respecting evictions.
+author:
+  - dra.admin maintainers (@dra-admin)
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+  - dra.admin.attributes
+  - dra.admin.attributes.actiongroup_k8s
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Checks the selector, reads who would be affected and reports whether it would change without writing the rule or waiting.
+  diff_mode:
+    support: full
+    details:
+      - Shows the rule's name, labels, selector and taint before and after.
+options:
+  state:
+    description:
+      - V(dry_run) writes the rule with effect C(None) and reports who would be evicted.
+      - V(tainted) writes it with O(effect).
+      - V(absent) deletes it.
+    type: str
+    choices: [dry_run, tainted, absent]
+    default: tainted
+  name:
+    description:
+      - Name of the C(DeviceTaintRule). Default is derived from the selector,
+        C(dra-admin-<driver>-<pool>-<device>), so runs with the same selector find the same rule.
+      - Choose one to keep several rules on the same devices apart (for example one per reason).
+    type: str
+  driver:
+    description:
+      - The DRA driver whose devices to taint, for example V(gpu.example.com). Required unless O(state=absent) with
+        O(name).
+    type: str
+  pool:
+    description:
+      - Only the devices of this pool of O(driver). A node-local driver usually names its pool after the node.
+    type: str
+  device:
+    description:
+      - Only this device of O(pool) (needs O(pool)).
+    type: str
+  key:
+    description: The taint's key (a qualified name such as C(example.com/maintenance)).
+    type: str
+    default: dra.admin/maintenance
+  value:
+    description: The taint's value (at most 63 characters; claims may tolerate a key and value).
+    type: str
+    default: ""
+  effect:
+    description:
+      - The taint's effect with O(state=tainted). V(NoSchedule) keeps new allocations off the devices;
+        V(NoExecute) also evicts the pods using them. O(state=dry_run) always writes V(None).
+    type: str
+    choices: [NoSchedule, NoExecute]
+    default: NoSchedule
+  labels:
+    description:
+      - Extra labels for the rule, for example to mark why it exists. C(app.kubernetes.io/managed-by) is always
+        V(dra.admin).
+    type: dict
+    default: {}
+  annotations:
+    description: Annotations for the rule (for example the reason, or the ticket).
+    type: dict
+    default: {}
+  wait:
+    description:
+      - Wait for kube-controller-manager's report on the rule; with V(NoExecute), until eviction is finished.
+    type: bool
+    default: true
+  wait_timeout:
+    description:
+      - Seconds to wait. On timeout the rule stays in place and the module fails listing the pods still using
+        the devices.
+    type: int
+    default: 300
+  poll_interval:
+    description: Seconds between reads of the rule while waiting.
+    type: float
+    default: 2.0
+notes:
+  - Pods whose claims tolerate the taint with C(effect=NoExecute) and C(tolerationSeconds) are evicted that many
+    seconds after the taint's C(timeAdded) (the server resets it when the effect changes), so O(wait) waits for them
+    too; a toleration without C(tolerationSeconds) keeps the pod for ever (reported in RV(tolerating) and
+    RV(still_holding)).
+seealso:
+  - module: dra.admin.dra_claims_info
+  - module: dra.admin.dra_slices_info
+  - module: dra.admin.dra_node_drain
+"""
+
+EXAMPLES = r"""
+- name: Which pods would one faulty GPU take down?
+  dra.admin.dra_device_taint:
+    state: dry_run
+    driver: gpu.example.com
+    pool: node-1
+    device: gpu-3
+  register: gpu3
+
+- name: Show them
+  ansible.builtin.debug:
+    msg: "{{ gpu3.would_evict }} (tolerating: {{ gpu3.tolerating }})"
+
+- name: Take the GPU out of service, evicting its pods
+  dra.admin.dra_device_taint:
+    state: tainted
+    effect: NoExecute
+    driver: gpu.example.com
+    pool: node-1
+    device: gpu-3
+    value: faulty
+    annotations:
+      dra.admin/reason: "ECC errors, ticket 4711"
+    wait_timeout: 600
+
+- name: Return it to service
+  dra.admin.dra_device_taint:
+    state: absent
+    driver: gpu.example.com
+    pool: node-1
+    device: gpu-3
+"""
+
+RETURN = r"""
+name:
+  description: The rule's name.
+  returned: always
+  type: str
+  sample: dra-admin-gpu.example.com-node-1-gpu-3
+kubernetes_version:
+  description: The API server's version.
+  returned: always
+  type: str
+  sample: v1.36.3
+api_version:
+  description: The C(resource.k8s.io) version the rule was read and written in.
+  returned: always
+  type: str
+  sample: v1beta2
+rule:
+  description:
+    - The rule as last read (empty when there is none); C(condition) is its C(EvictionInProgress) condition (with
+      C(current), whether it describes the rule's current generation), or null before the controller wrote it.
+  returned: always
+  type: dict
+lifted:
+  description: Whether a rule was deleted (or would be, in check mode).
+  returned: when O(state=absent)
+  type: bool
+selector:
+  description: The selection as driver/pool/device (C(*) for any).
+  returned: when O(state) is not V(absent)
+  type: str
+  sample: gpu.example.com/node-1/gpu-3
+devices:
+  description: The published devices the selector matches, each with C(driver), C(pool), C(device) and C(node).
+  returned: when O(state) is not V(absent)
+  type: list
+  elements: dict
+claims:
+  description: Claims (namespace/name) allocated any of the devices, at the end.
+  returned: when O(state) is not V(absent)
+  type: list
+  elements: str
+pods:
+  description: Pods (namespace/name) using those claims, at the end.
+  returned: when O(state) is not V(absent)
+  type: list
+  elements: str
+would_evict:
+  description: Pods a C(NoExecute) taint evicts (at once, or after their C(tolerationSeconds)), as found at the start.
+  returned: when O(state) is not V(absent)
+  type: list
+  elements: str
+would_evict_claims:
+  description: The claims of RV(would_evict).
+  returned: when O(state) is not V(absent)
+  type: list
+  elements: str
+tolerating:
+  description:
+    - Pods whose claims tolerate the taint as C(NoExecute), each with C(pod), C(claim), C(toleration_seconds)
+      (null, for ever) and C(until) (when they are evicted; null for ever, or before the taint has a C(timeAdded)).
+  returned: when O(state) is not V(absent)
+  type: list
+  elements: dict
+evicted:
+  description: Pods that used the devices at the start and are gone at the end.
+  returned: when O(effect=NoExecute)
+  type: list
+  elements: str
+still_holding:
+  description: Pods still using the devices at the end.
+  returned: when O(effect=NoExecute)
+  type: list
+  elements: str
+affected_claims:
+  description: Per claim, its devices under the rule, pods, and C(toleration) (V(none), V(forever), V(seconds)).
+  returned: when O(state) is not V(absent)
+  type: list
+  elements: dict
+api_requests:
+  description: Number of API requests the module made.
+  returned: always
+  type: int
+"""
+
+from ansible_collections.dra.admin.plugins.module_utils.api import (
+    AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
+)
+from ansible_collections.dra.admin.plugins.module_utils.claims import ClaimsError
+from ansible_collections.dra.admin.plugins.module_utils.device_taints import (
+    ABSENT, DRY_RUN, TAINTED, DeviceTaint,
+)
+from ansible_collections.dra.admin.plugins.module_utils._device_taints import (
+    DEFAULT_KEY, EFFECT_NONE, NO_EXECUTE, NO_SCHEDULE, DeviceTaintError, input_errors,
+)
+
+
+def argument_spec():
+    spec = auth_argument_spec()
+    spec.update(
+        state=dict(type="str", choices=[DRY_RUN, TAINTED, ABSENT], default=TAINTED),
+        name=dict(type="str"),
+        driver=dict(type="str"),
+        pool=dict(type="str"),
+        device=dict(type="str"),
+        key=dict(type="str", default=DEFAULT_KEY, no_log=False),
+        value=dict(type="str", default=""),
+        effect=dict(type="str", choices=[NO_SCHEDULE, NO_EXECUTE], default=NO_SCHEDULE),
+        labels=dict(type="dict", default={}),
+        annotations=dict(type="dict", default={}),
+        wait=dict(type="bool", default=True),
+        wait_timeout=dict(type="int", default=300),
+        poll_interval=dict(type="float", default=2.0),
+    )
+    return spec
+
+
+def parameter_errors(params):
+    checked = dict(params, effect=EFFECT_NONE if params["state"] == DRY_RUN else params["effect"])
+    errors = input_errors(checked)
+    if params["state"] == ABSENT and params["name"]:
+        errors = [e for e in errors if not e.startswith("driver is required")]
+    if params["wait_timeout"] <= 0:
+        errors.append("wait_timeout must be a positive number of seconds, got %s" % params["wait_timeout"])
+    if params["poll_interval"] <= 0:
+        errors.append("poll_interval must be positive, got %s" % params["poll_interval"])
+    return errors
+
+
+def main():
+    module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
+    errors = parameter_errors(module.params)
+    if errors:
+        module.fail_json(msg="; ".join(errors) + "; nothing was changed")
+    api = DraApi(module)
+    run = DeviceTaint(api, module.params, check_mode=module.check_mode)
+    try:
+        result = run.run()
+    except (DeviceTaintError, DraApiError, ClaimsError) as exc:
+        module.fail_json(msg=str(exc), changed=run.changed, api_requests=api.requests, diff=run.diff,
+                         **getattr(exc, "details", {}))
+    module.exit_json(changed=run.changed, api_requests=api.requests, diff=run.diff, **result)
+
+
+if __name__ == "__main__":
+    main()

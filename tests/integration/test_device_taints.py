@@ -1,0 +1,288 @@
+"""Device-level maintenance with DeviceTaintRules (dra.admin.dra_device_taint) on the real control plane.
+
+The real kube-controller-manager's device-taint-eviction controller evicts and reports, the real
+kube-scheduler keeps tainted devices from new claims. The rule's API is off by default on the pinned
+releases, so:
+
+- on every pinned release, the shared `cluster` (defaults) gets the quick "not available" path: the
+  module fails naming the version and what switches the API on, and writes nothing;
+- on releases where dra.admin can use the rule (catalog: device_taint_rule_support()["usable"], 1.35+),
+  one more cluster is brought up with the catalog's gates for it (`hack/cluster/up --feature-gates`,
+  the same settings role dra.admin.feature_gates writes with dra_feature_gates_device_taints: true), and
+  one test walks one set of objects through dry run, NoSchedule, NoExecute (with a claim tolerating it
+  for a while), a second run and lifting the rule.
+
+The made-up driver maint.example.com has no kubelet plugin: the scheduler allocates from its published
+slice and a KWOK node "runs" any pod, which is all these checks need.
+
+With DRA_IT_RECORD=<dir> the objects are saved for the unit tests (tests/unit/fixtures/recorded/).
+"""
+import datetime
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import Cluster
+from dra_objects import claim, device_class, pod, resource_slice
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
+import clusterlib  # noqa: E402  pylint: disable=wrong-import-position
+
+MODULE = "dra.admin.dra_device_taint"
+VERSIONS = clusterlib.supported_k8s_versions()
+CATALOG = clusterlib.catalog()
+USABLE = [v for v in VERSIONS if CATALOG.device_taint_rule_support(v)["usable"]]
+DRIVER = "maint.example.com"
+POOL = "tray"
+KEY = "dra.admin/maintenance"
+TOLERATION_SECONDS = 20
+
+
+def record(cluster, name, namespace):
+    """With DRA_IT_RECORD=<dir>, save the claims and pods of the namespace, the slices and the rules."""
+    target = os.environ.get("DRA_IT_RECORD")
+    if not target:
+        return
+    api = cluster.resource_version
+    items = cluster.get_json(f"resourceclaims.{api}.resource.k8s.io,pods", "-n", namespace)["items"]
+    items += cluster.get_json(f"resourceslices.{api}.resource.k8s.io")["items"]
+    items += cluster.get_json("devicetaintrules.resource.k8s.io")["items"]
+    os.makedirs(target, exist_ok=True)
+    with open(os.path.join(target, f"device-taints-{name}-{cluster.version}.json"), "w") as fh:
+        json.dump({"apiVersion": "v1", "kind": "List", "items": items}, fh, indent=1, sort_keys=True)
+
+
+def test_device_taint_rules_not_served_by_default_fail_clearly(cluster):
+    """On a cluster with the defaults the rule's API is off (1.33: only an alpha without effect None or
+    status; 1.36: needs DRADeviceTaintRules and resource.k8s.io/v1beta2): a clear failure, nothing written."""
+    support = CATALOG.device_taint_rule_support(cluster.version)
+    failed = cluster.run_module(MODULE, {"state": "tainted", "effect": "NoExecute", "driver": "gpu.example.com"},
+                                expect_failure=True)
+    assert failed["changed"] is False
+    assert f"not available on Kubernetes {cluster.version}" in failed["msg"], failed["msg"]
+    assert CATALOG.device_taint_rules_unavailable(cluster.version) in failed["msg"]
+    if support["usable"]:
+        for gate in support["gates"]:
+            assert f"{gate}=true" in failed["msg"]
+        for entry in support["runtime_config"]:
+            assert entry in failed["msg"]
+        assert "dra_feature_gates_device_taints" in failed["msg"]
+    else:
+        assert "upgrade to 1.35 or later" in failed["msg"]
+    served = cluster.kubectl("api-resources", "--api-group=resource.k8s.io", "-o", "name").stdout.split()
+    assert not any(name.startswith("devicetaintrules") for name in served), served
+
+
+@pytest.fixture(scope="module", params=USABLE)
+def taint_cluster(request):
+    """A one-node cluster with the catalog's gates for DeviceTaintRule (hack/cluster/up --feature-gates)."""
+    version = request.param
+    support = CATALOG.device_taint_rule_support(version)
+    name = "it-taints-%d-%d" % (int(version.split(".")[1]), os.getpid())
+    port = int(os.environ.get("DRA_IT_PORT_BASE", "20000")) + 1000 * VERSIONS.index(version) + 300
+    gates = ",".join(f"{gate}=true" for gate in sorted(support["gates"]))
+    up = [sys.executable, os.path.join(ROOT, "hack", "cluster", "up"), "--name", name, "--k8s-version", version,
+          "--nodes", "1", "--port", str(port)] + (["--feature-gates", gates] if gates else [])
+    res = subprocess.run(up, capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        raise RuntimeError(f"cluster {version} with {gates} did not come up:\n{res.stdout}\n{res.stderr}")
+    try:
+        yield Cluster(name, version, port)
+    finally:
+        subprocess.run([sys.executable, os.path.join(ROOT, "hack", "cluster", "down"), "--name", name],
+                       capture_output=True, text=True, check=False)
+
+
+def tolerating_claim(api, namespace, name, seconds):
+    obj = claim(api, namespace, name, device_class=DRIVER)
+    request = obj["spec"]["devices"]["requests"][0]
+    body = request.get("exactly", request)
+    body["tolerations"] = [{"key": KEY, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": seconds}]
+    return obj
+
+
+def pod_phase(cluster, namespace, name):
+    res = cluster.kubectl("get", "pod", "-n", namespace, name, "-o", "json", check=False)
+    if res.returncode != 0:
+        return None
+    obj = json.loads(res.stdout)
+    return "Terminating" if obj["metadata"].get("deletionTimestamp") else obj["status"].get("phase")
+
+
+def unschedulable(cluster, namespace, name):
+    conditions = cluster.get_json("pod", "-n", namespace, name)["status"].get("conditions") or []
+    return any(c["type"] == "PodScheduled" and c["status"] == "False" and c.get("reason") == "Unschedulable"
+               for c in conditions)
+
+
+def eviction_times(cluster, namespace):
+    """{pod: when the device-taint-eviction controller marked it for deletion} from the namespace's events."""
+    out = {}
+    for event in cluster.get_json("events", "-n", namespace)["items"]:
+        if event.get("reason") == "DeviceTaintManagerEviction":
+            when = event.get("eventTime") or event.get("firstTimestamp")
+            out[event["involvedObject"]["name"]] = datetime.datetime.strptime(when[:19], "%Y-%m-%dT%H:%M:%S")
+    return out
+
+
+def run_tasks(cluster, tmp_path, *tasks, module=MODULE):
+    """Several runs of the module in one playbook (one ansible start-up); each task's result, failed or not.
+
+    tasks: (args, check) pairs."""
+    book = [{"hosts": "localhost", "gather_facts": False,
+             "tasks": [{"name": "run %d" % i, module: args, "check_mode": check, "ignore_errors": True}
+                       for i, (args, check) in enumerate(tasks)]}]
+    path = tmp_path / ("tasks-%d.yml" % len(list(tmp_path.iterdir())))
+    path.write_text(json.dumps(book))
+    res = cluster.run_playbook(str(path), env={"ANSIBLE_STDOUT_CALLBACK": "json", "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1"})
+    try:
+        return [task["hosts"]["localhost"] for task in json.loads(res.stdout)["plays"][0]["tasks"]]
+    except (ValueError, KeyError, IndexError):
+        raise AssertionError(f"cannot read the playbook's results: rc={res.returncode}\n{res.stdout}\n{res.stderr}")
+
+
+def recap(res):
+    line = [ln for ln in res.stdout.splitlines() if ln.startswith("localhost")][-1]
+    return dict(part.split("=") for part in line.split(":", 1)[1].split())
+
+
+def rules(cluster):
+    return cluster.get_json("devicetaintrules.resource.k8s.io")["items"]
+
+
+def test_device_maintenance_dry_run_taint_evict_and_lift(taint_cluster, tmp_path):
+    cluster = taint_cluster
+    api = cluster.resource_version
+    node = cluster.get_json("nodes")["items"][0]["metadata"]["name"]
+    ns = "device-maintenance"
+    cluster.kubectl("create", "namespace", ns)
+    cluster.wait_until(lambda: cluster.kubectl("get", "serviceaccount", "default", "-n", ns,
+                                               check=False).returncode == 0, 30, "the default ServiceAccount")
+    cluster.apply([device_class(api, DRIVER),
+                   resource_slice(api, DRIVER, POOL, ["dev-0", "dev-1", "dev-2"], nodeName=node)])
+    # Two pods share one claim, one claim tolerates the taint for a while; a pod of the example driver's
+    # GPUs on the same node is not selected.
+    cluster.apply([claim(api, ns, "shared", device_class=DRIVER),
+                   pod(ns, "a1", claim_name="shared", node=node, grace=1),
+                   pod(ns, "a2", claim_name="shared", node=node, grace=1),
+                   tolerating_claim(api, ns, "tolerant", TOLERATION_SECONDS),
+                   pod(ns, "t", claim_name="tolerant", node=node, grace=1),
+                   claim(api, ns, "other"), pod(ns, "o", claim_name="other", node=node, grace=1)])
+    for name in ("a1", "a2", "t", "o"):
+        cluster.wait_until(lambda n=name: pod_phase(cluster, ns, n) == "Running", 90, f"pod {name} Running")
+    other_uid = cluster.get_json("pod", "-n", ns, "o")["metadata"]["uid"]
+    base = {"driver": DRIVER, "pool": POOL, "poll_interval": 0.5, "wait_timeout": 120}
+
+    # Bad selectors: a clear failure naming what exists, and no rule. Check mode: the answer, and no rule.
+    no_driver, no_device, checked = run_tasks(
+        cluster, tmp_path, ({"state": "dry_run", "driver": "nosuch.example.com"}, False),
+        (dict(base, state="tainted", effect="NoExecute", device="dev-9"), False), (dict(base, state="dry_run"), True))
+    assert no_driver["failed"] and no_device["failed"] and not checked.get("failed"), (no_driver, no_device, checked)
+    assert "driver nosuch.example.com publishes no ResourceSlice" in no_driver["msg"] and DRIVER in no_driver["msg"]
+    assert f"no device dev-9 in pool {POOL} of driver {DRIVER}" in no_device["msg"] and "dev-0" in no_device["msg"]
+    assert no_driver["changed"] is False and no_device["changed"] is False
+    assert checked["changed"] is True and checked["would_evict"] == [f"{ns}/a1", f"{ns}/a2", f"{ns}/t"]
+    assert rules(cluster) == []
+
+    # Dry run: exactly the pods on the selected devices; the tolerating one with its seconds. Then again.
+    dry, dry_again = run_tasks(cluster, tmp_path, (dict(base, state="dry_run"), False),
+                               (dict(base, state="dry_run"), False))
+    assert dry["changed"] is True and dry_again["changed"] is False
+    assert dry["pods"] == [f"{ns}/a1", f"{ns}/a2", f"{ns}/t"]
+    assert dry["would_evict"] == [f"{ns}/a1", f"{ns}/a2", f"{ns}/t"]
+    assert dry["claims"] == [f"{ns}/shared", f"{ns}/tolerant"]
+    assert dry["tolerating"] == [{"pod": f"{ns}/t", "claim": f"{ns}/tolerant",
+                                  "toleration_seconds": TOLERATION_SECONDS, "until": None}]
+    assert sorted(d["device"] for d in dry["devices"]) == ["dev-0", "dev-1", "dev-2"]
+    condition = dry["rule"]["condition"]
+    assert condition["current"] and condition["reason"] == "NoEffect" and not condition["eviction_in_progress"]
+    assert "3 pods would be evicted" in condition["message"], condition["message"]
+    assert [r["spec"]["taint"]["effect"] for r in rules(cluster)] == ["None"]
+    assert all(pod_phase(cluster, ns, n) == "Running" for n in ("a1", "a2", "t", "o"))
+    record(cluster, "dry-run", ns)
+
+    # NoSchedule: running pods stay, a new claim on the pool cannot be allocated.
+    tainted = cluster.run_module(MODULE, dict(base, state="tainted", effect="NoSchedule"))
+    assert tainted["changed"] is True and tainted["name"] == dry["name"]
+    cluster.apply([claim(api, ns, "late", device_class=DRIVER), pod(ns, "newcomer", claim_name="late", node=node, grace=1)])
+    cluster.wait_until(lambda: unschedulable(cluster, ns, "newcomer"), 60, "pod newcomer unschedulable while the pool is tainted")
+    assert all(pod_phase(cluster, ns, n) == "Running" for n in ("a1", "a2", "t", "o"))
+
+    # NoExecute without waiting: the tolerating pod is reported with its deadline.
+    started = cluster.run_module(MODULE, dict(base, state="tainted", effect="NoExecute", wait=False))
+    assert started["changed"] is True
+    added = datetime.datetime.strptime(started["rule"]["taint"]["timeAdded"], "%Y-%m-%dT%H:%M:%SZ")
+    until = (added + datetime.timedelta(seconds=TOLERATION_SECONDS)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert started["tolerating"] == [{"pod": f"{ns}/t", "claim": f"{ns}/tolerant",
+                                      "toleration_seconds": TOLERATION_SECONDS, "until": until}]
+    cluster.wait_until(lambda: pod_phase(cluster, ns, "a1") is None and pod_phase(cluster, ns, "a2") is None,
+                       60, "a1 and a2 evicted")
+    record(cluster, "noexecute-pending", ns)
+
+    # The same request again, waiting: nothing to change; it returns once the tolerating pod is gone too.
+    done, again = run_tasks(cluster, tmp_path, (dict(base, state="tainted", effect="NoExecute"), False),
+                            (dict(base, state="tainted", effect="NoExecute"), False))
+    assert done["changed"] is False and again["changed"] is False, (done, again)
+    # (t is in `evicted` when it was still there as the run started: on a loaded machine it may be gone.)
+    assert done["evicted"] in ([f"{ns}/t"], []) and done["still_holding"] == [] and done["pods"] == []
+    assert pod_phase(cluster, ns, "t") is None
+    assert done["rule"]["condition"]["current"] and not done["rule"]["condition"]["eviction_in_progress"]
+    assert again["evicted"] == [] and again["would_evict"] == []
+    record(cluster, "noexecute-done", ns)
+    evictions = eviction_times(cluster, ns)
+    assert sorted(evictions) == ["a1", "a2", "t"], evictions
+    assert evictions["t"] >= added + datetime.timedelta(seconds=TOLERATION_SECONDS), (evictions, added)
+    assert max(evictions["a1"], evictions["a2"]) < added + datetime.timedelta(seconds=TOLERATION_SECONDS)
+    other = cluster.get_json("pod", "-n", ns, "o")
+    assert other["metadata"]["uid"] == other_uid and pod_phase(cluster, ns, "o") == "Running"
+    assert unschedulable(cluster, ns, "newcomer")
+
+    # Lifting the rule lets a new pod have a device of the pool. (A pod left pending under the taint is
+    # retried only at kube-scheduler's next DRA event or unschedulable timeout, up to 5 minutes: deleting
+    # a DeviceTaintRule is no scheduler event on 1.36/1.37. So the waiting pod goes first.)
+    cluster.kubectl("delete", "pod", "-n", ns, "newcomer", "--wait=true", "--timeout=60s")
+    # ... through role dra.admin.device_maintenance (the module, then its read-back check), twice.
+    role_vars = {"dra_device_maintenance_driver": DRIVER, "dra_device_maintenance_pool": POOL,
+                 "dra_device_maintenance_state": "absent"}
+    lifted = cluster.run_role("dra.admin.device_maintenance", tmp_path, role_vars)
+    assert lifted.returncode == 0 and recap(lifted)["changed"] == "1", lifted.stdout[-4000:]
+    assert rules(cluster) == []
+    again = cluster.run_role("dra.admin.device_maintenance", tmp_path, role_vars)
+    assert again.returncode == 0 and recap(again)["changed"] == "0", again.stdout[-4000:]
+    cluster.apply([claim(api, ns, "back", device_class=DRIVER), pod(ns, "returned", claim_name="back", node=node)])
+    cluster.wait_until(lambda: pod_phase(cluster, ns, "returned") == "Running", 90,
+                       "a new pod Running on the pool once the rule is gone")
+    back = cluster.get_json(f"resourceclaims.{api}.resource.k8s.io", "-n", ns, "back")
+    assert back["status"]["allocation"]["devices"]["results"][0]["pool"] == POOL
+
+
+def test_drain_device_mode_evicts_one_device_and_releases_its_claim(taint_cluster, tmp_path):
+    """dra_node_drain with device_driver: one GPU of the node through a NoExecute rule, its claim released;
+    a pod on another GPU of the node stays; in_service lifts the rule."""
+    cluster = taint_cluster
+    api = cluster.resource_version
+    node = cluster.get_json("nodes")["items"][0]["metadata"]["name"]
+    ns = "device-drain"
+    cluster.kubectl("create", "namespace", ns)
+    cluster.wait_until(lambda: cluster.kubectl("get", "serviceaccount", "default", "-n", ns,
+                                               check=False).returncode == 0, 30, "the default ServiceAccount")
+    index = 'device.attributes["gpu.example.com"].index == %d'
+    cluster.apply([claim(api, ns, "gpu5", selector=index % 5), pod(ns, "on5", claim_name="gpu5", node=node, grace=1),
+                   claim(api, ns, "gpu6", selector=index % 6), pod(ns, "on6", claim_name="gpu6", node=node, grace=1)])
+    for name in ("on5", "on6"):
+        cluster.wait_until(lambda n=name: pod_phase(cluster, ns, n) == "Running", 90, f"pod {name} Running")
+    args = {"node": node, "device_driver": "gpu.example.com", "device": "gpu-5", "timeout": 120, "poll_interval": 0.5}
+    drained, lifted = run_tasks(cluster, tmp_path, (args, False), (dict(args, state="in_service"), False),
+                                module="dra.admin.dra_node_drain")
+    assert not drained.get("failed"), drained
+    assert drained["changed"] and drained["evicted"] == [f"{ns}/on5"] and drained["claims_released"] is True
+    assert drained["rule"]["taint"]["effect"] == "NoExecute"
+    assert drained["rule"]["annotations"] == {"dra.admin/drained-node": node}
+    claim5 = cluster.get_json(f"resourceclaims.{api}.resource.k8s.io", "-n", ns, "gpu5")
+    assert not claim5.get("status", {}).get("allocation")
+    assert pod_phase(cluster, ns, "on5") is None and pod_phase(cluster, ns, "on6") == "Running"
+    assert lifted["changed"] and lifted["lifted"] and rules(cluster) == []
