@@ -635,6 +635,7 @@ def oldest_kubelet_minor(version):
     """The oldest kubelet minor a kube-apiserver of this release supports (version skew policy)."""
     return require_upgrade_target(version) - KUBELET_MAX_SKEW
 
+
 def _device_taint_rule_gate(minor):
     return "DRADeviceTaintRules" if minor >= DEVICE_TAINT_RULE_STATUS_FROM else "DRADeviceTaints"
 
