@@ -12,9 +12,11 @@ __metaclass__ = type
 from ansible_collections.dra.admin.plugins.module_utils._claims import (
     blocks_node, claim_selected, claim_view, daemonset_claims, pod_ref,
 )
+from ansible_collections.dra.admin.plugins.module_utils._capacity import capacity_report
 from ansible_collections.dra.admin.plugins.module_utils._slices import device_index
 
 POD_NODE_COLUMN = "Node"
+POOL_STATUS_RESOURCE = "resourcepoolstatusrequests"
 
 
 class ClaimsError(Exception):
@@ -75,3 +77,15 @@ def gather_claim_views(api, node=None, namespaces=(), driver=None, label_selecto
     return {"version": version, "views": views,
             "blocking": [v for v in views if on_node and blocks_node(v, node)],
             "daemonset_claims": daemonset_claims(views, node) if on_node else []}
+
+
+def gather_capacity(api, driver=None):
+    """Capacity of the cluster from three LISTs (slices, claims, DeviceClasses): _capacity.capacity_report plus
+    the version used and whether the server serves ResourcePoolStatusRequest (alpha, 1.36)."""
+    version = api.resource_api_version()
+    report = capacity_report(api.list_items(api.resource_path("resourceslices", version=version)),
+                             api.list_items(api.resource_path("resourceclaims", version=version)),
+                             api.list_items(api.resource_path("deviceclasses", version=version)), driver=driver)
+    report["version"] = version
+    report["pool_status_served"] = POOL_STATUS_RESOURCE in api.served_resources()
+    return report

@@ -1,0 +1,226 @@
+# -*- coding: utf-8 -*-
+# Copyright: dra.admin contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Device capacity from ResourceSlices and ResourceClaims: total, allocated, tainted and free devices
+per driver, pool, node and DeviceClass, and for devices with consumable capacity
+(``allowMultipleAllocations``) each capacity's total, used and left.
+
+Pure functions over the JSON the API returns (v1 and v1beta2 keep a device's fields on the device,
+v1beta1 under ``basic``). Only slices of each pool's newest generation count (``_slices``).
+
+- allocated: the device appears in a claim's ``status.allocation.devices.results`` without
+  ``adminAccess`` (admin access does not take the device); a device shared through consumable
+  capacity counts once however many claims share it.
+- tainted: the device carries a taint with effect ``NoSchedule`` or ``NoExecute`` in its slice
+  (taints from DeviceTaintRules are not read here).
+- free: neither allocated nor tainted.
+- A DeviceClass's devices are counted only when each of its selectors is ``device.driver == "<name>"``
+  (the form drivers' classes use); other CEL is not evaluated here and the class's ``total`` and
+  ``free`` are null. Its ``allocated`` counts the results of requests naming the class.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+from fractions import Fraction
+
+from ansible_collections.dra.admin.plugins.module_utils._slices import (
+    current_slices, device_location, pool_key,
+)
+
+BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
+_QUANTITY = re.compile(r"^([+-]?[0-9.]+)([eE][+-]?[0-9]+|[a-zA-Z]*)$")
+_SUFFIX = {"": 1, "n": Fraction(1, 10 ** 9), "u": Fraction(1, 10 ** 6), "m": Fraction(1, 1000),
+           "k": 10 ** 3, "M": 10 ** 6, "G": 10 ** 9, "T": 10 ** 12, "P": 10 ** 15, "E": 10 ** 18,
+           "Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40, "Pi": 2 ** 50, "Ei": 2 ** 60}
+_DRIVER_SELECTOR = re.compile(r'^\s*device\.driver\s*==\s*"([^"]+)"\s*$')
+
+
+class QuantityError(ValueError):
+    pass
+
+
+def quantity(text):
+    """A Kubernetes quantity (``80Gi``, ``100``, ``500m``, ``1e3``) as a Fraction."""
+    match = _QUANTITY.match(str(text).strip())
+    if not match:
+        raise QuantityError("not a quantity: %r" % (text,))
+    number, suffix = match.groups()
+    try:
+        value = Fraction(number)
+    except ValueError:
+        raise QuantityError("not a quantity: %r" % (text,))
+    if suffix[:1] in ("e", "E"):
+        return value * Fraction(10) ** int(suffix[1:])
+    if suffix not in _SUFFIX:
+        raise QuantityError("unknown quantity suffix %r in %r" % (suffix, text))
+    return value * _SUFFIX[suffix]
+
+
+def plain(value):
+    """A Fraction as an int when whole, else a float (for the module's result)."""
+    return int(value) if value.denominator == 1 else float(value)
+
+
+def _fields(device):
+    return device.get("basic") or device
+
+
+def device_capacity(device):
+    """{capacity name: Fraction} of a device (unparseable values left out)."""
+    out = {}
+    for name, cap in (_fields(device).get("capacity") or {}).items():
+        try:
+            out[name] = quantity((cap or {}).get("value"))
+        except QuantityError:
+            continue
+    return out
+
+
+def tainted(device):
+    return any(t.get("effect") in BLOCKING_EFFECTS for t in _fields(device).get("taints") or [])
+
+
+def published_devices(slices):
+    """{(driver, pool, device): device record} of the current slices."""
+    out = {}
+    for item in current_slices(slices):
+        driver, pool = pool_key(item)
+        for device in (item.get("spec") or {}).get("devices") or []:
+            out[(driver, pool, device.get("name"))] = {
+                "driver": driver, "pool": pool, "name": device.get("name"),
+                "location": device_location(item, _fields(device) if "basic" in device else device),
+                "tainted": tainted(device), "shared": bool(_fields(device).get("allowMultipleAllocations")),
+                "capacity": device_capacity(device)}
+    return out
+
+
+def request_classes(claim):
+    """{request name (and request/subrequest): DeviceClass name} from the claim's spec."""
+    out = {}
+    for req in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []:
+        exact = req.get("exactly") or req
+        if exact.get("deviceClassName"):
+            out[req.get("name")] = exact["deviceClassName"]
+        for sub in req.get("firstAvailable") or []:
+            out["%s/%s" % (req.get("name"), sub.get("name"))] = sub.get("deviceClassName")
+    return out
+
+
+def allocations(claims):
+    """[(driver, pool, device, class or None, {capacity: Fraction consumed})] of every allocated result."""
+    out = []
+    for claim in claims:
+        alloc = (claim.get("status") or {}).get("allocation")
+        if not alloc:
+            continue
+        classes = request_classes(claim)
+        for res in (alloc.get("devices") or {}).get("results") or []:
+            if res.get("adminAccess"):
+                continue
+            consumed = {}
+            for name, value in (res.get("consumedCapacity") or {}).items():
+                try:
+                    consumed[name] = quantity(value)
+                except QuantityError:
+                    continue
+            out.append((res.get("driver"), res.get("pool"), res.get("device"), classes.get(res.get("request")),
+                        consumed))
+    return out
+
+
+def class_drivers(device_class):
+    """The drivers a DeviceClass selects, or None when its selectors are not all ``device.driver == "x"``."""
+    drivers = set()
+    for selector in (device_class.get("spec") or {}).get("selectors") or []:
+        match = _DRIVER_SELECTOR.match(((selector.get("cel") or {}).get("expression")) or "")
+        if not match:
+            return None
+        drivers.add(match.group(1))
+    return drivers if len(drivers) == 1 else None
+
+
+def _entry():
+    return {"total": 0, "allocated": 0, "tainted": 0, "free": 0, "capacity": {}}
+
+
+def _add_device(entry, device, used):
+    entry["total"] += 1
+    held = device["key"] in used
+    entry["allocated"] += 1 if held else 0
+    entry["tainted"] += 1 if device["tainted"] else 0
+    entry["free"] += 0 if held or device["tainted"] else 1
+    if device["shared"]:
+        for name, total in device["capacity"].items():
+            cap = entry["capacity"].setdefault(name, {"total": Fraction(0), "used": Fraction(0)})
+            cap["total"] += total
+            cap["used"] += used.get(device["key"], {}).get(name, Fraction(0))
+
+
+def _finish(entry):
+    entry["capacity"] = dict((name, {"total": plain(c["total"]), "used": plain(c["used"]),
+                                     "left": plain(c["total"] - c["used"])})
+                             for name, c in sorted(entry["capacity"].items()))
+    return entry
+
+
+def capacity_report(slices, claims, device_classes=(), driver=None):
+    """{by_driver, by_pool, by_node, by_device_class, totals, unpublished_allocations} (of one driver, if given)."""
+    devices = published_devices(s for s in slices if driver is None or (s.get("spec") or {}).get("driver") == driver)
+    used = {}
+    per_class_allocated = {}
+    unpublished = []
+    for dev_driver, pool, name, cls, consumed in allocations(claims):
+        key = (dev_driver, pool, name)
+        if driver is not None and dev_driver != driver:
+            continue
+        if key not in devices:
+            unpublished.append("%s/%s/%s" % key)
+        sums = used.setdefault(key, {})
+        for cap, value in consumed.items():
+            sums[cap] = sums.get(cap, Fraction(0)) + value
+        if cls:
+            per_class_allocated.setdefault(cls, set()).add(key)
+    by_driver, by_pool, by_node, totals = {}, {}, {}, _entry()
+    for key, device in sorted(devices.items(), key=lambda kv: tuple(x or "" for x in kv[0])):
+        device["key"] = key
+        _add_device(by_driver.setdefault(device["driver"], _entry()), device, used)
+        _add_device(by_pool.setdefault("%s/%s" % (device["driver"], device["pool"]), _entry()), device, used)
+        _add_device(by_node.setdefault(device["location"], _entry()), device, used)
+        _add_device(totals, device, used)
+    by_class = {}
+    for item in device_classes:
+        name = (item.get("metadata") or {}).get("name")
+        drivers = class_drivers(item)
+        entry = _entry()
+        if drivers is None:
+            entry.update(total=None, tainted=None, free=None, selectors_evaluated=False)
+        else:
+            for key, device in devices.items():
+                if device["driver"] in drivers:
+                    _add_device(entry, device, used)
+            entry["selectors_evaluated"] = True
+        entry["allocated"] = len(per_class_allocated.get(name, ()))
+        by_class[name] = entry
+    return {"by_driver": dict((k, _finish(v)) for k, v in by_driver.items()),
+            "by_pool": dict((k, _finish(v)) for k, v in by_pool.items()),
+            "by_node": dict((k, _finish(v)) for k, v in by_node.items()),
+            "by_device_class": dict((k, _finish(v)) for k, v in by_class.items()),
+            "totals": _finish(totals), "unpublished_allocations": sorted(set(unpublished))}
+
+
+def pool_status_comparison(report, pool_statuses):
+    """Differences between our by_pool counts and ResourcePoolStatusRequest's status.pools entries."""
+    diffs = []
+    for status in pool_statuses:
+        key = "%s/%s" % (status.get("driver"), status.get("poolName"))
+        ours = report["by_pool"].get(key)
+        if ours is None:
+            diffs.append("%s: in the pool status, not in the slices read" % key)
+            continue
+        for theirs, mine in (("totalDevices", "total"), ("allocatedDevices", "allocated")):
+            if status.get(theirs) is not None and status[theirs] != ours[mine]:
+                diffs.append("%s: %s %s, computed %s %s" % (key, theirs, status[theirs], mine, ours[mine]))
+    return diffs

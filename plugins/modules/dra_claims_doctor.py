@@ -1,0 +1,229 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: dra.admin contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: dra_claims_doctor
+short_description: Find ResourceClaims and pods that DRA left stuck, and fix them on request
+version_added: 0.1.0
+description:
+  - Finds four problems, each returned in RV(findings) with what causes it and what to do.
+  - C(orphaned) - a claim allocated or reserved with no live consumer. A stale reservation is released by
+    kube-controller-manager's resourceclaim controller whenever it syncs the claim, so the fix annotates the claim
+    (C(dra.admin/resync-requested)), which makes the controller sync it. A claim generated for a pod that is gone
+    and that nothing reserves is deleted, as the garbage collector would. A claim made by hand that is allocated
+    but unused is only reported.
+  - C(stuck_deletion) - a claim being deleted, held by finalizers, whose driver publishes no ResourceSlice on the
+    claim's node(s) any more. The fix is to bring the driver back (the advice says where); only with O(force=true)
+    the module removes the claim's finalizers, and never while a consumer pod still exists.
+  - C(pod_stuck_terminating) - a pod being deleted that holds a claim whose driver is gone from the pod's node (the
+    kubelet cannot unprepare its devices, so the pod stays). Reported with its node and driver; not fixed here.
+  - C(missing_devices) - a claim holding devices that no current ResourceSlice publishes. Reported only.
+  - Nothing is changed unless O(fix) names the kind; check mode returns the plan in RV(actions), and diff mode shows
+    each claim's annotations and finalizers before and after. Every write is conditional on the claim being the one
+    diagnosed (its uid, its resourceVersion or its finalizers).
+  - A fixed number of paginated LIST requests to diagnose, however many nodes there are, plus one request per fix.
+author:
+  - dra.admin maintainers (@dra-admin)
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+  - dra.admin.attributes
+  - dra.admin.attributes.actiongroup_k8s
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+options:
+  namespaces:
+    description:
+      - Only claims and pods in these namespaces. Default is every namespace.
+    type: list
+    elements: str
+    default: []
+  fix:
+    description:
+      - Kinds of findings to fix. V(orphaned) asks the resourceclaim controller to release stale reservations, or
+        deletes an unreserved claim whose pod is gone. V(stuck_deletion) removes finalizers and needs O(force=true).
+      - C(pod_stuck_terminating) and C(missing_devices) have no fix here (see each finding's C(advice)).
+    type: list
+    elements: str
+    choices: [orphaned, stuck_deletion]
+    default: []
+  force:
+    description:
+      - Allow removing the finalizers of claims in C(stuck_deletion) (with O(fix=[stuck_deletion])). Each such
+        finding carries a C(warning) saying what that risks.
+    type: bool
+    default: false
+  wait:
+    description:
+      - After fixing, look again until the fixed findings are gone or O(wait_timeout) passes; those still found
+        are returned in RV(unresolved).
+    type: bool
+    default: false
+  wait_timeout:
+    description:
+      - Seconds to wait with O(wait=true).
+    type: int
+    default: 60
+requirements:
+  - kubernetes >= 24.2.0
+  - PyYAML >= 3.11
+"""
+
+EXAMPLES = r"""
+- name: What is stuck? (read-only)
+  dra.admin.dra_claims_doctor:
+  register: doctor
+
+- name: Show the findings
+  ansible.builtin.debug:
+    msg: "{{ doctor.findings | map(attribute='message') | list }}"
+
+- name: Let the controller release orphaned claims, and wait for it
+  dra.admin.dra_claims_doctor:
+    fix: [orphaned]
+    wait: true
+    wait_timeout: 120
+
+- name: The driver of a node is gone for good - drop the finalizers of its deleted claims
+  dra.admin.dra_claims_doctor:
+    fix: [stuck_deletion]
+    force: true
+  check_mode: true
+"""
+
+RETURN = r"""
+resource_api_version:
+  description: The C(resource.k8s.io) version used.
+  returned: always
+  type: str
+  sample: v1
+findings:
+  description: Every problem found (after the fixes when O(fix) was given and the module was not in check mode).
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    kind:
+      description: C(orphaned), C(stuck_deletion), C(pod_stuck_terminating) or C(missing_devices).
+      type: str
+      returned: always
+    claim: {description: The claim (namespace/name)., type: str, returned: except for pod_stuck_terminating}
+    pod: {description: The pod (namespace/name)., type: str, returned: for pod_stuck_terminating}
+    node: {description: The pod's node., type: str, returned: for pod_stuck_terminating}
+    nodes: {description: Nodes the claim or pod is on., type: list, elements: str, returned: always}
+    drivers:
+      description: Drivers concerned (for C(stuck_deletion) and C(pod_stuck_terminating) those that are gone).
+      type: list
+      elements: str
+      returned: always
+    claims: {description: The pod's claims whose driver is gone., type: list, elements: str, returned: for pod_stuck_terminating}
+    overdue_seconds:
+      description: Seconds the pod is past the end of its grace period (0 while within it).
+      type: int
+      returned: for pod_stuck_terminating
+    devices: {description: Devices no slice publishes (driver/pool/device)., type: list, elements: str, returned: for missing_devices}
+    finalizers: {description: The claim's finalizers., type: list, elements: str, returned: for stuck_deletion}
+    message: {description: What is wrong., type: str, returned: always}
+    advice: {description: What to do., type: str, returned: always}
+    action:
+      description: >-
+        The fix this finding allows when its kind is in O(fix) - C(resync), C(delete), C(remove_finalizers), or null
+        (report only).
+      type: str
+      returned: always
+    refused: {description: Why the fix is not allowed (a consumer pod exists, or O(force) is not set)., type: str, returned: when refused}
+    warning: {description: What removing the finalizers risks., type: str, returned: with force}
+counts:
+  description: Number of findings of each kind.
+  returned: always
+  type: dict
+  sample: {orphaned: 1, stuck_deletion: 0, pod_stuck_terminating: 0, missing_devices: 0}
+actions:
+  description: >-
+    The fixes carried out (or in check mode, planned) - C(kind), C(claim), C(action). Empty without O(fix).
+  returned: always
+  type: list
+  elements: dict
+unresolved:
+  description: With O(wait=true), fixed findings still found when the wait ended.
+  returned: always
+  type: list
+  elements: dict
+warnings_issued:
+  description: The risk warnings of forced finalizer removals (also emitted as Ansible warnings).
+  returned: always
+  type: list
+  elements: str
+api_requests:
+  description: Number of API requests the module made.
+  returned: always
+  type: int
+"""
+
+from ansible_collections.dra.admin.plugins.module_utils.api import (
+    AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
+)
+from ansible_collections.dra.admin.plugins.module_utils.doctor import carry_out, examine, unresolved
+from ansible_collections.dra.admin.plugins.module_utils._doctor import claim_diff, counts, plan, validate_fix
+
+
+def argument_spec():
+    spec = auth_argument_spec()
+    spec.update(
+        namespaces=dict(type="list", elements="str", default=[]),
+        fix=dict(type="list", elements="str", default=[], choices=["orphaned", "stuck_deletion"]),
+        force=dict(type="bool", default=False),
+        wait=dict(type="bool", default=False),
+        wait_timeout=dict(type="int", default=60),
+    )
+    return spec
+
+
+def main():
+    module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
+    params = module.params
+    errors = validate_fix(params["fix"], params["force"])
+    if errors:
+        module.fail_json(msg="; ".join(errors))
+    api = DraApi(module)
+    try:
+        found = examine(api, params["namespaces"], force=params["force"])
+        todo = plan(found["findings"], params["fix"])
+        actions, diffs, warnings = [], [], []
+        for finding in todo:
+            meta = found["metas"].get(finding["claim"]) or {}
+            before, after = claim_diff(finding, meta)
+            diffs.append({"before": before, "after": after, "before_header": finding["claim"],
+                          "after_header": finding["claim"]})
+            actions.append({"kind": finding["kind"], "claim": finding["claim"], "action": finding["action"]})
+            if finding.get("warning"):
+                warnings.append("%s: %s" % (finding["claim"], finding["warning"]))
+            if not module.check_mode:
+                carry_out(api, found["version"], finding, meta)
+        findings, left = found["findings"], []
+        if todo and not module.check_mode:
+            findings, left = unresolved(api, params["namespaces"], todo, params["force"],
+                                        params["wait_timeout"] if params["wait"] else 0)
+    except DraApiError as exc:
+        module.fail_json(msg=str(exc), api_requests=api.requests)
+    for text in warnings:
+        module.warn(text)
+    result = dict(changed=bool(todo), resource_api_version=found["version"], findings=findings,
+                  counts=counts(findings), actions=actions, unresolved=left, warnings_issued=warnings,
+                  api_requests=api.requests)
+    if module._diff and diffs:
+        result["diff"] = diffs
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
