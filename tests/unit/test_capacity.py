@@ -1,0 +1,104 @@
+"""Device capacity on API answers recorded from the real cluster (Kubernetes v1.36.3, 2 KWOK nodes with 8 devices
+each of the example driver), fixtures/doctor/capacity.json, recorded like test_claims_doctor's fixtures:
+
+  cap.example.com/shared  a slice on node-000000 made by hand: `big` (allowMultipleAllocations, memory 80Gi),
+                          `spare` (memory 16Gi, not shared), `tainted` (a NoSchedule taint)
+  cap/share-0, share-1    claims of 10Gi memory each, both allocated `big` by the scheduler (consumable capacity)
+  cap/model               a claim of DeviceClass latest-gpu (a selector on an attribute besides the driver's)
+  doc/term-pod-gpu-*      a gpu.example.com claim on node-000001
+"""
+import json
+import os
+from fractions import Fraction
+
+import pytest
+
+from ansible_collections.dra.admin.plugins.module_utils import _capacity
+from ansible_collections.dra.admin.plugins.module_utils.claims import gather_capacity
+
+from test_claims_doctor import ReplayApi
+
+GI = 2 ** 30
+
+
+def report(**kwargs):
+    api = ReplayApi("capacity.json")
+    out = gather_capacity(api, **kwargs)
+    return out, api
+
+
+def test_counts_per_driver_pool_node_and_class():
+    out, api = report()
+    assert api.requests == 5  # discovery (group, v1), slices, claims, DeviceClasses
+    shared = out["by_pool"]["cap.example.com/shared"]
+    assert (shared["total"], shared["allocated"], shared["tainted"], shared["free"]) == (3, 1, 1, 1)
+    assert shared["capacity"] == {"memory": {"total": 80 * GI, "used": 20 * GI, "left": 60 * GI}}
+    assert out["by_driver"]["gpu.example.com"] == {"total": 16, "allocated": 2, "tainted": 0, "free": 14,
+                                                   "capacity": {}}
+    assert out["by_node"]["node-000000"]["total"] == 11 and out["by_node"]["node-000001"]["allocated"] == 2
+    assert out["totals"]["total"] == 19 and out["totals"]["free"] == 15
+    classes = out["by_device_class"]
+    assert classes["cap.example.com"]["total"] == 3 and classes["cap.example.com"]["selectors_evaluated"]
+    assert classes["latest-gpu"] == {"total": None, "allocated": 1, "tainted": None, "free": None, "capacity": {},
+                                     "selectors_evaluated": False}
+    assert out["unpublished_allocations"] == [] and out["pool_status_served"] is False
+
+
+def test_one_driver():
+    out, dummy = report(driver="cap.example.com")
+    assert list(out["by_driver"]) == ["cap.example.com"] and out["totals"]["allocated"] == 1
+    assert out["by_device_class"]["gpu.example.com"]["total"] == 0
+
+
+def test_allocations_no_slice_publishes_are_listed():
+    api = ReplayApi("capacity.json")
+    api.recorded["/apis/resource.k8s.io/v1/resourceslices"]["items"] = [
+        s for s in api.recorded["/apis/resource.k8s.io/v1/resourceslices"]["items"]
+        if s["spec"].get("nodeName") != "node-000001"]
+    out = gather_capacity(api)
+    assert out["unpublished_allocations"] == ["gpu.example.com/node-000001/gpu-0", "gpu.example.com/node-000001/gpu-1"]
+
+
+def test_admin_access_does_not_take_the_device():
+    claim = {"status": {"allocation": {"devices": {"results": [
+        {"driver": "d", "pool": "p", "device": "x", "request": "r", "adminAccess": True}]}}}}
+    assert _capacity.allocations([claim]) == []
+
+
+@pytest.mark.parametrize("text, value", [("80Gi", 80 * GI), ("100", 100), ("500m", Fraction(1, 2)), ("1e3", 1000),
+                                         ("1.5k", 1500), ("2Ki", 2048)])
+def test_quantities(text, value):
+    assert _capacity.quantity(text) == value
+
+
+@pytest.mark.parametrize("text", ["", "12Qi", "abc"])
+def test_bad_quantities(text):
+    with pytest.raises(_capacity.QuantityError):
+        _capacity.quantity(text)
+
+
+def test_class_drivers_only_for_driver_selectors():
+    def cls(*exprs):
+        return {"spec": {"selectors": [{"cel": {"expression": e}} for e in exprs]}}
+    assert _capacity.class_drivers(cls('device.driver == "a.example.com"')) == {"a.example.com"}
+    assert _capacity.class_drivers(cls('device.driver == "a"', 'device.attributes["a"].x == 1')) is None
+    assert _capacity.class_drivers(cls()) is None
+
+
+def test_v1beta1_devices_keep_their_fields_under_basic():
+    item = {"spec": {"driver": "d", "pool": {"name": "p", "generation": 1}, "nodeName": "n",
+                     "devices": [{"name": "x", "basic": {"taints": [{"key": "k", "effect": "NoExecute"}],
+                                                         "capacity": {"m": {"value": "1Gi"}}}}]}}
+    (device,) = _capacity.published_devices([item]).values()
+    assert device["tainted"] and device["capacity"] == {"m": GI} and device["location"] == "n"
+
+
+def test_pool_status_comparison():
+    out, dummy = report()
+    statuses = [{"driver": "gpu.example.com", "poolName": "node-000001", "totalDevices": 8, "allocatedDevices": 2},
+                {"driver": "gpu.example.com", "poolName": "node-000000", "totalDevices": 8, "allocatedDevices": 1},
+                {"driver": "other", "poolName": "p"}]
+    assert _capacity.pool_status_comparison(out, statuses) == [
+        "gpu.example.com/node-000000: allocatedDevices 1, computed allocated 0",
+        "other/p: in the pool status, not in the slices read"]
+    assert json.dumps(out)  # the module returns it as it is
