@@ -10,14 +10,13 @@ import json
 import os
 import re
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 
 import pytest
 import yaml
 
+from components import ControllerManager
 from dra_objects import claim_template, pod
 from prometheus_server import PrometheusServer, render_rules as render_role_rules
 
@@ -28,56 +27,8 @@ import kube  # noqa: E402  pylint: disable=wrong-import-position
 BURST_PODS = 30
 
 
-def pid_listening_on(port):
-    out = subprocess.run(["ss", "-Hltnp", "sport = :%d" % port], capture_output=True, text=True, check=True).stdout
-    for part in out.split("pid=")[1:]:
-        return int(part.split(",")[0])
-    return None
-
-
 def pki(cluster):
     return os.path.join(cluster.state_dir, "kwok", "clusters", cluster.name, "pki")
-
-
-class ControllerManager:
-    """Restart the cluster's kube-controller-manager with other client rate limits (same binary, same flags)."""
-
-    def __init__(self, cluster, workdir):
-        self.cluster = cluster
-        self.port = cluster.port + 1
-        pid = pid_listening_on(self.port)
-        assert pid, "no kube-controller-manager listening on %d" % self.port
-        with open("/proc/%d/cmdline" % pid, "rb") as handle:
-            self.original = [a.decode() for a in handle.read().split(b"\0") if a]
-        self.cwd = os.readlink("/proc/%d/cwd" % pid)
-        self.pid = pid
-        self.workdir = workdir
-        self.proc = None
-
-    def _stop(self):
-        os.kill(self.pid, signal.SIGTERM)
-        self.cluster.wait_until(lambda: not pid_listening_on(self.port), 30, "kube-controller-manager to stop",
-                                interval=0.3)
-
-    def start(self, qps, burst):
-        self._stop()
-        args = [a for a in self.original if not a.startswith(("--kube-api-qps", "--kube-api-burst"))]
-        if qps is not None:
-            args += ["--kube-api-qps=%s" % qps, "--kube-api-burst=%s" % burst]
-        log = open(os.path.join(self.workdir, "kcm-%s.log" % qps), "w")
-        self.proc = subprocess.Popen(args, cwd=self.cwd, stdout=log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
-        self.cluster.wait_until(lambda: pid_listening_on(self.port), 60, "kube-controller-manager listening")
-        self.pid = pid_listening_on(self.port)
-        # kwokctl stops the control plane by its pid files: keep them pointing at the running process.
-        pid_file = os.path.join(self.cluster.state_dir, "kwok", "clusters", self.cluster.name, "pids",
-                                "kube-controller-manager.pid")
-        if os.path.exists(pid_file):
-            with open(pid_file, "w") as handle:
-                handle.write(str(self.pid))
-
-    def restore(self):
-        self.start(None, None)
 
 
 def control_plane_scrapes(cluster):
