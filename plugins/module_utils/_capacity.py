@@ -211,6 +211,16 @@ def capacity_report(slices, claims, device_classes=(), driver=None):
             "totals": _finish(totals), "unpublished_allocations": sorted(set(unpublished))}
 
 
+def summary_lines(report):
+    """One line per driver: free of total, allocated, tainted, and consumable capacity left."""
+    lines = []
+    for driver, entry in sorted(report["by_driver"].items()):
+        caps = "".join("; %s %s left of %s" % (name, c["left"], c["total"]) for name, c in entry["capacity"].items())
+        lines.append("devices of %s: %d free of %d (%d allocated, %d tainted)%s"
+                     % (driver, entry["free"], entry["total"], entry["allocated"], entry["tainted"], caps))
+    return lines or ["no driver publishes devices"]
+
+
 def pool_status_comparison(report, pool_statuses):
     """Differences between our by_pool counts and ResourcePoolStatusRequest's status.pools entries."""
     diffs = []

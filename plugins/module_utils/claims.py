@@ -12,7 +12,7 @@ __metaclass__ = type
 from ansible_collections.dra.admin.plugins.module_utils._claims import (
     blocks_node, claim_selected, claim_view, daemonset_claims, pod_ref,
 )
-from ansible_collections.dra.admin.plugins.module_utils._capacity import capacity_report
+from ansible_collections.dra.admin.plugins.module_utils._capacity import capacity_report, summary_lines
 from ansible_collections.dra.admin.plugins.module_utils._slices import device_index
 
 POD_NODE_COLUMN = "Node"
@@ -86,6 +86,7 @@ def gather_capacity(api, driver=None):
     report = capacity_report(api.list_items(api.resource_path("resourceslices", version=version)),
                              api.list_items(api.resource_path("resourceclaims", version=version)),
                              api.list_items(api.resource_path("deviceclasses", version=version)), driver=driver)
+    report["summary"] = summary_lines(report)
     report["version"] = version
     report["pool_status_served"] = POOL_STATUS_RESOURCE in api.served_resources()
     return report

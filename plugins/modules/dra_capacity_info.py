@@ -96,6 +96,12 @@ unpublished_allocations:
   returned: always
   type: list
   elements: str
+summary:
+  description: One line per driver - free of total devices, allocated, tainted, and consumable capacity left.
+  returned: always
+  type: list
+  elements: str
+  sample: ["devices of gpu.example.com: 14 free of 16 (2 allocated, 0 tainted)"]
 pool_status_served:
   description: Whether the cluster serves C(resourcepoolstatusrequests) (Kubernetes 1.36, alpha).
   returned: always
@@ -129,7 +135,7 @@ def main():
         changed=False, resource_api_version=report["version"], totals=report["totals"],
         by_driver=report["by_driver"], by_pool=report["by_pool"], by_node=report["by_node"],
         by_device_class=report["by_device_class"], unpublished_allocations=report["unpublished_allocations"],
-        pool_status_served=report["pool_status_served"], api_requests=api.requests)
+        summary=report["summary"], pool_status_served=report["pool_status_served"], api_requests=api.requests)
 
 
 if __name__ == "__main__":

@@ -102,3 +102,11 @@ def test_pool_status_comparison():
         "gpu.example.com/node-000000: allocatedDevices 1, computed allocated 0",
         "other/p: in the pool status, not in the slices read"]
     assert json.dumps(out)  # the module returns it as it is
+
+
+def test_summary_lines():
+    out, dummy = report()
+    assert out["summary"] == [
+        "devices of cap.example.com: 1 free of 3 (1 allocated, 1 tainted); memory 64424509440 left of 85899345920",
+        "devices of gpu.example.com: 14 free of 16 (2 allocated, 0 tainted)"]
+    assert _capacity.summary_lines({"by_driver": {}}) == ["no driver publishes devices"]
