@@ -17,7 +17,10 @@ Then, in the same run and alternating, it times:
   - the same module for one node with fail_if_any_on_node (the drain gate)
 and writes a JSON result and prints a markdown table.
 
-Usage: bench/claims_info.py [--nodes 1000] [--claims 10000] [--repeat 3] [--keep]
+With --suite doctor it times dra_claims_doctor and dra_capacity_info instead, against
+`kubectl get resourceslices,resourceclaims -A -o json`.
+
+Usage: bench/claims_info.py [--nodes 1000] [--claims 10000] [--repeat 3] [--suite claims|doctor] [--keep]
 """
 import argparse
 import json
@@ -117,8 +120,24 @@ def make_claims(api, nodes, count, pod_uids):
         list(pool.map(one, range(count)))
 
 
-def module_cmd(args_file):
-    return [sys.executable, os.path.join(ROOT, "plugins", "modules", "dra_claims_info.py"), args_file]
+def module_cmd(module, args_file):
+    return [sys.executable, os.path.join(ROOT, "plugins", "modules", module + ".py"), args_file]
+
+
+def suites(nodes):
+    """{suite: (the kubectl command compared with, {run key: (module, params)})}."""
+    return {
+        "claims": (["kubectl", "get", "resourceclaims", "-A", "-o", "json"], {
+            "module_summary": ("dra_claims_info", {"include_claims": False}),
+            "module_full": ("dra_claims_info", {"include_claims": True}),
+            "module_node_gate": ("dra_claims_info", {"node": nodes[0], "include_claims": False}),
+        }),
+        # The claim doctor and the capacity report read slices and claims (and pods, nodes, classes).
+        "doctor": (["kubectl", "get", "resourceslices,resourceclaims", "-A", "-o", "json"], {
+            "claims_doctor": ("dra_claims_doctor", {}),
+            "capacity_info": ("dra_capacity_info", {}),
+        }),
+    }
 
 
 def main():
@@ -129,8 +148,15 @@ def main():
     p.add_argument("--port", type=int, default=24000)
     p.add_argument("--name", default="bench-claims")
     p.add_argument("--keep", action="store_true", help="leave the cluster up")
-    p.add_argument("--output", default=os.path.join(ROOT, "bench", "results", "claims_info.json"))
+    p.add_argument("--suite", choices=["claims", "doctor"], default="claims",
+                   help="claims: dra_claims_info against kubectl get resourceclaims; doctor: dra_claims_doctor and "
+                        "dra_capacity_info against kubectl get resourceslices,resourceclaims")
+    p.add_argument("--output", default=None, help="default bench/results/claims_info.json (suite doctor: "
+                                                  "claims_doctor.json)")
     args = p.parse_args()
+    if args.output is None:
+        args.output = os.path.join(ROOT, "bench", "results",
+                                   "claims_info.json" if args.suite == "claims" else "claims_doctor.json")
     versions = clusterlib.load_versions()
     k8s = clusterlib.supported_k8s_versions(versions)[0]
     st = clusterlib.cluster_state(args.name)
@@ -176,14 +202,10 @@ def main():
         setup["claims_s"] = round(time.time() - t, 1)
 
         tmp = tempfile.mkdtemp(prefix="bench-claims-")
-        runs = {"kubectl": [], "module_summary": [], "module_full": [], "module_node_gate": []}
-        argsets = {
-            "module_summary": {"include_claims": False},
-            "module_full": {"include_claims": True},
-            "module_node_gate": {"node": nodes[0], "include_claims": False},
-        }
+        kubectl_cmd, argsets = suites(nodes)[args.suite]
+        runs = dict((key, []) for key in ["kubectl"] + list(argsets))
         arg_files = {}
-        for key, params in argsets.items():
+        for key, (dummy, params) in argsets.items():
             params = dict(params, kubeconfig=st["kubeconfig"])
             path = os.path.join(tmp, key + ".json")
             with open(path, "w") as fh:
@@ -192,16 +214,17 @@ def main():
         out = os.path.join(tmp, "out.json")
         load_at_start = os.getloadavg()
         for _ in range(args.repeat):
-            wall, rss, size = child_peak(["kubectl", "get", "resourceclaims", "-A", "-o", "json"], env, out)
+            wall, rss, size = child_peak(kubectl_cmd, env, out)
             runs["kubectl"].append({"wall_s": wall, "peak_rss_mib": rss, "json_bytes": size})
             for key in argsets:
-                wall, rss, size = child_peak(module_cmd(arg_files[key]), env, out)
+                wall, rss, size = child_peak(module_cmd(argsets[key][0], arg_files[key]), env, out)
                 with open(out) as fh:
                     result = json.load(fh)
                 if result.get("failed"):
                     raise RuntimeError(f"{key}: {result.get('msg')}")
                 runs[key].append({"wall_s": wall, "peak_rss_mib": rss, "output_bytes": size,
-                                  "api_requests": result["api_requests"], "claims": result["totals"]["total"]})
+                                  "api_requests": result["api_requests"],
+                                  "claims": result["totals"]["total"] if args.suite == "claims" else None})
         baseline_wall, baseline_rss, _ = child_peak([sys.executable, "-c",
                                                      "import ansible_collections.dra.admin.plugins.module_utils.api"],
                                                     env, out)
@@ -220,6 +243,7 @@ def main():
 
     json_mib = med("kubectl", "json_bytes") / 1048576.0
     result = {
+        "suite": args.suite, "kubectl": " ".join(kubectl_cmd),
         "nodes": args.nodes, "claims": args.claims, "repeat": args.repeat, "kubernetes": k8s,
         "pods": args.claims,
         "machine": {"cpus": os.cpu_count(), "load_avg_at_start": load_at_start, "load_avg_at_end": os.getloadavg()},

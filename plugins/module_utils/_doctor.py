@@ -42,6 +42,7 @@ RESYNC = "resync"
 DELETE = "delete"
 REMOVE_FINALIZERS = "remove_finalizers"
 RESYNC_ANNOTATION = "dra.admin/resync-requested"
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"  # left out of diffs: long and unchanged
 
 FORCE_RISK = (
     "removing the finalizers lets the API server delete the claim while nothing has released its devices: "
@@ -253,7 +254,8 @@ def pod_info(meta, node):
 
 def claim_diff(finding, meta):
     """(before, after) of the claim's metadata as an action changes it (for --diff)."""
-    before = {"name": finding["claim"], "annotations": dict(meta.get("annotations") or {}),
+    annotations = dict((k, v) for k, v in (meta.get("annotations") or {}).items() if k != LAST_APPLIED)
+    before = {"name": finding["claim"], "annotations": annotations,
               "finalizers": list(meta.get("finalizers") or [])}
     after = {"name": finding["claim"], "annotations": dict(before["annotations"]),
              "finalizers": list(before["finalizers"])}

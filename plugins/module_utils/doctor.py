@@ -10,11 +10,10 @@ __metaclass__ = type
 
 import time
 
-from ansible_collections.dra.admin.plugins.module_utils._claims import claim_view
+from ansible_collections.dra.admin.plugins.module_utils._claims import claim_view, pod_ref
 from ansible_collections.dra.admin.plugins.module_utils._doctor import (
     DELETE, REMOVE_FINALIZERS, RESYNC, RESYNC_ANNOTATION, diagnose, drivers_at, pod_info,
 )
-from ansible_collections.dra.admin.plugins.module_utils._claims import pod_ref
 from ansible_collections.dra.admin.plugins.module_utils._slices import devices_by_node, device_index, summarize_pools
 from ansible_collections.dra.admin.plugins.module_utils.api import DraApiError
 from ansible_collections.dra.admin.plugins.module_utils.claims import (

@@ -136,8 +136,8 @@ findings:
     advice: {description: What to do., type: str, returned: always}
     action:
       description: >-
-        The fix this finding allows when its kind is in O(fix) - C(resync), C(delete), C(remove_finalizers), or null
-        (report only).
+        The fix this finding allows, carried out when its kind is in O(fix) - C(resync), C(delete),
+        C(remove_finalizers), or null (report only, or refused).
       type: str
       returned: always
     refused: {description: Why the fix is not allowed (a consumer pod exists, or O(force) is not set)., type: str, returned: when refused}
