@@ -140,7 +140,10 @@ findings:
         C(remove_finalizers), or null (report only, or refused).
       type: str
       returned: always
-    refused: {description: Why the fix is not allowed (a consumer pod exists, or O(force) is not set)., type: str, returned: when refused}
+    refused:
+      description: Why the fix is not allowed (a consumer pod exists, or O(force) is not set).
+      type: str
+      returned: when refused
     warning: {description: What removing the finalizers risks., type: str, returned: with force}
 counts:
   description: Number of findings of each kind.

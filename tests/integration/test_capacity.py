@@ -77,4 +77,3 @@ def test_capacity_counts(cluster, namespace):
             cluster.kubectl("delete", "pods", "--all", "-n", namespace, "--force", "--grace-period=0", check=False)
             cluster.kubectl("delete", "resourceslice", f"{driver}-shared".replace(".", "-"), check=False)
             cluster.kubectl("delete", "deviceclass", driver, f"{namespace}-model", check=False)
-

@@ -8,7 +8,6 @@ each of the example driver), fixtures/doctor/capacity.json, recorded like test_c
   doc/term-pod-gpu-*      a gpu.example.com claim on node-000001
 """
 import json
-import os
 from fractions import Fraction
 
 import pytest
@@ -89,7 +88,7 @@ def test_v1beta1_devices_keep_their_fields_under_basic():
     item = {"spec": {"driver": "d", "pool": {"name": "p", "generation": 1}, "nodeName": "n",
                      "devices": [{"name": "x", "basic": {"taints": [{"key": "k", "effect": "NoExecute"}],
                                                          "capacity": {"m": {"value": "1Gi"}}}}]}}
-    (device,) = _capacity.published_devices([item]).values()
+    (device,) = list(_capacity.published_devices([item]).values())
     assert device["tainted"] and device["capacity"] == {"m": GI} and device["location"] == "n"
 
 

@@ -152,5 +152,5 @@ def test_bad_fix_requests_name_the_field(fix, force, error):
 
 def test_good_fix_requests():
     assert _doctor.validate_fix(["orphaned", "stuck_deletion"], True) == []
-    assert _doctor.counts([{"kind": "orphaned"}]) == {"orphaned": 1, "stuck_deletion": 0,
-                                                     "pod_stuck_terminating": 0, "missing_devices": 0}
+    want = {"orphaned": 1, "stuck_deletion": 0, "pod_stuck_terminating": 0, "missing_devices": 0}
+    assert _doctor.counts([{"kind": "orphaned"}]) == want
