@@ -58,7 +58,7 @@ def test_upgrade_findings_found_and_fixed(cluster, upgrade_state):
         cluster.kubectl("get", "--raw", "/apis/resource.k8s.io/v1beta1/deviceclasses")
 
     result = cluster.run_module("dra.admin.dra_upgrade_check_info", {"target_version": target})
-    found = by_id(result)
+    found = found_before = by_id(result)
     print({k: [f["subject"] for f in v] for k, v in found.items()}, result["api_requests"])
 
     labels = [f for f in found.get("admin-access-label", []) if f["subject"] == f"namespace {namespace}"]
@@ -99,16 +99,21 @@ def test_upgrade_findings_found_and_fixed(cluster, upgrade_state):
     cluster.kubectl("patch", "node", OLD_NODE, "--subresource=status", "--type=merge", "-p",
                     '{"status": {"nodeInfo": {"kubeletVersion": "v1.%d.0"}}}' % cluster.minor)
 
-    result = cluster.run_module("dra.admin.dra_upgrade_check_info",
-                                {"target_version": target, "fail_on": ["breaking"]})
+    # Breaking findings this test did not make (on the shared cluster: e.g. a driver installed by another
+    # test's role with 1.33's RBAC, when the target is 1.36) were there before the fixes and stay.
+    before = set((f["id"], f["subject"]) for f in sum(found_before.values(), []) if f["severity"] == "breaking")
+    result = cluster.run_module("dra.admin.dra_upgrade_check_info", {"target_version": target})
     found = by_id(result)
-    run = cluster.run_playbook("playbooks/upgrade_check.yml", "-e", f"dra_upgrade_target={target}",
-                               "-e", '{"dra_upgrade_fail_on": ["breaking"]}')
-    assert run.returncode == 0 and f"Upgrade {cluster.version} -> {target}: breaking=0" in run.stdout, run.stdout
+    others = [f for f in result["findings"] if f["severity"] == "breaking"]
+    assert all((f["id"], f["subject"]) in before for f in others), others
+    fail_on = '{"dra_upgrade_fail_on": []}' if others else '{"dra_upgrade_fail_on": ["breaking"]}'
+    run = cluster.run_playbook("playbooks/upgrade_check.yml", "-e", f"dra_upgrade_target={target}", "-e", fail_on)
+    assert run.returncode == 0, run.stdout
+    assert f"Upgrade {cluster.version} -> {target}: breaking={len(others)}" in run.stdout, run.stdout
     assert not [f for f in found.get("admin-access-label", []) if namespace in f["subject"]]
     assert not [f for f in found.get("driver-rbac", []) if f["evidence"]["namespace"] == namespace]
     assert OLD_NODE not in str(found.get("kubelet-skew", [])) + str(found.get("seamless-driver-upgrade", []))
-    assert result["summary"]["breaking"] == 0, result["findings"]
+    assert result["summary"]["breaking"] == len(others), result["findings"]
 
 
 def test_upgrade_check_bad_input(cluster):
