@@ -27,7 +27,7 @@ import re
 from fractions import Fraction
 
 from ansible_collections.dra.admin.plugins.module_utils._slices import (
-    current_slices, device_location, pool_key,
+    current_slices, device_fields, device_location, pool_key,
 )
 
 BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
@@ -64,14 +64,10 @@ def plain(value):
     return int(value) if value.denominator == 1 else float(value)
 
 
-def _fields(device):
-    return device.get("basic") or device
-
-
 def device_capacity(device):
     """{capacity name: Fraction} of a device (unparseable values left out)."""
     out = {}
-    for name, cap in (_fields(device).get("capacity") or {}).items():
+    for name, cap in (device_fields(device).get("capacity") or {}).items():
         try:
             out[name] = quantity((cap or {}).get("value"))
         except QuantityError:
@@ -80,7 +76,7 @@ def device_capacity(device):
 
 
 def tainted(device):
-    return any(t.get("effect") in BLOCKING_EFFECTS for t in _fields(device).get("taints") or [])
+    return any(t.get("effect") in BLOCKING_EFFECTS for t in device_fields(device).get("taints") or [])
 
 
 def published_devices(slices):
@@ -91,8 +87,8 @@ def published_devices(slices):
         for device in (item.get("spec") or {}).get("devices") or []:
             out[(driver, pool, device.get("name"))] = {
                 "driver": driver, "pool": pool, "name": device.get("name"),
-                "location": device_location(item, _fields(device) if "basic" in device else device),
-                "tainted": tainted(device), "shared": bool(_fields(device).get("allowMultipleAllocations")),
+                "location": device_location(item, device),
+                "tainted": tainted(device), "shared": bool(device_fields(device).get("allowMultipleAllocations")),
                 "capacity": device_capacity(device)}
     return out
 

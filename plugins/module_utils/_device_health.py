@@ -41,11 +41,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import datetime
 
 from ansible_collections.dra.admin.plugins.module_utils._claims import allocated_devices, consumers, pod_ref
 from ansible_collections.dra.admin.plugins.module_utils._gates import gate_info, parse_minor
-from ansible_collections.dra.admin.plugins.module_utils._slices import current_slices, device_location
+from ansible_collections.dra.admin.plugins.module_utils._slices import current_slices, device_fields, device_location
+from ansible_collections.dra.admin.plugins.module_utils._timestamps import format_time, parse_time as parse_api_time
 
 HEALTHY = "Healthy"
 UNHEALTHY = "Unhealthy"
@@ -80,7 +80,6 @@ _SOURCE_COMPONENTS = {SOURCE_POD_STATUS: "kube-apiserver and the kubelets",
                       SOURCE_SLICE_TAINTS: "kube-apiserver, kube-controller-manager and kube-scheduler"}
 
 CLAIM_PREFIX = "claim:"
-TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 
 class HealthInputError(ValueError):
@@ -97,28 +96,11 @@ def device_key(driver, pool, device):
 
 
 def parse_time(text):
-    """An RFC 3339 time of the API (``2026-11-23T17:06:50Z``, fractions and offsets allowed) as aware UTC."""
-    if isinstance(text, datetime.datetime):
-        value = text
-    else:
-        raw = str(text).strip()
-        if raw.endswith("Z") or raw.endswith("z"):
-            raw = raw[:-1] + "+00:00"
-        if "." in raw:  # fractions: Python before 3.11 takes only 3 or 6 digits
-            head, tail = raw.split(".", 1)
-            digits = "".join(c for c in tail if c.isdigit())
-            raw = head + "." + (digits + "000000")[:6] + tail[len(digits):]
-        try:
-            value = datetime.datetime.fromisoformat(raw)
-        except ValueError:
-            raise HealthInputError("%r is not an RFC 3339 time such as 2026-11-23T17:06:50Z" % (text,))
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=datetime.timezone.utc)
-    return value.astimezone(datetime.timezone.utc)
-
-
-def format_time(value):
-    return value.astimezone(datetime.timezone.utc).strftime(TIME_FORMAT)
+    """_timestamps.parse_time, with a bad value reported as the module's input error."""
+    try:
+        return parse_api_time(text)
+    except ValueError:
+        raise HealthInputError("%r is not an RFC 3339 time such as 2026-11-23T17:06:50Z" % (text,))
 
 
 def worst_health(values):
@@ -136,7 +118,7 @@ def worst_health(values):
 
 def _device_taints(device):
     """A device's taints (v1/v1beta2 carry them on the device, v1beta1 under ``basic``)."""
-    return device.get("taints") or (device.get("basic") or {}).get("taints") or []
+    return device_fields(device).get("taints") or []
 
 
 def taint_view(taint):

@@ -27,6 +27,8 @@ import re
 
 from ansible_collections.dra.admin.plugins.module_utils._claims import allocated_devices, reserved_for
 from ansible_collections.dra.admin.plugins.module_utils._slices import device_index
+from ansible_collections.dra.admin.plugins.module_utils._timestamps import format_time, parse_time
+from ansible_collections.dra.admin.plugins.module_utils._tolerations import tolerates
 
 RESOURCE = "devicetaintrules"
 KIND = "DeviceTaintRule"
@@ -264,43 +266,6 @@ def eviction_done(rule):
 
 
 # ---- who is affected ---------------------------------------------------------------------------
-
-def tolerates(toleration, taint):
-    """Whether one device toleration matches the taint (the API's ToleratesTaint rules)."""
-    if toleration.get("effect") and toleration["effect"] != taint.get("effect"):
-        return False
-    if toleration.get("key") and toleration["key"] != taint.get("key"):
-        return False
-    operator = toleration.get("operator") or "Equal"
-    if operator == "Equal":
-        return (toleration.get("value") or "") == (taint.get("value") or "")
-    return operator == "Exists"
-
-
-def parse_time(text):
-    """An RFC 3339 time of the API (seconds resolution, Z) as an aware UTC datetime, or None."""
-    if not text:
-        return None
-    return datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=_UTC)
-
-
-def format_time(when):
-    return when.strftime("%Y-%m-%dT%H:%M:%SZ") if when else None
-
-
-class _Utc(datetime.tzinfo):
-    def utcoffset(self, dt):
-        return datetime.timedelta(0)
-
-    def tzname(self, dt):
-        return "UTC"
-
-    def dst(self, dt):
-        return datetime.timedelta(0)
-
-
-_UTC = _Utc()
-
 
 def noexecute_toleration(results, taint):
     """How a claim's allocated devices under the taint tolerate it as NoExecute: ("none", None),

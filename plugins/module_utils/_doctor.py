@@ -25,10 +25,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import calendar
-import time
 
 from ansible_collections.dra.admin.plugins.module_utils._claims import PENDING, RESERVED
+from ansible_collections.dra.admin.plugins.module_utils._timestamps import epoch_seconds
 
 ORPHANED = "orphaned"
 STUCK_DELETION = "stuck_deletion"
@@ -240,10 +239,8 @@ def counts(findings):
 
 
 def epoch(timestamp):
-    """Seconds since the epoch of an RFC 3339 timestamp as the API writes them (None stays None)."""
-    if not timestamp:
-        return None
-    return calendar.timegm(time.strptime(timestamp[:19], "%Y-%m-%dT%H:%M:%S"))
+    """Seconds since the epoch of an API time (None stays None)."""
+    return epoch_seconds(timestamp)
 
 
 def pod_info(meta, node):

@@ -19,7 +19,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.dra.admin.plugins.module_utils._slices import (
-    device_location, slices_for_node, summarize_pools,
+    device_fields, device_location, slices_for_node, summarize_pools,
 )
 
 PROFILE_DEFAULTS = {
@@ -60,11 +60,8 @@ def device_attributes(device, driver=None):
     A name qualified with the driver's own domain (``gpu.example.com/uuid``) is
     also available unqualified, as in CEL selectors.
     """
-    raw = device.get("attributes")
-    if raw is None:
-        raw = (device.get("basic") or {}).get("attributes")
     values = {}
-    for name, attribute in (raw or {}).items():
+    for name, attribute in (device_fields(device).get("attributes") or {}).items():
         value = None
         if isinstance(attribute, dict):
             for kind in _ATTRIBUTE_KINDS:

@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.dra.admin.plugins.module_utils._tolerations import tolerates
 from ansible_collections.dra.admin.plugins.module_utils._node_selection import required_terms, term_matches, with_exclusion
 
 
@@ -37,17 +38,6 @@ def node_affinity(terms, label):
         "nodeSelectorTerms": with_exclusion(terms, label)}}}
 
 
-def _toleration_matches(toleration, taint):
-    effect = toleration.get("effect")
-    if effect and effect != taint.get("effect"):
-        return False
-    operator = toleration.get("operator") or "Equal"
-    key = toleration.get("key")
-    if operator == "Exists":
-        return not key or key == taint.get("key")
-    return key == taint.get("key") and (toleration.get("value") or "") == (taint.get("value") or "")
-
-
 def untolerated_taints(node, tolerations):
     """NoSchedule/NoExecute taints of the node that the tolerations (plus the DaemonSet's own) miss."""
     all_tolerations = list(tolerations or []) + list(DAEMONSET_TOLERATIONS)
@@ -55,7 +45,7 @@ def untolerated_taints(node, tolerations):
     for taint in (node.get("spec") or {}).get("taints") or []:
         if taint.get("effect") not in ("NoSchedule", "NoExecute"):
             continue
-        if not any(_toleration_matches(t, taint) for t in all_tolerations):
+        if not any(tolerates(t, taint) for t in all_tolerations):
             missing.append("%s=%s:%s" % (taint.get("key"), taint.get("value") or "", taint.get("effect")))
     return missing
 

@@ -36,11 +36,17 @@ def _where(holder):
     return None
 
 
+def device_fields(device):
+    """A published device's own fields (attributes, capacity, taints, its node): v1beta1 keeps them under
+    ``basic``, v1beta2 and v1 on the device."""
+    return device.get("basic") or device
+
+
 def device_location(resource_slice, device):
     """Where one device of the slice is: a node name, SLICE_ALL_NODES or SLICE_NODE_SELECTOR."""
     spec = _spec(resource_slice)
     if spec.get("perDeviceNodeSelection"):
-        return _where(device) or SLICE_NODE_SELECTOR
+        return _where(device_fields(device)) or SLICE_NODE_SELECTOR
     return _where(spec) or SLICE_NODE_SELECTOR
 
 
