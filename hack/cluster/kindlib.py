@@ -12,6 +12,7 @@ from clusterlib import HERE
 
 KIND_DIR = os.path.join(HERE, "kind")
 NODENET_SRC = os.path.join(KIND_DIR, "nodenet")
+COREDNS_SRC = os.path.join(KIND_DIR, "coredns")
 # CNI plugins of kind's base image: module sub-package -> binary.
 CNI_PLUGINS = {"ipam/host-local": "host-local", "main/loopback": "loopback", "main/ptp": "ptp",
                "meta/portmap": "portmap"}
@@ -32,6 +33,11 @@ def tree_digest(directory, length=12):
 
 def nodenet_version():
     return "v0-" + tree_digest(NODENET_SRC)
+
+
+def coredns_version(versions):
+    """The CoreDNS release with a digest of the plugin list it is built with (hack/cluster/kind/coredns)."""
+    return f"{versions['COREDNS_VERSION']}-plugins-{tree_digest(COREDNS_SRC, 8)}"
 
 
 # --- paths and versions ---------------------------------------------------------------------
@@ -413,8 +419,8 @@ def image_archives(versions, k8s_version, rootfs, log):
         "kube-proxy": (lambda: kube_proxy_layer(rootfs, kube_bin), {}, rkey),
         "etcd": (lambda: static(component_bin("etcd", versions["ETCD_VERSION"], "etcd"), "/usr/local/bin/etcd")
                  .directory("/var/lib/etcd", 0o700), {}, ""),
-        "coredns": (lambda: static(component_bin("coredns", versions["COREDNS_VERSION"], "coredns"), "/coredns"),
-                    {"entrypoint": ["/coredns"]}, ""),
+        "coredns": (lambda: static(component_bin("coredns", coredns_version(versions), "coredns"), "/coredns"),
+                    {"entrypoint": ["/coredns"]}, coredns_version(versions)),
         "pause": (lambda: static(pause_binary(k8s_version, os.path.join(directory, "pause-" + k8s_version)), "/pause"),
                   {"entrypoint": ["/pause"]}, ""),
         "nodenet": (lambda: static(component_bin("nodenet", nodenet_version(), "nodenet"), "/usr/local/bin/nodenet")
