@@ -1,7 +1,8 @@
 # dra.admin — developer entry points. See README.md.
 #
 #   make demo         set up everything, bring the local kind cluster up (real nodes), run playbooks/site.yml
-#   make test         ansible-lint + ansible-test sanity + unit + integration (KWOK cluster) + molecule
+#   make test         ansible-lint + ansible-test sanity + unit + integration (KWOK clusters) + real-node tests
+#                     and molecule's kind scenario (kind clusters on podman)
 #   make demo-kwok    the same on the KWOK cluster (fake nodes, control plane as host processes)
 #   make gate-matrix  the catalog's feature-gate verdicts against kube-apiserver 1.32+ (docs/gate-matrix.md)
 #   make gate-matrix-test  the same on the pinned releases, all four components (pytest)
@@ -35,7 +36,7 @@ KIND_WORKERS ?= 2
 export CONTAINERS_CONF := $(ROOT)/hack/cluster/kind/containers.conf
 
 help:
-	@sed -n '1,6p' $(MAKEFILE_LIST)
+	@sed -n '1,8p' $(MAKEFILE_LIST)
 
 # The venv path carries a hash of the requirements: a change makes a new venv, an unchanged one is reused.
 $(VENV)/.installed:
@@ -100,17 +101,18 @@ unit: venv collection-link test-deps
 	cd $(ROOT) && $(BIN)/python -m pytest -q tests/unit
 
 integration: venv collection-link build test-deps
-	cd $(ROOT) && $(BIN)/python -m pytest -q tests/integration --ignore-glob='*/test_kind_*' \
-		--ignore=tests/integration/test_gate_matrix.py --durations=30
+	cd $(ROOT) && $(ROOT)/hack/integration-per-version integration $(BIN)/python tests/integration \
+		--ignore-glob='*/test_kind_*' --ignore=tests/integration/test_gate_matrix.py --durations=30
 
 # The gate-matrix test on the pinned releases (all four components); out of `make test` for time
 # (docs/decisions.md, "Gate matrix").
 gate-matrix-test: venv collection-link build
 	cd $(ROOT) && $(BIN)/python -m pytest -q tests/integration/test_gate_matrix.py --durations=10
 
-# Tests on real nodes (kind clusters, one per Kubernetes version); not part of `make test` yet.
+# Tests on real nodes: a kind cluster per Kubernetes version, the versions side by side.
 integration-kind: venv collection-link kind-deps build-kind
-	cd $(ROOT) && $(BIN)/python -m pytest -q tests/integration/test_kind_nodes.py
+	cd $(ROOT) && $(ROOT)/hack/integration-per-version kind-nodes $(BIN)/python tests/integration/test_kind_nodes.py \
+		--durations=20
 
 molecule: venv collection-link build
 	cd $(ROOT) && PATH=$(KUBE_BIN):$$PATH MOLECULE_KUBECONFIG=$(STATE)/molecule-dra/kubeconfig \
@@ -119,7 +121,9 @@ molecule: venv collection-link build
 molecule-kind: venv collection-link kind-deps build-kind
 	cd $(ROOT) && K8S_VERSION=$(or $(K8S_VERSION),$(K8S_DEFAULT)) $(BIN)/molecule test -s kind
 
-test: lint sanity unit integration molecule
+# Every test, in phases that run a waiting job beside a computing one (hack/test-all says which).
+test:
+	$(ROOT)/hack/test-all $(if $(K8S_VERSION),K8S_VERSION=$(K8S_VERSION))
 
 # Not part of `test`: builds kube-apiserver of every release that is not pinned (once) and takes
 # longer; run it when plugins/module_utils/_gates.py changes and commit docs/gate-matrix.md.

@@ -656,6 +656,9 @@ def build_node_image(versions, k8s_version, base, log):
     if tar.wait() != 0 or res.returncode != 0:
         raise ClusterError(f"podman import of {ref} failed: {res.stderr.strip()[-800:]}")
     image_id = podman_image_id(ref)
+    if built.get("image_id") and built["image_id"] != image_id:
+        # The image this one replaces (now untagged) would stay in podman's store for good.
+        subprocess.run(["podman", "rmi", built["image_id"]], capture_output=True, env=podman_env(), check=False)
     shutil.rmtree(rootfs)
     with open(stamp, "w") as fh:
         json.dump({"inputs": inputs, "image_id": image_id, "seconds": round(time.time() - started, 1)}, fh)

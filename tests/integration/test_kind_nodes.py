@@ -12,6 +12,7 @@ A host where kind cannot run fails these tests; nothing is skipped.
 import base64
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -459,6 +460,37 @@ def test_prometheus_records_the_kubelets_prepare_and_unprepare_durations(kind_cl
         prometheus.stop()
 
 
+def test_discovery_on_a_real_node_compares_its_hardware_with_the_drivers_slices(kind_cluster, driver, tmp_path):
+    """The discovery role on a worker container: the PCI functions it counts are the ones the node sees in
+    /sys, and its comparison with the example driver counts what the driver publishes for that node. The
+    example driver's GPUs are simulated, so the node's hardware does not back them: that is drift, and with
+    dra_discovery_fail_on_drift the host fails naming the node and both counts."""
+    c = kind_cluster
+    worker = c.nodes[1]
+    published = sum(len(s["spec"].get("devices") or []) for s in node_slices(c, worker))
+    assert published > 0, "the example driver publishes no device on %s" % worker
+    listed = c.on_node(worker, "ls", "/sys/bus/pci/devices")
+    assert listed.returncode == 0, listed.stderr
+    functions = len(listed.stdout.split())
+    res = node_playbook(c, tmp_path, worker, "dra.admin.discovery", {
+        "dra_discovery_include": ["pci", "cpu", "numa"], "dra_discovery_fail_on_drift": True})
+    out = res.stdout + res.stderr
+    assert res.returncode != 0, out[-4000:]
+    assert f"{worker}: hardware and ResourceSlices disagree" in out, out[-4000:]
+    summary = re.search(re.escape(worker) + r": ((?:[a-z_]+ \d+(?:\+\d+ VF)?(?:, )?)*)\"", out)
+    assert summary, out[-4000:]
+    counts = dict((t, sum(int(n) for n in re.findall(r"\d+", rest)))
+                  for t, rest in (part.split(" ", 1) for part in summary.group(1).split(", ") if part))
+    assert sum(counts.values()) == functions, (counts, listed.stdout)
+    line = re.search(r"gpu\.example\.com: (\w+) - (\d+) on the node, (\d+) published, \d+ matching, "
+                     r"(\d+) missing, (\d+) extra", out)
+    assert line, out[-4000:]
+    status, hardware, seen, missing, extra = line.group(1), *map(int, line.groups()[1:])
+    assert (hardware, seen) == (counts.get("gpu", 0), published), line.group(0)
+    assert status != "CLEAN", line.group(0)
+    assert extra - missing == published - hardware, line.group(0)
+
+
 def node_playbook(c, tmp_path, hosts, role, extra_vars):
     """ansible-playbook running one role on node containers of this cluster (the podman connection, as
     inventory/local.yml reaches them), with the API reachable from localhost; its CompletedProcess."""
@@ -558,3 +590,4 @@ def test_kubelet_config_restarts_the_real_kubelet_and_rolls_back_one_that_does_n
         write_node_file(c, node, config, original, then="systemctl restart kubelet")
     wait_until(lambda: c.on_node(node, "systemctl", "is-active", "kubelet").stdout.strip() == "active", 60,
                f"the kubelet of {node} active again")
+
