@@ -137,3 +137,34 @@ def chart_values(kind, user_values, params, strategy):
     if info["driver_name_path"] and params.get("driver"):
         _set_path(overlay, info["driver_name_path"], params["driver"])
     return deep_merge(values, overlay), health_ports
+
+
+def default_release_name(driver):
+    """The Helm release name when none is given: the driver name with every run of other characters than
+    lowercase letters, digits and '-' replaced by '-' (gpu.example.com -> gpu-example-com)."""
+    return re.sub(r"[^a-z0-9-]+", "-", str(driver or ""))
+
+
+def helm_template_argv(binary, release, chart_ref, namespace, version=None, repo_url=None, kubeconfig=None,
+                       context=None):
+    """`helm template` of the chart as `helm install` would render it on the cluster: with --validate,
+    Helm reads the cluster's version and API groups (a chart's kubeVersion constraint and its
+    .Capabilities checks see the real cluster, not Helm's offline default of Kubernetes 1.20) and
+    validates the manifests against it. The values come on stdin ("--values -")."""
+    argv = [binary or "helm", "template", release, str(chart_ref), "--namespace", namespace, "--values", "-",
+            "--validate"]
+    if version:
+        argv += ["--version", str(version)]
+    if repo_url:
+        argv += ["--repo", repo_url]
+    if isinstance(kubeconfig, str) and kubeconfig:
+        argv += ["--kubeconfig", kubeconfig]
+    if context:
+        argv += ["--kube-context", context]
+    return argv
+
+
+def chart_device_class_names(manifests):
+    """Names of the DeviceClasses a rendered chart installs itself (the role leaves those to the chart)."""
+    return sorted(m["metadata"]["name"] for m in manifests or []
+                  if isinstance(m, dict) and m.get("kind") == "DeviceClass" and (m.get("metadata") or {}).get("name"))

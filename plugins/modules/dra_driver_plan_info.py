@@ -107,9 +107,17 @@ options:
     choices: [auto, dra-example-driver, nvidia, other]
     default: auto
   chart_values: {description: The user's chart values., type: dict, default: {}}
+  chart_version: {description: Chart version (O(method=helm)); empty for the newest., type: str}
+  chart_repo_url: {description: Chart repository URL (O(method=helm))., type: str}
+  release_name:
+    description: Helm release name (O(method=helm)); empty for the driver name with other characters than
+      lowercase letters, digits and C(-) replaced by C(-).
+    type: str
+  helm_binary: {description: Path of the helm program; empty for C(helm) on the PATH., type: str}
   rendered:
-    description: Manifests Helm rendered from the values in RV(chart) (output of C(kubernetes.core.helm_template));
-      the driver DaemonSet in them is checked.
+    description: Manifests Helm rendered from the values in RV(chart) (the output of RV(chart.render_argv));
+      the driver DaemonSet in them is checked, and DeviceClasses the chart installs itself are left to the chart
+      (dropped from RV(device_classes)).
     type: raw
 requirements:
   - kubernetes >= 24.2.0
@@ -151,8 +159,10 @@ manifests:
   elements: dict
 device_classes: {description: DeviceClass manifests., returned: always, type: list, elements: dict}
 chart:
-  description: For O(method=helm) the chart's C(kind) (a known chart, or null), the C(values) to install with and the
-    C(health_ports) its containers probe.
+  description: For O(method=helm) the chart's C(kind) (a known chart, or null), the C(values) to install with, the
+    C(health_ports) its containers probe, the C(release_name), C(render_argv) (C(helm template) with
+    C(--validate), so the chart renders against the cluster's version and API groups; the values go on its
+    stdin) and C(device_classes) (the DeviceClasses the rendered chart installs itself).
   returned: always
   type: dict
 health_ports:
@@ -170,7 +180,8 @@ from ansible_collections.dra.admin.plugins.module_utils.api import (
     AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
 )
 from ansible_collections.dra.admin.plugins.module_utils._driver_charts import (
-    KNOWN_CHARTS, chart_kind, chart_node_terms, chart_values,
+    KNOWN_CHARTS, chart_device_class_names, chart_kind, chart_node_terms, chart_values, default_release_name,
+    helm_template_argv,
 )
 from ansible_collections.dra.admin.plugins.module_utils._driver_checks import check_daemonset, daemonsets_in
 from ansible_collections.dra.admin.plugins.module_utils._driver_inputs import (
@@ -226,6 +237,10 @@ def argument_spec():
         chart_ref=dict(type="str"),
         chart_kind=dict(type="str", choices=["auto", "dra-example-driver", "nvidia", "other"], default="auto"),
         chart_values=dict(type="dict", default={}),
+        chart_version=dict(type="str"),
+        chart_repo_url=dict(type="str"),
+        release_name=dict(type="str"),
+        helm_binary=dict(type="str"),
         rendered=dict(type="raw"),
     )
     return spec
@@ -336,12 +351,21 @@ def plan(api, params, warn):
         result["health_ports"] = [int(params["health_port"])]
         return result
     values, health_ports = chart_values(kind, params["chart_values"], params, decision["strategy"])
-    result["chart"] = {"kind": kind, "values": values, "health_ports": health_ports}
+    release = params.get("release_name") or default_release_name(params["driver"])
+    result["chart"] = {"kind": kind, "values": values, "health_ports": health_ports, "release_name": release,
+                       "render_argv": helm_template_argv(params.get("helm_binary"), release, params["chart_ref"],
+                                                         params["namespace"], params.get("chart_version"),
+                                                         params.get("chart_repo_url"), params.get("kubeconfig"),
+                                                         params.get("context")),
+                       "device_classes": []}
     result["health_ports"] = health_ports
     if params.get("rendered") is not None:
         name, result["rendered_problems"] = rendered_problems(params["rendered"], params, kind, health_ports,
                                                               decision["strategy"])
         result["daemonset_name"] = name or result["daemonset_name"]
+        from_chart = chart_device_class_names(rendered_documents(params["rendered"]))
+        result["chart"]["device_classes"] = from_chart
+        result["device_classes"] = [c for c in result["device_classes"] if c["metadata"]["name"] not in from_chart]
     return result
 
 

@@ -13,6 +13,7 @@ import base64
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -25,7 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
 import clusterlib  # noqa: E402
 import kindlib  # noqa: E402
-from dra_objects import DRIVER, EXCLUSION_LABEL, claim_template  # noqa: E402
+from dra_objects import DRIVER, EXCLUSION_LABEL, claim_template, device_request  # noqa: E402
 from kube import wait_for  # noqa: E402
 from prometheus_server import PrometheusServer, render_rules  # noqa: E402
 
@@ -591,3 +592,59 @@ def test_kubelet_config_restarts_the_real_kubelet_and_rolls_back_one_that_does_n
     wait_until(lambda: c.on_node(node, "systemctl", "is-active", "kubelet").stdout.strip() == "active", 60,
                f"the kubelet of {node} active again")
 
+
+def upstream_chart(c, tmp_path):
+    """A copy of the example driver's own chart (deployments/helm in its module, the release pinned here)."""
+    chart = tmp_path / "dra-example-driver"
+    source = os.path.join(kindlib.module_dir("sigs.k8s.io/dra-example-driver", c.versions["DRA_EXAMPLE_DRIVER_VERSION"]),
+                          "deployments", "helm", "dra-example-driver")
+    shutil.copytree(source, chart)
+    return str(chart)
+
+
+def test_upstream_chart_installed_by_the_driver_role_serves_a_claim(kind_cluster, driver, tmp_path):
+    """The driver role's chart path with the example driver's own Helm chart, as a user installs it: a second
+    driver name beside the template-installed one, its DaemonSet with the role's probe and update strategy,
+    slices on every worker, and a claim of its DeviceClass prepared on a real node (the container's
+    environment names the chart's driver). Uninstalled at the end; the template driver is left alone."""
+    c = kind_cluster
+    name, namespace, release = "chart.example.com", "itk-chart", "itk-chart"
+    settings = {"dra_driver_name": name, "dra_driver_namespace": namespace, "dra_driver_method": "helm",
+                "dra_driver_chart_ref": upstream_chart(c, tmp_path), "dra_driver_release_name": release,
+                "dra_driver_helm_binary": clusterlib.component_bin("helm", c.versions["HELM_VERSION"], "helm"),
+                "dra_driver_wait_timeout": 240}
+    res = c.run_role("dra.admin.driver", tmp_path, settings)
+    assert res.returncode == 0, f"chart install failed:\n{res.stdout[-6000:]}\n{res.stderr[-2000:]}"
+    try:
+        daemonsets = c.get_json("daemonsets", "-n", namespace)["items"]
+        assert len(daemonsets) == 1, [d["metadata"]["name"] for d in daemonsets]
+        container = daemonsets[0]["spec"]["template"]["spec"]["containers"][0]
+        assert container["livenessProbe"]["grpc"]["service"] == "liveness"
+        assert {"name": "DRIVER_NAME", "value": name} in container["env"]
+        assert daemonsets[0]["spec"]["updateStrategy"]["rollingUpdate"] == {"maxSurge": 1, "maxUnavailable": 0}
+        api = c.resource_version
+        slices = c.get_json(f"resourceslices.{api}.resource.k8s.io")["items"]
+        assert sorted({s["spec"]["nodeName"] for s in slices if s["spec"]["driver"] == name}) == c.nodes[1:]
+
+        again = c.run_role("dra.admin.driver", tmp_path, settings)
+        assert again.returncode == 0 and "changed=0" in again.stdout, again.stdout[-4000:]
+
+        c.fresh_namespace("itk-chart-use")
+        template = {"apiVersion": f"resource.k8s.io/{api}", "kind": "ResourceClaimTemplate",
+                    "metadata": {"name": "one-gpu", "namespace": "itk-chart-use"},
+                    "spec": {"spec": {"devices": {"requests": [device_request(api, device_class=name)]}}}}
+        c.apply([template, c.claim_pod("uses-chart", "itk-chart-use", ["sh", "-c", "env | sort; sleep 3600"])])
+        wait_until(lambda: running_pod(c, "itk-chart-use", "uses-chart"), 180, "the chart driver's claim pod to run")
+
+        def environment():
+            out = c.kubectl("logs", "uses-chart", "-n", "itk-chart-use", check=False).stdout
+            return out if "KUBERNETES_NODE_NAME" in out else None
+
+        env = dict(line.split("=", 1) for line in wait_until(environment, 60, "its environment").splitlines()
+                   if "=" in line)
+        assert env.get("DRA_RESOURCE_DRIVER_NAME") == name, env
+        c.kubectl("delete", "namespace", "itk-chart-use", "--wait=true", "--timeout=120s")
+    finally:
+        subprocess.run([settings["dra_driver_helm_binary"], "uninstall", release, "-n", namespace, "--wait",
+                        "--kubeconfig", c.kubeconfig], capture_output=True, check=False)
+    assert [p["metadata"]["name"] for p in live_driver_pods(c, c.nodes[1])], "the template driver is still there"

@@ -239,6 +239,27 @@ def test_nvidia_overlay_keeps_the_chart_gpu_node_terms_with_exclusion():
     assert "collides with the health port of another container" in str(err.value)
 
 
+def test_chart_rendered_against_the_cluster_with_values_on_stdin():
+    argv = _driver_charts.helm_template_argv("/opt/helm", "gpu", "/charts/dra-example-driver", "dra-system",
+                                             version="0.4.0", repo_url="https://charts.example.com",
+                                             kubeconfig="/k/config", context="admin@prod")
+    assert argv == ["/opt/helm", "template", "gpu", "/charts/dra-example-driver", "--namespace", "dra-system",
+                    "--values", "-", "--validate", "--version", "0.4.0", "--repo", "https://charts.example.com",
+                    "--kubeconfig", "/k/config", "--kube-context", "admin@prod"]
+    # No helm path: the one on PATH; a kubeconfig given as a dict (kubernetes.core allows it) is not a path.
+    bare = _driver_charts.helm_template_argv("", "gpu", "oci://r/c", "ns", kubeconfig={"clusters": []})
+    assert bare == ["helm", "template", "gpu", "oci://r/c", "--namespace", "ns", "--values", "-", "--validate"]
+
+
+def test_default_release_name_and_the_charts_own_device_classes():
+    assert _driver_charts.default_release_name("gpu.example.com") == "gpu-example-com"
+    assert _driver_charts.default_release_name("GPU_x.example.com") == "-x-example-com"
+    rendered = [{"kind": "DeviceClass", "metadata": {"name": "chart.example.com"}},
+                {"kind": "DaemonSet", "metadata": {"name": "chart-kubeletplugin"}}, None,
+                {"kind": "DeviceClass", "metadata": {}}]
+    assert _driver_charts.chart_device_class_names(rendered) == ["chart.example.com"]
+
+
 def test_unknown_chart_values_untouched():
     user = {"a": {"b": 1}}
     values, ports = _driver_charts.chart_values(None, user, params(), {"type": "RollingUpdate"})
