@@ -18,6 +18,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import math
+import re
 
 from ansible_collections.dra.admin.plugins.module_utils._gates import KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER, KUBELET
 
@@ -212,3 +213,44 @@ def scheduler_config_from_flags(flags, api_version=SCHEDULER_API_VERSION):
             target = target.setdefault(key, {})
         target[path[-1]] = value
     return config
+
+
+def _rate_as_configz_prints(value):
+    """75.0 -> 75, '7.5' -> 7.5; a value that is not a finite number stays as given, for
+    component_flags to refuse with its message."""
+    number = _number(value)
+    if number is None:
+        return value
+    return int(number) if float(number) == int(number) else float(number)
+
+
+def _configz_pattern(key, value):
+    """A regex /configz must match once the component runs with clientConnection.<key> = value."""
+    return '(?i)"clientConnection":\\{[^{}]*"%s":%s(\\.0+)?[,}]' % (key, re.escape(str(value)))
+
+
+def tuning_requests(components, controller_manager, scheduler, scheduler_config):
+    """What control_plane_tuning writes for each component it changes.
+
+    components: the components the role may change; controller_manager and scheduler:
+    {"qps": value or None, "burst": value or None}; scheduler_config: the path of the
+    KubeSchedulerConfiguration file. A component with neither value set is left out.
+
+    Returns {component: {"set_flags", "config_file", "configz"}}: kube-controller-manager's
+    --kube-api-qps/--kube-api-burst flags, kube-scheduler's clientConnection merged into its
+    config file, and per value the /configz pattern that shows the running process took it.
+    """
+    requests = {}
+    for component, wanted in ((KUBE_CONTROLLER_MANAGER, controller_manager), (KUBE_SCHEDULER, scheduler)):
+        values = dict((key, _rate_as_configz_prints(wanted.get(key))) for key in ("qps", "burst")
+                      if (wanted or {}).get(key) is not None)
+        if component not in (components or []) or not values:
+            continue
+        configz = [_configz_pattern(key, value) for key, value in values.items()]
+        if component == KUBE_CONTROLLER_MANAGER:
+            requests[component] = {"set_flags": dict(("kube-api-" + k, v) for k, v in values.items()),
+                                   "config_file": None, "configz": configz}
+        else:
+            requests[component] = {"set_flags": {}, "configz": configz,
+                                   "config_file": {"path": scheduler_config, "merge": {"clientConnection": values}}}
+    return requests

@@ -115,7 +115,7 @@ options:
     type: str
   helm_binary: {description: Path of the helm program; empty for C(helm) on the PATH., type: str}
   rendered:
-    description: Manifests Helm rendered from the values in RV(chart) (the output of RV(chart.render_argv));
+    description: Manifests Helm rendered from the values in RV(chart) (the output of its C(render_argv) command);
       the driver DaemonSet in them is checked, and DeviceClasses the chart installs itself are left to the chart
       (dropped from RV(device_classes)).
     type: raw

@@ -413,3 +413,30 @@ def test_component_names_and_the_controller_manager_defaults_have_one_home():
     assert _tuning.DEFAULT_RATES[_gates.KUBE_CONTROLLER_MANAGER] == (20.0, 30)
     assert (_metrics.DEFAULT_KCM_QPS, _metrics.DEFAULT_KCM_BURST) == (_tuning.DEFAULT_KCM_QPS, _tuning.DEFAULT_KCM_BURST)
     assert "defaults are 20 and 30" in _metrics._advice("kcm_tuning", None, None)
+
+
+def test_tuning_requests_per_component():
+    both = ["kube-controller-manager", "kube-scheduler"]
+    requests = _tuning.tuning_requests(both, {"qps": 75.0, "burst": "150"}, {"qps": "7.5", "burst": None},
+                                       "/etc/kubernetes/sched.yaml")
+    kcm = requests["kube-controller-manager"]
+    assert kcm["set_flags"] == {"kube-api-qps": 75, "kube-api-burst": 150}
+    assert isinstance(kcm["set_flags"]["kube-api-qps"], int) and kcm["config_file"] is None
+    sched = requests["kube-scheduler"]
+    assert sched == {"set_flags": {}, "configz": [sched["configz"][0]], "config_file": {
+        "path": "/etc/kubernetes/sched.yaml", "merge": {"clientConnection": {"qps": 7.5}}}}
+    # The /configz patterns match what the running components print, and not another value.
+    import re
+    assert re.search(kcm["configz"][0], '{"ClientConnection":{"QPS":75,"Burst":150}}')
+    assert re.search(kcm["configz"][1], '{"clientConnection":{"qps":75.0,"burst":150}}')
+    assert not re.search(kcm["configz"][0], '{"clientConnection":{"qps":750,"burst":150}}')
+    assert re.search(sched["configz"][0], '{"clientConnection":{"kubeconfig":"x","qps":7.5}}')
+    assert not re.search(sched["configz"][0], '{"clientConnection":{"qps":715}}')
+
+
+def test_tuning_requests_leave_out_unset_and_unlisted_components_and_pass_non_numbers_on():
+    none = {"qps": None, "burst": None}
+    assert _tuning.tuning_requests(["kube-scheduler"], {"qps": 75, "burst": 150}, none, "/s.yaml") == {}
+    refused = _tuning.tuning_requests(["kube-controller-manager"], {"qps": "nan", "burst": True}, none, "/s.yaml")
+    # component_flags refuses these with a message naming them; they are not turned into numbers here.
+    assert refused["kube-controller-manager"]["set_flags"] == {"kube-api-qps": "nan", "kube-api-burst": True}
