@@ -120,25 +120,30 @@ def selector_text(sel):
     return "/".join(sel.get(k) or "*" for k in ("driver", "pool", "device"))
 
 
-def default_rule_name(sel):
-    """A stable rule name for a selector: dra-admin-<driver>-<pool>-<device>, shortened with a hash when long."""
+def default_rule_name(sel, prefix=NAME_PREFIX):
+    """A stable rule name for a selector: dra-admin-<driver>-<pool>-<device>, shortened with a hash when long.
+
+    prefix: another start for rules of another purpose (the remediation's dra-admin-unhealthy-), so they never
+    share a name with a maintenance rule on the same device."""
     parts = [sel.get(k) for k in ("driver", "pool", "device") if sel.get(k)]
     base = re.sub(r"[^a-z0-9.-]+", "-", "-".join(parts).lower()).strip("-.")
-    name = NAME_PREFIX + base
+    name = prefix + base
     if len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
         digest = hashlib.sha256("/".join(parts).encode("utf-8")).hexdigest()[:10]
-        name = (NAME_PREFIX + base[:200]).rstrip("-.") + "-" + digest
+        name = (prefix + base[:200]).rstrip("-.") + "-" + digest
     return name
 
 
 def build_rule(api_version, name, sel, key, value, effect, labels=None, annotations=None):
-    """The DeviceTaintRule to create (labelled as the collection's)."""
+    """The DeviceTaintRule to create (labelled as the collection's). An annotation given as None is one the rule
+    must not have: left out here, removed from an existing rule by rule_patch."""
     taint = {"key": key, "effect": effect}
     if value:
         taint["value"] = value
     metadata = {"name": name, "labels": dict(labels or {}, **{MANAGED_BY_LABEL: MANAGED_BY})}
-    if annotations:
-        metadata["annotations"] = dict(annotations)
+    kept = dict((k, v) for k, v in (annotations or {}).items() if v is not None)
+    if kept:
+        metadata["annotations"] = kept
     return {"apiVersion": "resource.k8s.io/%s" % api_version, "kind": KIND, "metadata": metadata,
             "spec": {"deviceSelector": dict(sel), "taint": taint}}
 
@@ -157,20 +162,29 @@ def comparable(rule):
             "taint": {"key": taint.get("key"), "value": taint.get("value") or "", "effect": taint.get("effect")}}
 
 
-def metadata_changes(existing, wanted):
-    """{labels: {...}, annotations: {...}} of wanted entries the existing rule lacks or has otherwise."""
+def metadata_changes(existing, wanted, removed_annotations=()):
+    """{labels: {...}, annotations: {...}} of wanted entries the existing rule lacks or has otherwise; each of
+    `removed_annotations` the rule has is given as None (a merge patch removes it)."""
     out = {}
     for field in ("labels", "annotations"):
         have = (existing.get("metadata") or {}).get(field) or {}
-        want = (wanted.get("metadata") or {}).get(field) or {}
+        want = dict((wanted.get("metadata") or {}).get(field) or {})
+        if field == "annotations":
+            want.update((k, None) for k in removed_annotations if k not in want)
         diff = dict((k, v) for k, v in want.items() if have.get(k) != v)
         if diff:
             out[field] = diff
     return out
 
 
-def rule_patch(existing, wanted):
-    """A JSON merge patch turning `existing` into `wanted`, or None when nothing differs."""
+def removed_annotations(annotations):
+    """The annotation keys given as None: those a rule must not have (see build_rule)."""
+    return sorted(k for k, v in (annotations or {}).items() if v is None)
+
+
+def rule_patch(existing, wanted, removed=()):
+    """A JSON merge patch turning `existing` into `wanted` (and removing the `removed` annotations it has), or
+    None when nothing differs."""
     patch = {}
     before, after = comparable(existing), comparable(wanted)
     if before != after:
@@ -178,7 +192,7 @@ def rule_patch(existing, wanted):
         taint = dict(after["taint"])
         taint["value"] = taint["value"] or None
         patch["spec"] = {"deviceSelector": sel, "taint": taint}
-    meta = metadata_changes(existing, wanted)
+    meta = metadata_changes(existing, wanted, removed)
     if meta:
         patch["metadata"] = meta
     return patch or None

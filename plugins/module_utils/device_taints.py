@@ -17,8 +17,8 @@ import time
 from ansible_collections.dra.admin.plugins.module_utils.claims import pod_index
 from ansible_collections.dra.admin.plugins.module_utils._device_taints import (
     DEFAULT_KEY, EFFECT_NONE, NO_EXECUTE, RESOURCE, DeviceTaintError, affected_claims, build_rule, default_rule_name,
-    diff_view, eviction_done, is_managed, report, rule_condition, rule_patch, rule_summary, selected_devices,
-    selection_error, selector, selector_text,
+    diff_view, eviction_done, is_managed, removed_annotations, report, rule_condition, rule_patch, rule_summary,
+    selected_devices, selection_error, selector, selector_text,
 )
 from ansible_collections.dra.admin.plugins.module_utils._gates import (
     RESOURCE_GROUP, VersionError, device_taint_rule_support, device_taint_rules_unavailable,
@@ -82,6 +82,8 @@ class DeviceTaint(object):
         self.diff = {"before": {}, "after": {}}
         self.selector = selector(params.get("driver"), params.get("pool"), params.get("device"))
         self.name = params.get("name") or default_rule_name(self.selector)
+        # Annotations given as None are removed from the rule (a remediation's healthy-since mark).
+        self.removed = removed_annotations(params.get("annotations"))
 
     def effect(self):
         return EFFECT_NONE if self.p["state"] == DRY_RUN else self.p["effect"]
@@ -142,7 +144,7 @@ class DeviceTaint(object):
     def taint_for_report(self, existing, wanted):
         """The taint whose timeAdded dates the evictions: the existing rule's while its spec stays; a new or
         changed taint gets its timeAdded from the server (none known before writing)."""
-        if existing is not None and "spec" not in (rule_patch(existing, wanted) or {}):
+        if existing is not None and "spec" not in (rule_patch(existing, wanted, self.removed) or {}):
             return rule_taint(existing)
         return dict(rule_taint(wanted), timeAdded=None)
 
@@ -154,7 +156,7 @@ class DeviceTaint(object):
             if self.check_mode:
                 return None
             return self.api.request("POST", rule_path(version), body=wanted)
-        patch = rule_patch(existing, wanted)
+        patch = rule_patch(existing, wanted, self.removed)
         if patch is None:
             return existing
         self.changed = True

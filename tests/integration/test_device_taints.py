@@ -73,6 +73,10 @@ def test_device_taint_rules_not_served_by_default_fail_clearly(cluster):
         assert "dra_feature_gates_device_taints" in failed["msg"]
     else:
         assert "upgrade to 1.35 or later" in failed["msg"]
+    # The remediation says the same, before reading anything else.
+    remedy = cluster.run_module("dra.admin.dra_device_remediation", {"effect": "NoExecute"}, expect_failure=True)
+    assert remedy["changed"] is False and remedy["api_requests"] <= 3  # version and discovery only
+    assert CATALOG.device_taint_rules_unavailable(cluster.version) in remedy["msg"], remedy["msg"]
     served = cluster.kubectl("api-resources", "--api-group=resource.k8s.io", "-o", "name").stdout.split()
     assert not any(name.startswith("devicetaintrules") for name in served), served
 
@@ -276,8 +280,7 @@ def test_drain_device_mode_evicts_one_device_and_releases_its_claim(taint_cluste
     for name in ("on5", "on6"):
         cluster.wait_until(lambda n=name: pod_phase(cluster, ns, n) == "Running", 90, f"pod {name} Running")
     args = {"node": node, "device_driver": "gpu.example.com", "device": "gpu-5", "timeout": 120, "poll_interval": 0.5}
-    drained, lifted = run_tasks(cluster, tmp_path, (args, False), (dict(args, state="in_service"), False),
-                                module="dra.admin.dra_node_drain")
+    (drained,) = run_tasks(cluster, tmp_path, (args, False), module="dra.admin.dra_node_drain")
     assert not drained.get("failed"), drained
     assert drained["changed"] and drained["evicted"] == [f"{ns}/on5"] and drained["claims_released"] is True
     assert drained["rule"]["taint"]["effect"] == "NoExecute"
@@ -285,4 +288,125 @@ def test_drain_device_mode_evicts_one_device_and_releases_its_claim(taint_cluste
     claim5 = cluster.get_json(f"resourceclaims.{api}.resource.k8s.io", "-n", ns, "gpu5")
     assert not claim5.get("status", {}).get("allocation")
     assert pod_phase(cluster, ns, "on5") is None and pod_phase(cluster, ns, "on6") == "Running"
-    assert lifted["changed"] and lifted["lifted"] and rules(cluster) == []
+    # Back through role dra.admin.drain, which passes its device-mode variables to the module.
+    role_vars = {"dra_drain_node": node, "dra_drain_state": "in_service", "dra_drain_device_driver": "gpu.example.com",
+                 "dra_drain_device": "gpu-5", "dra_drain_timeout": 120}
+    lifted = cluster.run_role("dra.admin.drain", tmp_path, role_vars)
+    assert lifted.returncode == 0 and recap(lifted)["changed"] == "1", lifted.stdout[-4000:]
+    assert f"{node} in_service, DeviceTaintRule {drained['name']}:" in lifted.stdout and "lifted True" in lifted.stdout
+    assert rules(cluster) == []
+
+
+REMEDY_DRIVER = "remedy.example.com"
+REMEDY_POOL = "rack"
+REMEDY_RULE = "dra-admin-unhealthy-remedy.example.com-rack-dev-0"
+HEALTHY_FOR = 15
+
+
+def remedy_slice(api, node, tainted):
+    """The slice a driver publishes for its pool; with `tainted` it taints dev-0 as unhealthy (the health
+    source exercised: the taints drivers publish in their ResourceSlices)."""
+    obj = resource_slice(api, REMEDY_DRIVER, REMEDY_POOL, ["dev-0", "dev-1"], nodeName=node)
+    for index, device in enumerate(obj["spec"]["devices"]):
+        device["attributes"] = {"index": {"int": index}}
+    if tainted:
+        obj["spec"]["devices"][0]["taints"] = [{"key": "remedy.example.com/unhealthy", "value": "ecc",
+                                                "effect": "NoSchedule"}]
+    return obj
+
+
+def record_remediation(cluster, name):
+    """With DRA_IT_RECORD=<dir>, save what the remediation reads: slices, claims, pods and DeviceTaintRules."""
+    target = os.environ.get("DRA_IT_RECORD")
+    if not target:
+        return
+    api = cluster.resource_version
+    items = cluster.get_json(f"resourceslices.{api}.resource.k8s.io")["items"]
+    items += cluster.get_json(f"resourceclaims.{api}.resource.k8s.io,pods", "-n", "device-remediation")["items"]
+    items += cluster.get_json("devicetaintrules.resource.k8s.io")["items"]
+    os.makedirs(target, exist_ok=True)
+    with open(os.path.join(target, f"device-remediation-{name}-{cluster.version}.json"), "w") as fh:
+        json.dump({"apiVersion": "v1", "kind": "List", "items": items}, fh, indent=1, sort_keys=True)
+
+
+def test_remediation_taints_an_unhealthy_device_and_lifts_its_own_taint_after_the_period(taint_cluster, tmp_path):
+    """Role device_maintenance, entry point remediate (playbooks/device_remediation.yml): a driver taints dev-0
+    in its ResourceSlice -> the remediation's NoSchedule rule; the driver clears it -> healthy-since on the rule;
+    after HEALTHY_FOR seconds -> lifted. A maintenance rule and another tool's rule on dev-1 are never touched."""
+    cluster = taint_cluster
+    api = cluster.resource_version
+    node = cluster.get_json("nodes")["items"][0]["metadata"]["name"]
+    ns = "device-remediation"
+    cluster.kubectl("create", "namespace", ns)
+    cluster.wait_until(lambda: cluster.kubectl("get", "serviceaccount", "default", "-n", ns,
+                                               check=False).returncode == 0, 30, "the default ServiceAccount")
+    # A pod holds dev-0 before its driver reports it unhealthy.
+    cluster.apply([device_class(api, REMEDY_DRIVER), remedy_slice(api, node, tainted=False),
+                   claim(api, ns, "on-dev-0", device_class=REMEDY_DRIVER,
+                         selector=f'device.attributes["{REMEDY_DRIVER}"].index == 0'),
+                   pod(ns, "user", claim_name="on-dev-0", node=node, grace=1)])
+    cluster.wait_until(lambda: pod_phase(cluster, ns, "user") == "Running", 90, "pod user Running")
+    cluster.apply([remedy_slice(api, node, tainted=True)])
+    args = {"healthy_for": HEALTHY_FOR, "poll_interval": 0.5}
+    # Check mode: the device it would taint, and nothing written.
+    check_only = run_tasks(cluster, tmp_path, (args, True), module="dra.admin.dra_device_remediation")[0]
+    assert not check_only.get("failed") and check_only["changed"] is True, check_only
+    assert check_only["tainted"] == [f"{REMEDY_DRIVER}/{REMEDY_POOL}/dev-0"] and check_only["lifted"] == []
+    assert check_only["sources"]["slice_taints"]["available"] is True
+    assert REMEDY_RULE not in [r["metadata"]["name"] for r in rules(cluster)]
+    # Rules on dev-1 that are not the remediation's: a maintenance rule of dra.admin, another tool's.
+    foreign = {"apiVersion": "resource.k8s.io/" + check_only["api_version"], "kind": "DeviceTaintRule",
+               "metadata": {"name": "foreign-dev-1"},
+               "spec": {"deviceSelector": {"driver": REMEDY_DRIVER, "pool": REMEDY_POOL, "device": "dev-1"},
+                        "taint": {"key": "example.com/foreign", "effect": "None"}}}
+    cluster.apply([foreign])
+    maint = cluster.run_module(MODULE, {"driver": REMEDY_DRIVER, "pool": REMEDY_POOL, "device": "dev-1",
+                                        "effect": "NoSchedule"})
+    assert maint["changed"], maint
+    others = dict((r["metadata"]["name"], r["metadata"]["resourceVersion"]) for r in rules(cluster))
+
+    book = "playbooks/device_remediation.yml"
+    extra = ["-e", json.dumps({"dra_device_maintenance_remediate_healthy_for": HEALTHY_FOR,
+                               "dra_device_maintenance_poll_interval": 0.5})]
+    first = cluster.run_playbook(book, *extra)
+    assert first.returncode == 0 and recap(first)["changed"] == "1", first.stdout[-4000:]
+    assert f"tainted: {REMEDY_DRIVER}/{REMEDY_POOL}/dev-0" in first.stdout
+    again = cluster.run_playbook(book, *extra)
+    assert again.returncode == 0 and recap(again)["changed"] == "0", again.stdout[-4000:]
+    rule = cluster.get_json("devicetaintrules.resource.k8s.io", REMEDY_RULE)
+    assert rule["spec"]["deviceSelector"] == {"driver": REMEDY_DRIVER, "pool": REMEDY_POOL, "device": "dev-0"}
+    assert rule["spec"]["taint"]["key"] == "dra.admin/unhealthy" and rule["spec"]["taint"]["effect"] == "NoSchedule"
+    assert rule["metadata"]["labels"] == {"app.kubernetes.io/managed-by": "dra.admin",
+                                          "dra.admin/purpose": "device-health-remediation"}
+    assert "remedy.example.com/unhealthy=ecc:NoSchedule" in rule["metadata"]["annotations"]["dra.admin/reason"]
+    assert pod_phase(cluster, ns, "user") == "Running"  # NoSchedule leaves the pod using the device alone
+    record_remediation(cluster, "tainted")
+
+    # The driver clears its taint: the first run marks the rule, the next one (a second later) waits.
+    cluster.apply([remedy_slice(api, node, tainted=False)])
+    marked, waiting = run_tasks(cluster, tmp_path, (args, False), (args, False),
+                                module="dra.admin.dra_device_remediation")
+    assert marked["changed"] and marked["marked_healthy"] == [f"{REMEDY_DRIVER}/{REMEDY_POOL}/dev-0"], marked
+    assert waiting["changed"] is False and waiting["waiting"] == marked["marked_healthy"], waiting
+    since = cluster.get_json("devicetaintrules.resource.k8s.io", REMEDY_RULE)["metadata"]["annotations"][
+        "dra.admin/healthy-since"]
+    assert since == marked["now"]
+    record_remediation(cluster, "marked")
+
+    # Once the rule's own healthy-since is HEALTHY_FOR seconds old (the API server's clock is the host's):
+    # lifted, and only it.
+    lift_at = datetime.datetime.strptime(since, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc) + \
+        datetime.timedelta(seconds=HEALTHY_FOR)
+    cluster.wait_until(lambda: datetime.datetime.now(datetime.timezone.utc) >= lift_at, HEALTHY_FOR + 30,
+                       "the healthy period written on the rule to pass")
+    lifted, after = run_tasks(cluster, tmp_path, (args, False), (args, False),
+                              module="dra.admin.dra_device_remediation")
+    assert lifted["changed"] and lifted["lifted"] == [f"{REMEDY_DRIVER}/{REMEDY_POOL}/dev-0"], lifted
+    assert lifted["diff"]["before"][REMEDY_RULE]["taint"]["key"] == "dra.admin/unhealthy"
+    assert after["changed"] is False and after["actions"] == [], after
+    left = dict((r["metadata"]["name"], r["metadata"]["resourceVersion"]) for r in rules(cluster))
+    assert left == others, (left, others)
+    cluster.kubectl("delete", "namespace", ns, "--wait=false")
+    cluster.kubectl("delete", f"deviceclasses.{api}.resource.k8s.io", REMEDY_DRIVER)
+    cluster.kubectl("delete", "devicetaintrules.resource.k8s.io", "foreign-dev-1", maint["name"])
+    cluster.kubectl("delete", f"resourceslices.{api}.resource.k8s.io", f"{REMEDY_DRIVER}-{REMEDY_POOL}".replace(".", "-"))

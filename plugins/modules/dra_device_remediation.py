@@ -1,0 +1,227 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: dra.admin contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: dra_device_remediation
+short_description: Taint unhealthy DRA devices with a DeviceTaintRule, and lift the taint once they are healthy again
+version_added: 0.2.0
+description:
+  - One remediation pass over the device health that M(dra.admin.dra_device_health_info) reports (pods'
+    C(allocatedResourcesStatus) and the taints drivers publish in their ResourceSlices).
+  - A published device that is unhealthy gets a C(DeviceTaintRule) of its own, named
+    C(dra-admin-unhealthy-<driver>-<pool>-<device>), with the taint key C(dra.admin/unhealthy) and O(effect)
+    (C(NoSchedule) unless C(NoExecute) is asked for), written as M(dra.admin.dra_device_taint) writes it (same code).
+  - A device with such a rule that is healthy again (no source reports a problem - its pods report it C(Healthy), or
+    nothing reports on it) is marked with the annotation C(dra.admin/healthy-since) on its rule by the first run that
+    sees it so; the first run at least O(healthy_for) seconds later lifts the rule. A device seen unhealthy or
+    C(Unknown) again loses the mark, and the period starts over. The time is kept on the rule, so runs need no
+    local state file.
+  - Only the remediation's own rules are changed or lifted - those with the labels
+    C(app.kubernetes.io/managed-by=dra.admin) and C(dra.admin/purpose=device-health-remediation) and the taint key
+    C(dra.admin/unhealthy). Maintenance rules of M(dra.admin.dra_device_taint), drivers' taints and other tools'
+    rules are never touched.
+  - A rule whose device is not published any more is kept (nothing says the device is healthy).
+  - Needs a cluster that serves C(DeviceTaintRule) with effect C(None) and a status (1.35 and later; on 1.35 and
+    1.36 switched on with role C(dra.admin.feature_gates) and C(dra_feature_gates_device_taints=true)). Otherwise
+    the module fails naming the version and what would switch the API on, and changes nothing.
+  - With pod-reported health only, a device whose pods are gone (for example evicted by a C(NoExecute) taint) is
+    reported by nobody, which counts as healthy; it returns to service after O(healthy_for) seconds, and is
+    tainted again if the next pod reports it unhealthy. A driver that taints its devices in its ResourceSlices
+    says until when itself.
+author:
+  - dra.admin maintainers (@dra-admin)
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+  - dra.admin.attributes
+  - dra.admin.attributes.actiongroup_k8s
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Reads the health and the rules and returns every action it would take, writing nothing.
+  diff_mode:
+    support: full
+    details:
+      - Per rule written or lifted, its name, labels, selector and taint before and after.
+options:
+  effect:
+    description:
+      - The taint's effect on unhealthy devices. V(NoSchedule) keeps new claims off them and leaves running pods
+        alone; V(NoExecute) also evicts the pods using them (and waits up to O(wait_timeout) for the eviction).
+      - An existing remediation rule of an unhealthy device is changed to this effect.
+    type: str
+    choices: [NoSchedule, NoExecute]
+    default: NoSchedule
+  healthy_for:
+    description:
+      - Seconds a device must have been healthy (from the first run that saw it so) before its taint is lifted.
+        V(0) lifts it the first run that sees it healthy.
+    type: int
+    default: 600
+  driver:
+    description: Only this driver's devices and rules.
+    type: str
+  wait_timeout:
+    description: Seconds to wait for the eviction with O(effect=NoExecute).
+    type: int
+    default: 300
+  poll_interval:
+    description: Seconds between reads of a rule while waiting.
+    type: float
+    default: 2.0
+notes:
+  - Run it on a schedule (for example every few minutes); each run is one pass, and O(healthy_for) is measured
+    between runs with the clock of the host that runs the module.
+  - Claims can tolerate the remediation's taint with the key C(dra.admin/unhealthy).
+seealso:
+  - module: dra.admin.dra_device_health_info
+  - module: dra.admin.dra_device_taint
+"""
+
+EXAMPLES = r"""
+- name: Keep new claims off unhealthy GPUs; return them after 10 minutes of good health
+  dra.admin.dra_device_remediation:
+    driver: gpu.example.com
+    healthy_for: 600
+  register: remediation
+
+- name: What it did
+  ansible.builtin.debug:
+    msg: "tainted {{ remediation.tainted }}, lifted {{ remediation.lifted }}, waiting {{ remediation.waiting }}"
+
+- name: Also evict the pods on unhealthy devices (asked for explicitly)
+  dra.admin.dra_device_remediation:
+    effect: NoExecute
+    healthy_for: 1800
+    wait_timeout: 600
+"""
+
+RETURN = r"""
+kubernetes_version:
+  description: The API server's version.
+  returned: success
+  type: str
+  sample: v1.36.3
+api_version:
+  description: The C(resource.k8s.io) version the rules were read and written in.
+  returned: success
+  type: str
+  sample: v1beta2
+now:
+  description: This run's time, as written to C(dra.admin/healthy-since).
+  returned: success
+  type: str
+  sample: "2026-11-23T21:40:00Z"
+actions:
+  description:
+    - One entry per device that is unhealthy or has a remediation rule - C(action) (V(taint), V(update), V(keep),
+      V(mark-healthy), V(unmark), V(wait), V(lift), V(unpublished)), C(id), C(driver), C(pool), C(device), C(rule)
+      (its name), C(effect) (the rule's, before this run), and per action C(reasons), C(in_use), C(want_effect),
+      C(healthy_since), C(seconds_left), C(changed), and for taints the pods that C(NoExecute) would evict or
+      evicted (C(would_evict), C(evicted), C(still_holding)).
+  returned: success
+  type: list
+  elements: dict
+tainted:
+  description: Devices (driver/pool/device) that got a new rule.
+  returned: success
+  type: list
+  elements: str
+updated:
+  description: Unhealthy devices whose rule was changed (effect, or a healthy-since mark removed).
+  returned: success
+  type: list
+  elements: str
+kept:
+  description: Devices whose rule stays as it is (unhealthy, or Unknown without a mark).
+  returned: success
+  type: list
+  elements: str
+marked_healthy:
+  description: Devices seen healthy for the first time; their rule got C(dra.admin/healthy-since).
+  returned: success
+  type: list
+  elements: str
+unmarked:
+  description: Devices marked healthy before that are not healthy now; the mark was removed.
+  returned: success
+  type: list
+  elements: str
+waiting:
+  description: Devices healthy since their mark, for less than O(healthy_for) seconds.
+  returned: success
+  type: list
+  elements: str
+lifted:
+  description: Devices whose rule was lifted (deleted).
+  returned: success
+  type: list
+  elements: str
+unpublished:
+  description: Devices with a rule that no ResourceSlice publishes now; the rule is kept.
+  returned: success
+  type: list
+  elements: str
+health_summary:
+  description: The health report's counts (see M(dra.admin.dra_device_health_info)'s C(summary)).
+  returned: success
+  type: dict
+sources:
+  description: Which health sources the cluster has (see M(dra.admin.dra_device_health_info)'s C(sources)).
+  returned: success
+  type: dict
+api_requests:
+  description: Number of API requests the module made.
+  returned: always
+  type: int
+"""
+
+from ansible_collections.dra.admin.plugins.module_utils.api import (
+    AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
+)
+from ansible_collections.dra.admin.plugins.module_utils.claims import ClaimsError
+from ansible_collections.dra.admin.plugins.module_utils.device_remediation import remediate
+from ansible_collections.dra.admin.plugins.module_utils._device_health import HealthInputError
+from ansible_collections.dra.admin.plugins.module_utils._device_remediation import EFFECTS, RemediationInputError
+from ansible_collections.dra.admin.plugins.module_utils._device_taints import NO_SCHEDULE, DeviceTaintError
+
+
+def argument_spec():
+    spec = auth_argument_spec()
+    spec.update(
+        effect=dict(type="str", choices=list(EFFECTS), default=NO_SCHEDULE),
+        healthy_for=dict(type="int", default=600),
+        driver=dict(type="str"),
+        wait_timeout=dict(type="int", default=300),
+        poll_interval=dict(type="float", default=2.0),
+    )
+    return spec
+
+
+def main():
+    module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
+    params = module.params
+    if params["wait_timeout"] <= 0 or params["poll_interval"] <= 0:
+        module.fail_json(msg="wait_timeout and poll_interval must be positive (got %s and %s); nothing was changed"
+                         % (params["wait_timeout"], params["poll_interval"]))
+    api = DraApi(module)
+    try:
+        result, changed, diff = remediate(api, params["effect"], params["healthy_for"], driver=params["driver"],
+                                          wait_timeout=params["wait_timeout"], poll_interval=params["poll_interval"],
+                                          check_mode=module.check_mode)
+    except (RemediationInputError, HealthInputError) as exc:
+        module.fail_json(msg="%s; nothing was changed" % exc, changed=False, api_requests=api.requests)
+    except (DeviceTaintError, DraApiError, ClaimsError) as exc:
+        module.fail_json(msg=str(exc), api_requests=api.requests, **getattr(exc, "details", {}))
+    module.exit_json(changed=changed, api_requests=api.requests, diff=diff, **result)
+
+
+if __name__ == "__main__":
+    main()
