@@ -106,7 +106,8 @@ options:
     type: dict
     default: {}
   annotations:
-    description: Annotations for the rule (for example the reason, or the ticket).
+    description:
+      - Annotations for the rule (for example the reason, or the ticket). One given as null is removed from the rule.
     type: dict
     default: {}
   wait:

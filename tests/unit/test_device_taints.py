@@ -402,3 +402,28 @@ def test_newest_served_version_of_the_rule_is_used():
     only_alpha = ScriptedApi(recorded("dry-run"), served=("v1", "v1alpha3"), taint_rules_in=("v1alpha3",))
     task, result = run(only_alpha)
     assert result["api_version"] == "v1alpha3"
+
+
+def test_drain_role_passes_its_device_mode_variables_to_the_module():
+    """Role dra.admin.drain: dra_drain_device_driver / _device_pool / _device are declared, documented where they
+    are defined, default to the node drain, and reach dra_node_drain's device options."""
+    import yaml
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    role = os.path.join(root, "roles", "drain")
+    with open(os.path.join(role, "tasks", "main.yml")) as handle:
+        block = yaml.safe_load(handle)[0]["block"]
+    (task,) = [t for t in block if "dra.admin.dra_node_drain" in t]
+    args = task["dra.admin.dra_node_drain"]
+    with open(os.path.join(role, "meta", "argument_specs.yml")) as handle:
+        options = yaml.safe_load(handle)["argument_specs"]["main"]["options"]
+    with open(os.path.join(role, "defaults", "main.yml")) as handle:
+        defaults_text = handle.read()
+    defaults = yaml.safe_load(defaults_text)
+    for option, variable in (("device_driver", "dra_drain_device_driver"), ("device_pool", "dra_drain_device_pool"),
+                             ("device", "dra_drain_device")):
+        assert args[option] == "{{ %s or omit }}" % variable
+        assert defaults[variable] == "" and options[variable]["default"] == "" and options[variable]["type"] == "str"
+        # Documented in a comment right above the definition.
+        above = defaults_text.split("\n%s:" % variable)[0].rstrip().splitlines()[-1]
+        assert above.startswith("#"), variable
