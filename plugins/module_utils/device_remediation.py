@@ -67,4 +67,3 @@ def remediate(api, effect, healthy_for, driver=None, wait_timeout=300, poll_inte
               "health_summary": health["summary"], "sources": health["sources"], "now": format_time(now)}
     result.update(summary(actions))
     return result, changed, diff
-
