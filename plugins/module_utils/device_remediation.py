@@ -20,11 +20,21 @@ import time
 from ansible_collections.dra.admin.plugins.module_utils._device_remediation import (
     KEY, LABEL_SELECTOR, LIFT, PURPOSE, PURPOSE_LABEL, WRITES, check_inputs, plan, rule_annotations, summary,
 )
+from ansible_collections.dra.admin.plugins.module_utils._device_taints import DeviceTaintError
 from ansible_collections.dra.admin.plugins.module_utils._timestamps import format_time
 from ansible_collections.dra.admin.plugins.module_utils.device_health import gather_device_health
 from ansible_collections.dra.admin.plugins.module_utils.device_taints import (
     ABSENT, TAINTED, DeviceTaint, rule_api_version, rule_path,
 )
+
+
+class RemediationFailure(DeviceTaintError):
+    """A write failed part-way: `changed` says whether an earlier action (or this one) wrote anything."""
+
+    def __init__(self, message, changed, details):
+        super(RemediationFailure, self).__init__(message)
+        self.changed = changed
+        self.details = details
 
 
 def remediation_params(action, now, wait_timeout, poll_interval):
@@ -54,7 +64,13 @@ def remediate(api, effect, healthy_for, driver=None, wait_timeout=300, poll_inte
             continue
         task = DeviceTaint(api, remediation_params(action, now, wait_timeout, poll_interval), check_mode=check_mode,
                            clock=clock, sleep=sleep)
-        outcome = task.run()
+        try:
+            outcome = task.run()
+        except DeviceTaintError as exc:
+            raise RemediationFailure(
+                "device %s (%s of rule %s): %s; the actions before it were carried out, the later ones not: run "
+                "again" % (action["id"], action["action"], action["rule"], exc), changed or task.changed,
+                dict(getattr(exc, "details", {}), actions=actions))
         changed = changed or task.changed
         action["changed"] = task.changed
         for field in ("would_evict", "evicted", "still_holding"):

@@ -27,7 +27,10 @@ description:
     C(app.kubernetes.io/managed-by=dra.admin) and C(dra.admin/purpose=device-health-remediation) and the taint key
     C(dra.admin/unhealthy). Maintenance rules of M(dra.admin.dra_device_taint), drivers' taints and other tools'
     rules are never touched.
-  - A rule whose device is not published any more is kept (nothing says the device is healthy).
+  - A rule whose device is not published any more is kept (nothing says the device is healthy). A device that is only
+    C(Unknown) is not tainted, and keeps a rule it has (without the healthy mark).
+  - When a write fails part-way (for example the eviction wait times out with O(effect=NoExecute)), the module fails
+    naming the device, with RV(actions) as planned and C(changed) true when anything was written before.
   - Needs a cluster that serves C(DeviceTaintRule) with effect C(None) and a status (1.35 and later; on 1.35 and
     1.36 switched on with role C(dra.admin.feature_gates) and C(dra_feature_gates_device_taints=true)). Otherwise
     the module fails naming the version and what would switch the API on, and changes nothing.
@@ -219,7 +222,8 @@ def main():
     except (RemediationInputError, HealthInputError) as exc:
         module.fail_json(msg="%s; nothing was changed" % exc, changed=False, api_requests=api.requests)
     except (DeviceTaintError, DraApiError, ClaimsError) as exc:
-        module.fail_json(msg=str(exc), api_requests=api.requests, **getattr(exc, "details", {}))
+        module.fail_json(msg=str(exc), changed=getattr(exc, "changed", False), api_requests=api.requests,
+                         **getattr(exc, "details", {}))
     module.exit_json(changed=changed, api_requests=api.requests, diff=diff, **result)
 
 

@@ -260,3 +260,19 @@ def test_not_available_writes_nothing():
         run(api, NOW)
     assert "not available on Kubernetes v1.36.3" in str(err.value) and api.writes == []
     assert api.requests == 3  # version and discovery only
+
+
+def test_a_failed_write_says_what_was_done_before_it():
+    class FailingDelete(RemediationApi):
+        def request(self, method, path, query=None, body=None, content_type=None, accept="application/json"):
+            if method == "DELETE":
+                raise dt.DeviceTaintError("refused")
+            return super(FailingDelete, self).request(method, path, query, body, content_type, accept)
+
+    api = FailingDelete(recorded("marked"))
+    lift = copy.deepcopy([r for r in recorded("marked")["DeviceTaintRule"] if r["metadata"]["name"] == RULE][0])
+    api.rules[RULE] = lift
+    with pytest.raises(dt.DeviceTaintError) as err:
+        run(api, since(recorded("marked")) + datetime.timedelta(seconds=60))
+    assert "device %s (lift of rule %s): refused" % (DEV0, RULE) in str(err.value)
+    assert err.value.changed is False and [a["action"] for a in err.value.details["actions"]] == ["lift"]
