@@ -217,16 +217,56 @@ def summary_lines(report):
     return lines or ["no driver publishes devices"]
 
 
-def pool_status_comparison(report, pool_statuses):
-    """Differences between our by_pool counts and ResourcePoolStatusRequest's status.pools entries."""
+POOL_STATUS_LIMIT = 1000  # the most pools one ResourcePoolStatusRequest answers for (spec.limit maximum)
+POOL_STATUS_NAME_PREFIX = "dra-admin-capacity-"
+_POOL_STATUS_FIELDS = (("totalDevices", "total"), ("allocatedDevices", "allocated"), ("availableDevices", "free"))
+
+
+def pool_status_request(driver, api_version="resource.k8s.io/v1alpha3"):
+    """The ResourcePoolStatusRequest asking for every pool of `driver` (cluster-scoped, named by the server)."""
+    return {"apiVersion": api_version, "kind": "ResourcePoolStatusRequest",
+            "metadata": {"generateName": POOL_STATUS_NAME_PREFIX,
+                         "labels": {"app.kubernetes.io/managed-by": "dra.admin"}},
+            "spec": {"driver": driver, "limit": POOL_STATUS_LIMIT}}
+
+
+def pool_status_answer(item):
+    """None while the controller has not answered `item`, else {complete, message, pool_count, truncated, pools}
+    with pools keyed ``driver/pool`` (the request's status.pools entries as they are)."""
+    status = (item or {}).get("status")
+    if not status:
+        return None
+    conditions = dict((c.get("type"), c) for c in status.get("conditions") or [])
+    complete = (conditions.get("Complete") or {}).get("status") == "True"
+    failed = conditions.get("Failed") or {}
+    pools = dict(("%s/%s" % (p.get("driver"), p.get("poolName")), p) for p in status.get("pools") or [])
+    count = status.get("poolCount") or 0
+    return {"complete": complete and failed.get("status") != "True",
+            "message": (failed if failed.get("status") == "True" else conditions.get("Complete") or {}).get("message"),
+            "pool_count": count, "truncated": len(pools) < count, "pools": pools}
+
+
+def pool_status_comparison(report, pool_statuses, drivers=None):
+    """Differences between our by_pool counts and ResourcePoolStatusRequest's status.pools entries: each count
+    that differs (total, allocated, and available against free), a pool only one side has (of `drivers`, when
+    given), and a pool the controller could not validate."""
     diffs = []
+    seen = set()
     for status in pool_statuses:
         key = "%s/%s" % (status.get("driver"), status.get("poolName"))
+        seen.add(key)
         ours = report["by_pool"].get(key)
         if ours is None:
             diffs.append("%s: in the pool status, not in the slices read" % key)
             continue
-        for theirs, mine in (("totalDevices", "total"), ("allocatedDevices", "allocated")):
+        if status.get("validationError"):
+            diffs.append("%s: the pool status has no counts: %s" % (key, status["validationError"]))
+            continue
+        for theirs, mine in _POOL_STATUS_FIELDS:
             if status.get(theirs) is not None and status[theirs] != ours[mine]:
                 diffs.append("%s: %s %s, computed %s %s" % (key, theirs, status[theirs], mine, ours[mine]))
+    if drivers is not None:
+        for key in sorted(report["by_pool"]):
+            if key.split("/", 1)[0] in drivers and key not in seen:
+                diffs.append("%s: in the slices read, not in the pool status" % key)
     return diffs

@@ -9,18 +9,28 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import time
+
+from ansible_collections.dra.admin.plugins.module_utils._gates import RESOURCE_GROUP
 from ansible_collections.dra.admin.plugins.module_utils._claims import (
     blocks_node, claim_selected, claim_view, daemonset_claims, pod_ref,
 )
-from ansible_collections.dra.admin.plugins.module_utils._capacity import capacity_report, summary_lines
+from ansible_collections.dra.admin.plugins.module_utils._capacity import (
+    capacity_report, pool_status_answer, pool_status_comparison, pool_status_request, summary_lines,
+)
 from ansible_collections.dra.admin.plugins.module_utils._slices import device_index
 
 POD_NODE_COLUMN = "Node"
 POOL_STATUS_RESOURCE = "resourcepoolstatusrequests"
+POLL_INTERVAL = 0.5
 
 
 class ClaimsError(Exception):
     """A problem with the request (for example an unknown node)."""
+
+
+class PoolStatusError(Exception):
+    """A ResourcePoolStatusRequest that did not answer, or failed."""
 
 
 def node_label_index(api):
@@ -79,14 +89,73 @@ def gather_claim_views(api, node=None, namespaces=(), driver=None, label_selecto
             "daemonset_claims": daemonset_claims(views, node) if on_node else []}
 
 
-def gather_capacity(api, driver=None):
+def gather_capacity(api, driver=None, pool_status=False, timeout=30, check_mode=False, clock=time.monotonic,
+                    sleep=time.sleep):
     """Capacity of the cluster from three LISTs (slices, claims, DeviceClasses): _capacity.capacity_report plus
-    the version used and whether the server serves ResourcePoolStatusRequest (alpha, 1.36)."""
+    the version used and whether the server serves ResourcePoolStatusRequest (alpha, 1.36).
+
+    With pool_status, where it is served and not in check mode, also one ResourcePoolStatusRequest per driver
+    (created, read until the controller answers, deleted) and the differences from the computed counts."""
     version = api.resource_api_version()
     report = capacity_report(api.list_items(api.resource_path("resourceslices", version=version)),
                              api.list_items(api.resource_path("resourceclaims", version=version)),
                              api.list_items(api.resource_path("deviceclasses", version=version)), driver=driver)
     report["summary"] = summary_lines(report)
     report["version"] = version
-    report["pool_status_served"] = POOL_STATUS_RESOURCE in api.served_resources()
+    served = api.versions_serving(POOL_STATUS_RESOURCE) if pool_status else []
+    report["pool_status_served"] = bool(served) if pool_status else POOL_STATUS_RESOURCE in api.served_resources()
+    report["pool_status"] = None
+    if pool_status:
+        report["pool_status"] = read_pool_status(api, report, served, driver, timeout, check_mode, clock, sleep)
     return report
+
+
+def read_pool_status(api, report, served, driver, timeout, check_mode, clock, sleep):
+    """{source, skipped, pools, disagreements, requests}: the controller's counts per pool and how they differ."""
+    drivers = [driver] if driver else sorted(report["by_driver"])
+    out = {"source": "computed", "skipped": None, "pools": {}, "disagreements": [], "requests": []}
+    if not served:
+        out["skipped"] = "resourcepoolstatusrequests is not served (Kubernetes 1.36+, feature gate " \
+                         "DRAResourcePoolStatus, --runtime-config=resource.k8s.io/v1alpha3=true)"
+        return out
+    if check_mode:
+        out["skipped"] = "check mode: no ResourcePoolStatusRequest created"
+        return out
+    path = "/apis/%s/%s/%s" % (RESOURCE_GROUP, served[0], POOL_STATUS_RESOURCE)
+    for name in drivers:
+        answer = ask_pool_status(api, path, pool_status_request(name, "%s/%s" % (RESOURCE_GROUP, served[0])),
+                                 timeout, clock, sleep)
+        out["requests"].append(answer["name"])
+        if not answer["complete"]:
+            raise PoolStatusError("ResourcePoolStatusRequest %s for driver %s did not complete: %s"
+                                  % (answer["name"], name, answer["message"]))
+        if answer["truncated"]:
+            out["disagreements"].append("%s: the pool status lists %d of %d pools" % (
+                name, len(answer["pools"]), answer["pool_count"]))
+        out["pools"].update(answer["pools"])
+    out["source"] = "ResourcePoolStatusRequest"
+    out["disagreements"] += pool_status_comparison(report, [out["pools"][k] for k in sorted(out["pools"])],
+                                                   drivers=drivers)
+    return out
+
+
+def ask_pool_status(api, path, body, timeout, clock, sleep):
+    """Create the request, GET it until its status is set (or `timeout` seconds), and always delete it."""
+    created = api.request("POST", path, body=body, content_type="application/json") or {}
+    name = (created.get("metadata") or {}).get("name")
+    try:
+        deadline = clock() + timeout
+        answer = pool_status_answer(created)
+        while answer is None:
+            if clock() > deadline:
+                raise PoolStatusError(
+                    "ResourcePoolStatusRequest %s had no status after %ss: is kube-controller-manager running with "
+                    "the DRAResourcePoolStatus feature gate? Raise pool_status_timeout or leave pool_status off"
+                    % (name, timeout))
+            sleep(POLL_INTERVAL)
+            answer = pool_status_answer(api.get("%s/%s" % (path, name)))
+    finally:
+        if name:
+            api.request("DELETE", "%s/%s" % (path, name))
+    answer["name"] = name
+    return answer

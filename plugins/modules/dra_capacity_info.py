@@ -27,8 +27,12 @@ description:
   - Computed from three paginated LISTs (slices, claims, DeviceClasses) and discovery, however many nodes there
     are. Kubernetes 1.36 can also count devices per pool through C(ResourcePoolStatusRequest) (alpha, feature gate
     C(DRAResourcePoolStatus), C(resource.k8s.io/v1alpha3)), which needs an object to be created and a controller to
-    answer; this module only reads, and says in RV(pool_status_served) whether the cluster serves it.
-  - Read-only; the same answer in check mode.
+    answer. Only with O(pool_status=true) does this module create one such request per driver, read it until
+    kube-controller-manager answers, delete it (also on failure), and return the controller's counts and every
+    difference from the computed ones in RV(pool_status). Without it, it only reads, and says in
+    RV(pool_status_served) whether the cluster serves it.
+  - Read-only otherwise; in check mode no request is created (RV(pool_status.skipped) says so). C(changed) is
+    always false, since a request it creates is deleted before it returns.
 author:
   - dra.admin maintainers (@dra-admin)
 extends_documentation_fragment:
@@ -41,6 +45,19 @@ options:
     description:
       - Only this driver's devices and pools (the DeviceClass view keeps every class).
     type: str
+  pool_status:
+    description:
+      - Also ask kube-controller-manager for each pool's counts through a C(ResourcePoolStatusRequest) per driver
+        (created, then deleted), and report where they differ from the computed counts.
+      - Needs permission to create, get and delete C(resourcepoolstatusrequests). Where they are not served, the
+        computed counts are returned and RV(pool_status.skipped) says why.
+    type: bool
+    default: false
+  pool_status_timeout:
+    description:
+      - Seconds to wait for the controller to answer a request before failing (the request is deleted either way).
+    type: int
+    default: 30
 requirements:
   - kubernetes >= 24.2.0
   - PyYAML >= 3.11
@@ -58,6 +75,16 @@ EXAMPLES = r"""
 - name: One driver's devices per node
   dra.admin.dra_capacity_info:
     driver: gpu.example.com
+
+- name: Compare with the controller's pool status (Kubernetes 1.36, gate DRAResourcePoolStatus)
+  dra.admin.dra_capacity_info:
+    pool_status: true
+  register: checked
+
+- name: Fail when the two disagree
+  ansible.builtin.assert:
+    that: checked.pool_status.disagreements | length == 0
+    fail_msg: "{{ checked.pool_status.disagreements }}"
 """
 
 RETURN = r"""
@@ -106,6 +133,23 @@ pool_status_served:
   description: Whether the cluster serves C(resourcepoolstatusrequests) (Kubernetes 1.36, alpha).
   returned: always
   type: bool
+pool_status:
+  description:
+    - With O(pool_status) only (null otherwise). C(source) is C(ResourcePoolStatusRequest) when the controller
+      answered, else C(computed) with the reason in C(skipped); C(pools) the controller's C(status.pools) entries
+      keyed C(driver/pool); C(disagreements) one line per count that differs from RV(by_pool) (total, allocated,
+      available against free), per pool only one side has, and per pool the controller could not validate;
+      C(requests) the names of the requests made (all deleted).
+  returned: always
+  type: dict
+  sample:
+    source: ResourcePoolStatusRequest
+    skipped: null
+    pools:
+      gpu.example.com/node-000000: {driver: gpu.example.com, poolName: node-000000, totalDevices: 8,
+                                    allocatedDevices: 1, availableDevices: 7, unavailableDevices: 0}
+    disagreements: []
+    requests: [dra-admin-capacity-pcf4p]
 api_requests:
   description: Number of API requests the module made.
   returned: always
@@ -115,27 +159,33 @@ api_requests:
 from ansible_collections.dra.admin.plugins.module_utils.api import (
     AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
 )
-from ansible_collections.dra.admin.plugins.module_utils.claims import gather_capacity
+from ansible_collections.dra.admin.plugins.module_utils.claims import PoolStatusError, gather_capacity
 
 
 def argument_spec():
     spec = auth_argument_spec()
-    spec.update(driver=dict(type="str"))
+    spec.update(driver=dict(type="str"), pool_status=dict(type="bool", default=False),
+                pool_status_timeout=dict(type="int", default=30))
     return spec
 
 
 def main():
     module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
+    if module.params["pool_status_timeout"] < 1:
+        module.fail_json(msg="pool_status_timeout must be at least 1 second, got %s"
+                         % module.params["pool_status_timeout"])
     api = DraApi(module)
     try:
-        report = gather_capacity(api, driver=module.params["driver"])
-    except DraApiError as exc:
+        report = gather_capacity(api, driver=module.params["driver"], pool_status=module.params["pool_status"],
+                                 timeout=module.params["pool_status_timeout"], check_mode=module.check_mode)
+    except (DraApiError, PoolStatusError) as exc:
         module.fail_json(msg=str(exc), api_requests=api.requests)
     module.exit_json(
         changed=False, resource_api_version=report["version"], totals=report["totals"],
         by_driver=report["by_driver"], by_pool=report["by_pool"], by_node=report["by_node"],
         by_device_class=report["by_device_class"], unpublished_allocations=report["unpublished_allocations"],
-        summary=report["summary"], pool_status_served=report["pool_status_served"], api_requests=api.requests)
+        summary=report["summary"], pool_status_served=report["pool_status_served"],
+        pool_status=report["pool_status"], api_requests=api.requests)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from fractions import Fraction
 import pytest
 
 from ansible_collections.dra.admin.plugins.module_utils import _capacity
-from ansible_collections.dra.admin.plugins.module_utils.claims import gather_capacity
+from ansible_collections.dra.admin.plugins.module_utils.claims import PoolStatusError, gather_capacity
 
 from test_claims_doctor import ReplayApi
 
@@ -109,3 +109,115 @@ def test_summary_lines():
         "devices of cap.example.com: 1 free of 3 (1 allocated, 1 tainted); memory 64424509440 left of 85899345920",
         "devices of gpu.example.com: 14 free of 16 (2 allocated, 0 tainted)"]
     assert _capacity.summary_lines({"by_driver": {}}) == ["no driver publishes devices"]
+
+
+# fixtures/capacity/pool-status-v1.36.3.json: recorded from Kubernetes v1.36.3 with the DRAResourcePoolStatus gate
+# (2 KWOK nodes, 8 example devices each; claims cap/c0..c2 allocated one device on node-000000 and two on
+# node-000001): discovery, the three LISTs, a ResourcePoolStatusRequest for gpu.example.com as the POST returned
+# it (no status yet) and as kube-controller-manager answered it, and one for a driver with no pools (probe-none).
+POOL_FIXTURE = "../capacity/pool-status-v1.36.3.json"
+POOL_PATH = "/apis/resource.k8s.io/v1alpha3/resourcepoolstatusrequests"
+
+
+class PoolStatusApi(ReplayApi):
+    """Replays the recording; a POST of a request returns it as created, a GET the controller's answer after
+    `pending` GETs without status."""
+
+    def __init__(self, pending=0):
+        super(PoolStatusApi, self).__init__(POOL_FIXTURE)
+        self.pending = pending
+        self.created = self.recorded["POST " + POOL_PATH]
+
+    def request(self, method, path, query=None, body=None, content_type=None, accept="application/json"):
+        if method == "POST" and path == POOL_PATH:
+            super(PoolStatusApi, self).request(method, path, query, body, content_type, accept)
+            return json.loads(json.dumps(self.created))
+        if method == "GET" and path.startswith(POOL_PATH + "/") and self.pending > 0:
+            self.requests += 1
+            self.pending -= 1
+            return json.loads(json.dumps(self.created))
+        return super(PoolStatusApi, self).request(method, path, query, body, content_type, accept)
+
+
+class Clock(object):
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+def pool_report(api, **kwargs):
+    clock = Clock()
+    return gather_capacity(api, pool_status=True, clock=clock, sleep=clock.sleep, **kwargs)
+
+
+def test_recorded_pool_status_agrees_with_the_computed_counts():
+    api = PoolStatusApi(pending=2)
+    out = pool_report(api)
+    name = api.created["metadata"]["name"]
+    status = out["pool_status"]
+    assert status["source"] == "ResourcePoolStatusRequest" and status["skipped"] is None
+    assert status["disagreements"] == [] and status["requests"] == [name]
+    assert sorted(status["pools"]) == ["gpu.example.com/node-000000", "gpu.example.com/node-000001"]
+    for key, pool in status["pools"].items():
+        ours = out["by_pool"][key]
+        assert (pool["totalDevices"], pool["allocatedDevices"], pool["availableDevices"]) == (
+            ours["total"], ours["allocated"], ours["free"])
+    assert out["by_driver"]["gpu.example.com"]["allocated"] == 3
+    (post, delete) = api.writes
+    assert post[:2] == ("POST", POOL_PATH) and post[2]["spec"] == {"driver": "gpu.example.com", "limit": 1000}
+    assert post[2]["apiVersion"] == "resource.k8s.io/v1alpha3"
+    assert delete[:2] == ("DELETE", POOL_PATH + "/" + name)
+    # discovery (group, v1, v1alpha3), three LISTs, POST, 3 GETs until answered, DELETE
+    assert api.requests == 11
+
+
+def test_pool_status_disagreements_are_reported():
+    api = PoolStatusApi()
+    answered = api.recorded[POOL_PATH + "/" + api.created["metadata"]["name"]]
+    answered["status"]["pools"][0]["allocatedDevices"] = 0
+    answered["status"]["pools"][1]["validationError"] = "incomplete pool generation 2"
+    answered["status"]["pools"].append({"driver": "gpu.example.com", "poolName": "gone", "totalDevices": 1})
+    out = pool_report(api)
+    assert out["pool_status"]["disagreements"] == [
+        "gpu.example.com/gone: in the pool status, not in the slices read",
+        "gpu.example.com/node-000000: allocatedDevices 0, computed allocated 1",
+        "gpu.example.com/node-000001: the pool status has no counts: incomplete pool generation 2"]
+
+
+def test_pool_status_unanswered_times_out_and_the_request_is_deleted():
+    api = PoolStatusApi(pending=10 ** 6)
+    with pytest.raises(PoolStatusError, match="had no status after 5s.*DRAResourcePoolStatus"):
+        pool_report(api, timeout=5)
+    assert [w[0] for w in api.writes] == ["POST", "DELETE"]
+
+
+def test_pool_status_of_a_driver_without_pools_lists_the_computed_pools_as_missing():
+    api = PoolStatusApi()
+    api.recorded[POOL_PATH + "/" + api.created["metadata"]["name"]] = api.recorded[POOL_PATH + "/probe-none"]
+    out = pool_report(api, driver="gpu.example.com")
+    assert out["pool_status"]["pools"] == {}
+    assert out["pool_status"]["disagreements"] == [
+        "gpu.example.com/node-000000: in the slices read, not in the pool status",
+        "gpu.example.com/node-000001: in the slices read, not in the pool status"]
+
+
+def test_pool_status_skipped_where_not_served_or_in_check_mode():
+    api = ReplayApi("capacity.json")
+    out = pool_report(api)
+    assert out["pool_status"]["source"] == "computed" and "not served" in out["pool_status"]["skipped"]
+    api = PoolStatusApi()
+    out = pool_report(api, check_mode=True)
+    assert out["pool_status"]["skipped"].startswith("check mode") and api.writes == []
+    assert out["pool_status_served"] is True
+
+
+def test_failed_pool_status_request():
+    answer = _capacity.pool_status_answer({"status": {"conditions": [
+        {"type": "Failed", "status": "True", "message": "boom"}]}})
+    assert answer["complete"] is False and answer["message"] == "boom"
+    assert _capacity.pool_status_answer({"metadata": {"name": "x"}}) is None
