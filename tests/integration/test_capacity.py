@@ -2,7 +2,8 @@
 pods, counted independently from `kubectl get resourceslices,resourceclaims -o json`. 1.36 (consumable capacity
 and device taints are beta there): a pool made by hand with a shared device (80Gi memory) that the scheduler
 gives to two claims of 10Gi each, a device with a NoSchedule taint, and a DeviceClass whose CEL is not a driver
-selector. ResourcePoolStatusRequest is not served by the test cluster (alpha, off)."""
+selector. ResourcePoolStatusRequest is not served by the test cluster (alpha, off): pool_status falls back to the
+computed counts (test_capacity_pool_status.py has a cluster that serves it)."""
 from dra_objects import DRIVER, claim, claim_template, device_class, pod, resource_slice
 
 GI = 2 ** 30
@@ -68,8 +69,9 @@ def test_capacity_counts(cluster, namespace):
             assert out["by_node"]["<all-nodes>"]["total"] >= 3
             model = out["by_device_class"][f"{namespace}-model"]
             assert model["selectors_evaluated"] is False and model["total"] is None and model["allocated"] == 1
-        one = cluster.run_module("dra.admin.dra_capacity_info", {"driver": DRIVER})
+        one = cluster.run_module("dra.admin.dra_capacity_info", {"driver": DRIVER, "pool_status": True})
         assert list(one["by_driver"]) == [DRIVER] and one["totals"]["total"] == total
+        assert one["pool_status"]["source"] == "computed" and "not served" in one["pool_status"]["skipped"]
         none = cluster.run_module("dra.admin.dra_capacity_info", {"driver": "no-such-driver.example.com"})
         assert none["by_driver"] == {} and none["totals"]["total"] == 0
     finally:
