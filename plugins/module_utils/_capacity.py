@@ -270,3 +270,43 @@ def pool_status_comparison(report, pool_statuses, drivers=None):
             if key.split("/", 1)[0] in drivers and key not in seen:
                 diffs.append("%s: in the slices read, not in the pool status" % key)
     return diffs
+
+
+METRIC_DEVICES = "dra_admin_devices"
+METRIC_CAPACITY = "dra_admin_device_capacity"
+METRIC_DISAGREEMENTS = "dra_admin_pool_status_disagreements"
+DEVICE_STATES = ("total", "allocated", "tainted", "free")
+
+
+def _label(value):
+    return '"%s"' % str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _labels(**labels):
+    return "{%s}" % ",".join("%s=%s" % (k, _label(v)) for k, v in sorted(labels.items()))
+
+
+def metrics_text(report, disagreements=None):
+    """The report's per-pool counts in the Prometheus text exposition format (for a node-exporter textfile
+    collector): devices per driver, pool and state; consumable capacity per driver, pool, capacity and kind (base
+    units); and, when the pool status was compared, the number of disagreements."""
+    lines = ["# HELP %s DRA devices per driver, pool and state (total, allocated, tainted, free), from "
+             "dra.admin.dra_capacity_info." % METRIC_DEVICES, "# TYPE %s gauge" % METRIC_DEVICES]
+    capacity = []
+    for key, entry in sorted(report["by_pool"].items()):
+        driver, pool = key.split("/", 1)
+        for state in DEVICE_STATES:
+            lines.append("%s%s %d" % (METRIC_DEVICES, _labels(driver=driver, pool=pool, state=state), entry[state]))
+        for name, cap in sorted(entry["capacity"].items()):
+            for kind in ("total", "used", "left"):
+                capacity.append("%s%s %s" % (METRIC_CAPACITY, _labels(driver=driver, pool=pool, capacity=name,
+                                                                       kind=kind), cap[kind]))
+    if capacity:
+        lines += ["# HELP %s Consumable capacity of shared DRA devices per driver, pool, capacity and kind "
+                  "(total, used, left), in base units." % METRIC_CAPACITY, "# TYPE %s gauge" % METRIC_CAPACITY]
+        lines += capacity
+    if disagreements is not None:
+        lines += ["# HELP %s Differences between ResourcePoolStatusRequest and the computed pool counts."
+                  % METRIC_DISAGREEMENTS, "# TYPE %s gauge" % METRIC_DISAGREEMENTS,
+                  "%s %d" % (METRIC_DISAGREEMENTS, len(disagreements))]
+    return "\n".join(lines) + "\n"

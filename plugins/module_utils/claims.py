@@ -16,7 +16,7 @@ from ansible_collections.dra.admin.plugins.module_utils._claims import (
     blocks_node, claim_selected, claim_view, daemonset_claims, pod_ref,
 )
 from ansible_collections.dra.admin.plugins.module_utils._capacity import (
-    capacity_report, pool_status_answer, pool_status_comparison, pool_status_request, summary_lines,
+    capacity_report, metrics_text, pool_status_answer, pool_status_comparison, pool_status_request, summary_lines,
 )
 from ansible_collections.dra.admin.plugins.module_utils._slices import device_index
 
@@ -107,6 +107,8 @@ def gather_capacity(api, driver=None, pool_status=False, timeout=30, check_mode=
     report["pool_status"] = None
     if pool_status:
         report["pool_status"] = read_pool_status(api, report, served, driver, timeout, check_mode, clock, sleep)
+    answered = report["pool_status"] and report["pool_status"]["source"] != "computed"
+    report["metrics_text"] = metrics_text(report, report["pool_status"]["disagreements"] if answered else None)
     return report
 
 

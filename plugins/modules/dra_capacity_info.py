@@ -150,6 +150,15 @@ pool_status:
                                     allocatedDevices: 1, availableDevices: 7, unavailableDevices: 0}
     disagreements: []
     requests: [dra-admin-capacity-pcf4p]
+metrics_text:
+  description:
+    - The per-pool figures in the Prometheus text exposition format, for a node-exporter textfile collector
+      (C(playbooks/health.yml) writes it with C(dra_health_capacity_metrics_file)) -
+      C(dra_admin_devices{driver,pool,state}) (state C(total), C(allocated), C(tainted), C(free)),
+      C(dra_admin_device_capacity{driver,pool,capacity,kind}) for consumable capacity (kind C(total), C(used),
+      C(left), base units), and C(dra_admin_pool_status_disagreements) when the pool status was compared.
+  returned: always
+  type: str
 api_requests:
   description: Number of API requests the module made.
   returned: always
@@ -185,7 +194,7 @@ def main():
         by_driver=report["by_driver"], by_pool=report["by_pool"], by_node=report["by_node"],
         by_device_class=report["by_device_class"], unpublished_allocations=report["unpublished_allocations"],
         summary=report["summary"], pool_status_served=report["pool_status_served"],
-        pool_status=report["pool_status"], api_requests=api.requests)
+        pool_status=report["pool_status"], metrics_text=report["metrics_text"], api_requests=api.requests)
 
 
 if __name__ == "__main__":

@@ -123,13 +123,18 @@ def test_device_health_from_driver_taints_and_pod_status(cluster, namespace, tmp
         state = tmp_path / "device-state.json"
         state.write_text(json.dumps(first_seen))
         report_file = tmp_path / "report.json"
+        metrics_file = tmp_path / "dra_capacity.prom"
         run = cluster.run_playbook("playbooks/health.yml", "-e", json.dumps({
-            "dra_health_device_state_file": str(state), "dra_health_report_file": str(report_file)}))
+            "dra_health_device_state_file": str(state), "dra_health_report_file": str(report_file),
+            "dra_health_capacity_metrics_file": str(metrics_file)}))
         assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
         devices = json.loads(report_file.read_text())["devices"]
         assert _ids(devices["unhealthy_in_use"]) == sorted([tainted_device, unhealthy_device])
         assert _ids(devices["long_unknown"]) == [unknown_device]
         assert "devices: 2 unhealthy (2 in use), 1 unknown (1 for long), 1 tainted by drivers" in run.stdout
+        # The capacity for node-exporter's textfile collector.
+        assert f'dra_admin_devices{{driver="{HEALTH_DRIVER}",pool="{POOL}",state="total"}} 2\n' in \
+            metrics_file.read_text()
         kept = json.loads(state.read_text())
         assert kept[unknown_device]["since"] == "2020-01-01T00:00:00Z" and unhealthy_device in kept
 

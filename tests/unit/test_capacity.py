@@ -8,6 +8,7 @@ each of the example driver), fixtures/doctor/capacity.json, recorded like test_c
   doc/term-pod-gpu-*      a gpu.example.com claim on node-000001
 """
 import json
+import subprocess
 from fractions import Fraction
 
 import pytest
@@ -221,3 +222,28 @@ def test_failed_pool_status_request():
         {"type": "Failed", "status": "True", "message": "boom"}]}})
     assert answer["complete"] is False and answer["message"] == "boom"
     assert _capacity.pool_status_answer({"metadata": {"name": "x"}}) is None
+
+
+def promtool_check(text):
+    res = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, check=False)
+    return res.returncode, res.stdout + res.stderr
+
+
+def test_metrics_text_passes_promtool_and_carries_the_counts():
+    out, dummy = report()
+    text = out["metrics_text"]
+    rc, said = promtool_check(text)
+    assert rc == 0, said
+    assert 'dra_admin_devices{driver="cap.example.com",pool="shared",state="free"} 1\n' in text
+    assert 'dra_admin_devices{driver="gpu.example.com",pool="node-000001",state="allocated"} 2\n' in text
+    assert ('dra_admin_device_capacity{capacity="memory",driver="cap.example.com",kind="left",pool="shared"} %d\n'
+            % (60 * GI)) in text
+    assert "dra_admin_pool_status_disagreements" not in text
+    compared = pool_report(PoolStatusApi())["metrics_text"]
+    assert promtool_check(compared)[0] == 0 and compared.endswith("dra_admin_pool_status_disagreements 0\n")
+
+
+def test_metrics_labels_are_escaped():
+    text = _capacity.metrics_text({"by_pool": {'d/p"o\\ol': {"total": 1, "allocated": 0, "tainted": 0, "free": 1,
+                                                             "capacity": {}}}})
+    assert 'pool="p\\"o\\\\ol"' in text and promtool_check(text)[0] == 0
