@@ -14,7 +14,7 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.dra.admin.plugins.module_utils import _metrics
+from ansible_collections.dra.admin.plugins.module_utils import _capacity, _metrics
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ROLE = os.path.join(ROOT, "roles", "monitoring")
@@ -134,14 +134,24 @@ def test_role_argument_specs_cover_every_default():
 
 def test_dashboard_has_one_panel_per_page_query_with_threshold(rendered):
     dashboard = json.loads((rendered / "dra-admin.json").read_text())
-    panels = dashboard["panels"]
+    panels = dashboard["panels"][:-1]
     assert [p["targets"][0]["expr"] for p in panels] == [q["expression"] for q in _metrics.QUERIES]
     assert [p["title"] for p in panels] == [q["title"] for q in _metrics.QUERIES]
     steps = dict((p["title"], p["fieldConfig"]["defaults"]["thresholds"]["steps"][1]["value"]) for p in panels)
     assert steps["ResourceClaim workqueue depth"] == 10.0
     assert steps["Scheduler end-to-end scheduling duration (p99)"] == 5.0
-    assert len(set(p["id"] for p in panels)) == len(panels)
-    assert len(set((p["gridPos"]["x"], p["gridPos"]["y"]) for p in panels)) == len(panels)
+    assert len(set(p["id"] for p in dashboard["panels"])) == len(dashboard["panels"])
+    assert len(set((p["gridPos"]["x"], p["gridPos"]["y"]) for p in dashboard["panels"])) == len(dashboard["panels"])
+
+
+def test_dashboard_shows_the_capacity_health_yml_exports(rendered):
+    """The last panel reads the gauges of dra_capacity_info's metrics_text (playbooks/health.yml writes them)."""
+    panel = json.loads((rendered / "dra-admin.json").read_text())["panels"][-1]
+    (target,) = panel["targets"]
+    assert target["expr"] == 'max by (driver, pool) (%s{state="free"})' % _capacity.METRIC_DEVICES
+    assert target["legendFormat"] == "{{driver}}/{{pool}}"
+    assert panel["gridPos"]["y"] >= max(p["gridPos"]["y"] for p in
+                                        json.loads((rendered / "dra-admin.json").read_text())["panels"][:-1]) + 8
 
 
 @pytest.mark.parametrize("selector,expected", [
