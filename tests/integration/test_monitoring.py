@@ -240,7 +240,7 @@ def test_role_delivers_prometheusrule_and_dashboard_configmap(cluster, namespace
         assert [g["name"] for g in rule["spec"]["groups"]] == ["dra-admin.recording", "dra-admin.alerts"]
         cm = cluster.get_json("configmap", "-n", namespace, "dra-admin-dashboard")
         assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
-        assert len(json.loads(cm["data"]["dra-admin.json"])["panels"]) == 9
+        assert len(json.loads(cm["data"]["dra-admin.json"])["panels"]) == 10  # 9 queries, and capacity
         res = cluster.run_playbook(path)
         assert res.returncode == 0 and "changed=0" in res.stdout, res.stdout[-3000:]
     finally:
