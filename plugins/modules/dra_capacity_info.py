@@ -51,6 +51,8 @@ options:
         (created, then deleted), and report where they differ from the computed counts.
       - Needs permission to create, get and delete C(resourcepoolstatusrequests). Where they are not served, the
         computed counts are returned and RV(pool_status.skipped) says why.
+      - Kubernetes 1.36.3's controller counts each allocation result (admin access and each share of a shared device
+        too) and no device taints, so pools with such devices show as disagreements.
     type: bool
     default: false
   pool_status_timeout:
