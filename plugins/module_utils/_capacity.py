@@ -299,8 +299,8 @@ def metrics_text(report, disagreements=None):
             lines.append("%s%s %d" % (METRIC_DEVICES, _labels(driver=driver, pool=pool, state=state), entry[state]))
         for name, cap in sorted(entry["capacity"].items()):
             for kind in ("total", "used", "left"):
-                capacity.append("%s%s %s" % (METRIC_CAPACITY, _labels(driver=driver, pool=pool, capacity=name,
-                                                                       kind=kind), cap[kind]))
+                labels = _labels(driver=driver, pool=pool, capacity=name, kind=kind)
+                capacity.append("%s%s %s" % (METRIC_CAPACITY, labels, cap[kind]))
     if capacity:
         lines += ["# HELP %s Consumable capacity of shared DRA devices per driver, pool, capacity and kind "
                   "(total, used, left), in base units." % METRIC_CAPACITY, "# TYPE %s gauge" % METRIC_CAPACITY]
