@@ -144,6 +144,24 @@ pool_status:
       C(requests) the names of the requests made (all deleted).
   returned: always
   type: dict
+  contains:
+    source:
+      description: C(ResourcePoolStatusRequest) when the controller answered, else C(computed).
+      type: str
+    skipped:
+      description: Why no request was made (not served, or check mode); null when one was.
+      type: str
+    pools:
+      description: The controller's C(status.pools) entries keyed C(driver/pool).
+      type: dict
+    disagreements:
+      description: One line per difference from the computed counts.
+      type: list
+      elements: str
+    requests:
+      description: Names of the requests made (all deleted).
+      type: list
+      elements: str
   sample:
     source: ResourcePoolStatusRequest
     skipped: null
