@@ -16,6 +16,7 @@ What is real and what is not:
 - test_control_plane.py runs its own kubeadm-made control plane whose static Pods are
   (re)started by a stand-in process (control_plane_helpers.StaticPods), not a kubelet.
 """
+import contextlib
 import json
 import os
 import subprocess
@@ -118,6 +119,25 @@ def _port_for(version):
     """A port range per version (API server, components, then driver ports from +100), clear of `make up`
     and below the kernel's ephemeral port range (32768-60999), where client sockets could take them."""
     return int(os.environ.get("DRA_IT_PORT_BASE", "20000")) + 1000 * VERSIONS.index(version)
+
+
+@contextlib.contextmanager
+def own_cluster(prefix, version, nodes, port_offset, feature_gates=""):
+    """A cluster of a test module's own beside the shared one (its own gates, its own ports at
+    `port_offset` above the version's range); taken down when the block ends."""
+    name = "%s-%d-%d" % (prefix, int(version.split(".")[1]), os.getpid())
+    port = _port_for(version) + port_offset
+    up = [sys.executable, os.path.join(ROOT, "hack", "cluster", "up"), "--name", name, "--k8s-version", version,
+          "--nodes", str(nodes), "--port", str(port)] + (["--feature-gates", feature_gates] if feature_gates else [])
+    res = subprocess.run(up, capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        raise RuntimeError(f"cluster {version} with {feature_gates or 'no extra gates'} did not come up:\n"
+                           f"{res.stdout}\n{res.stderr}")
+    try:
+        yield Cluster(name, version, port)
+    finally:
+        subprocess.run([sys.executable, os.path.join(ROOT, "hack", "cluster", "down"), "--name", name],
+                       capture_output=True, text=True, check=False)
 
 
 @pytest.fixture(scope="session", params=VERSIONS)

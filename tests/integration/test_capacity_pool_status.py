@@ -6,12 +6,11 @@ counts for the same pools, the request must be gone afterwards, and check mode m
 
 The shared `cluster` (gate off) gets the quick "not served" path in test_capacity.py."""
 import os
-import subprocess
 import sys
 
 import pytest
 
-from conftest import Cluster
+from conftest import own_cluster
 from dra_objects import DRIVER, claim, pod
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -25,19 +24,8 @@ MODULE = "dra.admin.dra_capacity_info"
 
 @pytest.fixture(scope="module", params=SERVED)
 def pool_status_cluster(request):
-    version = request.param
-    name = "it-pools-%d-%d" % (int(version.split(".")[1]), os.getpid())
-    port = int(os.environ.get("DRA_IT_PORT_BASE", "20000")) + 1000 * VERSIONS.index(version) + 500
-    up = [sys.executable, os.path.join(ROOT, "hack", "cluster", "up"), "--name", name, "--k8s-version", version,
-          "--nodes", "2", "--port", str(port), "--feature-gates", "DRAResourcePoolStatus=true"]
-    res = subprocess.run(up, capture_output=True, text=True, check=False)
-    if res.returncode != 0:
-        raise RuntimeError(f"cluster {version} with DRAResourcePoolStatus did not come up:\n{res.stdout}\n{res.stderr}")
-    try:
-        yield Cluster(name, version, port)
-    finally:
-        subprocess.run([sys.executable, os.path.join(ROOT, "hack", "cluster", "down"), "--name", name],
-                       capture_output=True, text=True, check=False)
+    with own_cluster("it-pools", request.param, 2, 500, "DRAResourcePoolStatus=true") as cluster:
+        yield cluster
 
 
 def test_pool_status_and_computed_counts_agree(pool_status_cluster):

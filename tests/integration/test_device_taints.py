@@ -20,12 +20,11 @@ With DRA_IT_RECORD=<dir> the objects are saved for the unit tests (tests/unit/fi
 import datetime
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
-from conftest import Cluster
+from conftest import own_cluster
 from dra_objects import claim, device_class, pod, resource_slice
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -86,19 +85,9 @@ def taint_cluster(request):
     """A one-node cluster with the catalog's gates for DeviceTaintRule (hack/cluster/up --feature-gates)."""
     version = request.param
     support = CATALOG.device_taint_rule_support(version)
-    name = "it-taints-%d-%d" % (int(version.split(".")[1]), os.getpid())
-    port = int(os.environ.get("DRA_IT_PORT_BASE", "20000")) + 1000 * VERSIONS.index(version) + 300
     gates = ",".join(f"{gate}=true" for gate in sorted(support["gates"]))
-    up = [sys.executable, os.path.join(ROOT, "hack", "cluster", "up"), "--name", name, "--k8s-version", version,
-          "--nodes", "1", "--port", str(port)] + (["--feature-gates", gates] if gates else [])
-    res = subprocess.run(up, capture_output=True, text=True, check=False)
-    if res.returncode != 0:
-        raise RuntimeError(f"cluster {version} with {gates} did not come up:\n{res.stdout}\n{res.stderr}")
-    try:
-        yield Cluster(name, version, port)
-    finally:
-        subprocess.run([sys.executable, os.path.join(ROOT, "hack", "cluster", "down"), "--name", name],
-                       capture_output=True, text=True, check=False)
+    with own_cluster("it-taints", version, 1, 300, gates) as cluster:
+        yield cluster
 
 
 def tolerating_claim(api, namespace, name, seconds):
