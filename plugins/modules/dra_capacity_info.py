@@ -189,6 +189,7 @@ from ansible_collections.dra.admin.plugins.module_utils.api import (
     AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
 )
 from ansible_collections.dra.admin.plugins.module_utils.claims import PoolStatusError, gather_capacity
+from ansible_collections.dra.admin.plugins.module_utils._waits import wait_parameter_errors
 
 
 def argument_spec():
@@ -200,9 +201,9 @@ def argument_spec():
 
 def main():
     module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
-    if module.params["pool_status_timeout"] < 1:
-        module.fail_json(msg="pool_status_timeout must be at least 1 second, got %s"
-                         % module.params["pool_status_timeout"])
+    errors = wait_parameter_errors(module.params, timeouts=("pool_status_timeout",), intervals=())
+    if errors:
+        module.fail_json(msg="; ".join(errors))
     api = DraApi(module)
     try:
         report = gather_capacity(api, driver=module.params["driver"], pool_status=module.params["pool_status"],

@@ -194,6 +194,7 @@ from ansible_collections.dra.admin.plugins.module_utils.device_remediation impor
 from ansible_collections.dra.admin.plugins.module_utils._device_health import HealthInputError
 from ansible_collections.dra.admin.plugins.module_utils._device_remediation import EFFECTS, RemediationInputError
 from ansible_collections.dra.admin.plugins.module_utils._device_taints import NO_SCHEDULE, DeviceTaintError
+from ansible_collections.dra.admin.plugins.module_utils._waits import wait_parameter_errors
 
 
 def argument_spec():
@@ -211,9 +212,9 @@ def argument_spec():
 def main():
     module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
     params = module.params
-    if params["wait_timeout"] <= 0 or params["poll_interval"] <= 0:
-        module.fail_json(msg="wait_timeout and poll_interval must be positive (got %s and %s); nothing was changed"
-                         % (params["wait_timeout"], params["poll_interval"]))
+    errors = wait_parameter_errors(params, timeouts=("wait_timeout",))
+    if errors:
+        module.fail_json(msg="; ".join(errors) + "; nothing was changed")
     api = DraApi(module)
     try:
         result, changed, diff = remediate(api, params["effect"], params["healthy_for"], driver=params["driver"],

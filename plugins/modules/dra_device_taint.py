@@ -263,6 +263,7 @@ from ansible_collections.dra.admin.plugins.module_utils.device_taints import (
 from ansible_collections.dra.admin.plugins.module_utils._device_taints import (
     DEFAULT_KEY, EFFECT_NONE, NO_EXECUTE, NO_SCHEDULE, DeviceTaintError, input_errors,
 )
+from ansible_collections.dra.admin.plugins.module_utils._waits import wait_parameter_errors
 
 
 def argument_spec():
@@ -290,11 +291,7 @@ def parameter_errors(params):
     errors = input_errors(checked)
     if params["state"] == ABSENT and params["name"]:
         errors = [e for e in errors if not e.startswith("driver is required")]
-    if params["wait_timeout"] <= 0:
-        errors.append("wait_timeout must be a positive number of seconds, got %s" % params["wait_timeout"])
-    if params["poll_interval"] <= 0:
-        errors.append("poll_interval must be positive, got %s" % params["poll_interval"])
-    return errors
+    return errors + wait_parameter_errors(params, timeouts=("wait_timeout",))
 
 
 def main():

@@ -256,6 +256,7 @@ from ansible_collections.dra.admin.plugins.module_utils.device_taints import dra
 from ansible_collections.dra.admin.plugins.module_utils.drain import DrainError, NodeDrain
 from ansible_collections.dra.admin.plugins.module_utils._device_taints import DeviceTaintError
 from ansible_collections.dra.admin.plugins.module_utils._node_selection import DEFAULT_EXCLUSION_LABEL
+from ansible_collections.dra.admin.plugins.module_utils._waits import wait_parameter_errors
 
 
 def argument_spec():
@@ -282,11 +283,7 @@ def argument_spec():
 
 
 def input_errors(params):
-    errors = []
-    if params["timeout"] <= 0:
-        errors.append("timeout must be a positive number of seconds, got %s" % params["timeout"])
-    if params["poll_interval"] <= 0:
-        errors.append("poll_interval must be positive, got %s" % params["poll_interval"])
+    errors = wait_parameter_errors(params, timeouts=("timeout",))
     if params["grace_period"] is not None and params["grace_period"] < 0:
         errors.append("grace_period must be 0 or more seconds, got %s" % params["grace_period"])
     if (params["device_pool"] or params["device"]) and not params["device_driver"]:

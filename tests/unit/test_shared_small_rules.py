@@ -27,3 +27,11 @@ def test_v1beta1_devices_keep_their_fields_and_node_under_basic():
     assert device_fields(v1beta1)["taints"] == device_fields(v1)["taints"]
     per_device = {"spec": {"perDeviceNodeSelection": True}}
     assert device_location(per_device, v1beta1) == device_location(per_device, v1) == "n1"
+
+
+def test_wait_parameters_must_be_above_zero():
+    from ansible_collections.dra.admin.plugins.module_utils._waits import wait_parameter_errors
+    params = {"timeout": 0, "poll_interval": -1.0, "pool_status_timeout": 30}
+    assert wait_parameter_errors(params, timeouts=("timeout",)) == [
+        "timeout must be a positive number of seconds, got 0", "poll_interval must be positive, got -1.0"]
+    assert wait_parameter_errors(params, timeouts=("pool_status_timeout",), intervals=()) == []
