@@ -27,10 +27,11 @@ def device_request(api_version, name="gpu", count=1, selector=None, device_class
     return {"name": name, "exactly": body}
 
 
-def claim_template(api_version, namespace, name, selector=None):
+def claim_template(api_version, namespace, name, selector=None, device_class=DEVICE_CLASS):
     return {"apiVersion": f"resource.k8s.io/{api_version}", "kind": "ResourceClaimTemplate",
             "metadata": {"name": name, "namespace": namespace},
-            "spec": {"spec": {"devices": {"requests": [device_request(api_version, selector=selector)]}}}}
+            "spec": {"spec": {"devices": {"requests": [device_request(api_version, selector=selector,
+                                                                      device_class=device_class)]}}}}
 
 
 def claim(api_version, namespace, name, selector=None, device_class=DEVICE_CLASS):

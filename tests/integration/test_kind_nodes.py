@@ -26,7 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
 import clusterlib  # noqa: E402
 import kindlib  # noqa: E402
-from dra_objects import DRIVER, EXCLUSION_LABEL, claim_template, device_request  # noqa: E402
+from dra_objects import DRIVER, EXCLUSION_LABEL, claim_template  # noqa: E402
 from kube import wait_for  # noqa: E402
 from prometheus_server import PrometheusServer, render_rules  # noqa: E402
 
@@ -165,6 +165,16 @@ def running_pod(c, namespace, name):
     return current if current["status"].get("phase") == "Running" else None
 
 
+def container_environment(c, namespace, pod):
+    """The environment a claim pod's container printed (`env | sort`), once it did: (its log, {name: value})."""
+    def printed():
+        out = c.kubectl("logs", pod, "-n", namespace, check=False).stdout
+        return out if "KUBERNETES_NODE_NAME" in out else None
+
+    logs = wait_until(printed, 60, f"the environment of {namespace}/{pod}")
+    return logs, dict(line.split("=", 1) for line in logs.splitlines() if "=" in line)
+
+
 def test_pod_with_template_claim_sees_its_cdi_device(kind_cluster, driver):
     c = kind_cluster
     ns = "itk-cdi"
@@ -187,12 +197,7 @@ def test_pod_with_template_claim_sees_its_cdi_device(kind_cluster, driver):
     # The container's environment comes from the CDI spec the driver wrote for this claim.
     env_key = "GPU_DEVICE_" + "".join(ch if ch.isalnum() else "_" for ch in device).upper()
 
-    def environment():
-        out = c.kubectl("logs", "uses-gpu", "-n", ns, check=False).stdout
-        return out if "KUBERNETES_NODE_NAME" in out else None
-
-    logs = wait_until(environment, 60, "the container's environment")
-    env = dict(line.split("=", 1) for line in logs.splitlines() if "=" in line)
+    logs, env = container_environment(c, ns, "uses-gpu")
     assert env.get(f"{env_key}_RESOURCE_CLAIM") == uid, f"no {env_key}_RESOURCE_CLAIM={uid} in:\n{logs}"
     assert env.get("KUBERNETES_NODE_NAME") == node
     assert env.get("DRA_RESOURCE_DRIVER_NAME") == DRIVER
@@ -630,18 +635,11 @@ def test_upstream_chart_installed_by_the_driver_role_serves_a_claim(kind_cluster
         assert again.returncode == 0 and "changed=0" in again.stdout, again.stdout[-4000:]
 
         c.fresh_namespace("itk-chart-use")
-        template = {"apiVersion": f"resource.k8s.io/{api}", "kind": "ResourceClaimTemplate",
-                    "metadata": {"name": "one-gpu", "namespace": "itk-chart-use"},
-                    "spec": {"spec": {"devices": {"requests": [device_request(api, device_class=name)]}}}}
-        c.apply([template, c.claim_pod("uses-chart", "itk-chart-use", ["sh", "-c", "env | sort; sleep 3600"])])
+        c.apply([claim_template(api, "itk-chart-use", "one-gpu", device_class=name),
+                 c.claim_pod("uses-chart", "itk-chart-use", ["sh", "-c", "env | sort; sleep 3600"])])
         wait_until(lambda: running_pod(c, "itk-chart-use", "uses-chart"), 180, "the chart driver's claim pod to run")
 
-        def environment():
-            out = c.kubectl("logs", "uses-chart", "-n", "itk-chart-use", check=False).stdout
-            return out if "KUBERNETES_NODE_NAME" in out else None
-
-        env = dict(line.split("=", 1) for line in wait_until(environment, 60, "its environment").splitlines()
-                   if "=" in line)
+        env = container_environment(c, "itk-chart-use", "uses-chart")[1]
         assert env.get("DRA_RESOURCE_DRIVER_NAME") == name, env
         c.kubectl("delete", "namespace", "itk-chart-use", "--wait=true", "--timeout=120s")
     finally:
