@@ -241,9 +241,9 @@ def tuning_requests(components, controller_manager, scheduler, scheduler_config)
     config file, and per value the /configz pattern that shows the running process took it.
     """
     requests = {}
-    for component, wanted in ((KUBE_CONTROLLER_MANAGER, controller_manager), (KUBE_SCHEDULER, scheduler)):
-        values = dict((key, _rate_as_configz_prints(wanted.get(key))) for key in ("qps", "burst")
-                      if (wanted or {}).get(key) is not None)
+    for component, wanted in ((KUBE_CONTROLLER_MANAGER, controller_manager or {}), (KUBE_SCHEDULER, scheduler or {})):
+        values = dict((key, _rate_as_configz_prints(wanted[key])) for key in ("qps", "burst")
+                      if wanted.get(key) is not None)
         if component not in (components or []) or not values:
             continue
         configz = [_configz_pattern(key, value) for key, value in values.items()]

@@ -299,9 +299,9 @@ def selection(nodes, params, kind):
     return terms, selected, excluded
 
 
-def rendered_problems(rendered, params, kind, health_ports, strategy):
+def rendered_problems(documents, params, kind, health_ports, strategy):
     """(the rendered DaemonSet's name or None, what is wrong with what the chart rendered)."""
-    daemonsets = daemonsets_in(rendered_documents(rendered))
+    daemonsets = daemonsets_in(documents)
     if not daemonsets:
         return None, ["the chart rendered no DaemonSet"]
     problems = []
@@ -360,10 +360,11 @@ def plan(api, params, warn):
                        "device_classes": []}
     result["health_ports"] = health_ports
     if params.get("rendered") is not None:
-        name, result["rendered_problems"] = rendered_problems(params["rendered"], params, kind, health_ports,
+        documents = rendered_documents(params["rendered"])
+        name, result["rendered_problems"] = rendered_problems(documents, params, kind, health_ports,
                                                               decision["strategy"])
         result["daemonset_name"] = name or result["daemonset_name"]
-        from_chart = chart_device_class_names(rendered_documents(params["rendered"]))
+        from_chart = chart_device_class_names(documents)
         result["chart"]["device_classes"] = from_chart
         result["device_classes"] = [c for c in result["device_classes"] if c["metadata"]["name"] not in from_chart]
     return result
