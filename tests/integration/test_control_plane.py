@@ -115,6 +115,10 @@ class ControlPlane:
         assert res.returncode == 0, res.stdout + res.stderr
         for component in ("kube-controller-manager", "kube-scheduler"):
             self.wait_until(lambda c=component: self.get(c, "/healthz")[0] == 200, 120, component + " /healthz")
+            # /configz is authorized by a SubjectAccessReview to the API server: a component asked before the
+            # admin binding above took effect answers 403, and caches that answer for a while.
+            self.wait_until(lambda c=component: self.get(c, "/configz")[0] == 200, 120,
+                            component + " /configz for the admin client")
 
     def stop(self):
         self.pods.stop()
