@@ -139,11 +139,13 @@ def run_phase(cluster, namespace, workdir, kcm, qps, burst, thresholds=None):
         cluster.wait_until(lambda: (prometheus.value(
             'sum(workqueue_work_duration_seconds_count{name="resource_claim"})') or -1) >= after["done"],
             60, "a scrape of kube-controller-manager after the burst (%d syncs)" % after["done"])
-        scraped_at = prometheus.value('max(timestamp(workqueue_work_duration_seconds_count{name="resource_claim"}))')
-        # ... and the recording rules have been evaluated after that sample.
+        # ... and the recording rules have been evaluated after that sample could be read. A sample carries
+        # the time its scrape began, and a rule evaluation stamped later may still have run before the scrape
+        # was stored; Prometheus' clock at the moment the sample was read is past both.
+        readable_at = prometheus.value("vector(time())")
         cluster.wait_until(lambda: (prometheus.value(
-            "timestamp(dra:resource_claim_workqueue_work_duration_seconds:p99_5m)") or 0) >= scraped_at,
-            60, "the recording rules evaluated after the last scrape of the burst")
+            "timestamp(dra:resource_claim_workqueue_work_duration_seconds:p99_5m)") or 0) > readable_at,
+            60, "the recording rules evaluated after the last scrape of the burst was stored")
         assert prometheus.value("dra:resource_claim_workqueue_adds:rate5m") > 0
         return (advice(cluster, prometheus, qps, burst, thresholds),
                 prometheus.value("dra:resource_claim_workqueue_work_duration_seconds:p99_5m"), before, after)
