@@ -645,6 +645,7 @@ def build_node_image(versions, k8s_version, base, log):
     import_images(rootfs, archives, os.path.join(containerd_bin, "ctr"), os.path.join(containerd_bin, "containerd"),
                   log)
     # One layer, as kind's own node images: tar the tree into podman's store.
+    replaced = {built.get("image_id"), podman_image_id(ref)} - {None}
     tar = subprocess.Popen(["tar", "--numeric-owner", "--xattrs", "-C", rootfs, "-cf", "-", "."],
                            stdout=subprocess.PIPE)
     res = subprocess.run(["podman", "import",
@@ -656,9 +657,10 @@ def build_node_image(versions, k8s_version, base, log):
     if tar.wait() != 0 or res.returncode != 0:
         raise ClusterError(f"podman import of {ref} failed: {res.stderr.strip()[-800:]}")
     image_id = podman_image_id(ref)
-    if built.get("image_id") and built["image_id"] != image_id:
-        # The image this one replaces (now untagged) would stay in podman's store for good.
-        subprocess.run(["podman", "rmi", built["image_id"]], capture_output=True, env=podman_env(), check=False)
+    for old_id in replaced - {image_id}:
+        # The image this one replaces (now untagged, whichever cache built it) would stay in podman's
+        # store for good; one a container still runs from stays until that container is gone.
+        subprocess.run(["podman", "rmi", old_id], capture_output=True, env=podman_env(), check=False)
     shutil.rmtree(rootfs)
     with open(stamp, "w") as fh:
         json.dump({"inputs": inputs, "image_id": image_id, "seconds": round(time.time() - started, 1)}, fh)
