@@ -303,21 +303,32 @@ def noexecute_toleration(results, taint):
     return ("seconds", earliest) if earliest is not None else ("forever", None)
 
 
-def affected_claims(claims, devices, taint, pods_by_uid=None):
-    """Claims allocated any of `devices`, with their pods and how they tolerate the taint as NoExecute.
+def selector_matches(sel, driver, pool, device):
+    """Whether a rule's deviceSelector names this device: each field given must equal the device's (as the
+    device-taint-eviction controller matches allocated devices, whether a slice still publishes them or not)."""
+    return bool(sel) and all(not sel.get(k) or sel[k] == v for k, v in (("driver", driver), ("pool", pool),
+                                                                          ("device", device)))
+
+
+def affected_claims(claims, devices, taint, pods_by_uid=None, sel=None):
+    """Claims allocated any of `devices` (or, with `sel`, any device the selector names, also one no current
+    slice publishes any more), with their pods and how they tolerate the taint as NoExecute.
 
     devices: selected_devices(); taint: {key, value, effect, timeAdded}; pods_by_uid: {uid: pod_ref} of
-    live pods (consumers not in it are reported as gone). Each entry: namespace, name, devices, pods
-    (names of live consumer pods), toleration (none, forever, seconds), toleration_seconds, evict_at
-    (timeAdded + tolerationSeconds, when the taint has a timeAdded).
+    live pods (consumers not in it are reported as gone); sel: the rule's deviceSelector. Each entry:
+    namespace, name, devices, pods (names of live consumer pods), toleration (none, forever, seconds),
+    toleration_seconds, evict_at (timeAdded + tolerationSeconds, when the taint has a timeAdded).
     """
     wanted = set((d["driver"], d["pool"], d["device"]) for d in devices)
+
+    def affected(result):
+        key = (result.get("driver"), result.get("pool"), result.get("device"))
+        return key in wanted or (sel is not None and selector_matches(sel, *key))
     added = parse_time(taint.get("timeAdded"))
     out = []
     for claim in claims:
         results = [r for r in ((((claim.get("status") or {}).get("allocation") or {}).get("devices") or {})
-                               .get("results") or [])
-                   if (r.get("driver"), r.get("pool"), r.get("device")) in wanted]
+                               .get("results") or []) if affected(r)]
         if not results:
             continue
         meta = claim.get("metadata") or {}

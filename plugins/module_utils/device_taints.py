@@ -134,7 +134,7 @@ class DeviceTaint(object):
         self.diff["after"] = diff_view(wanted if self.check_mode or rule is None else rule)
         # Claims as read before writing, judged against the taint as written (its timeAdded dates tolerations).
         taint = planned_taint if self.check_mode or rule is None else rule_taint(rule)
-        before = affected_claims(claims, devices, taint, pods)
+        before = affected_claims(claims, devices, taint, pods, sel=self.selector)
         after, rule = self.wait(version, rule, devices, before, data_version)
         out = {"rule": rule_summary(rule or wanted, version), "devices": devices,
                "selector": selector_text(self.selector), "affected_claims": after}
@@ -180,7 +180,7 @@ class DeviceTaint(object):
                              "the eviction to finish (condition EvictionInProgress false for its generation)",
                              devices, before, data_version)
         claims, pods = self.read_claims(data_version)
-        return affected_claims(claims, devices, rule_taint(rule), pods), rule
+        return affected_claims(claims, devices, rule_taint(rule), pods, sel=self.selector), rule
 
     def poll(self, version, done, what, devices, before, data_version):
         deadline = self.clock() + self.p["wait_timeout"]
@@ -192,7 +192,7 @@ class DeviceTaint(object):
                 return rule
             if self.clock() >= deadline:
                 claims, pods = self.read_claims(data_version)
-                after = affected_claims(claims, devices, rule_taint(rule), pods)
+                after = affected_claims(claims, devices, rule_taint(rule), pods, sel=self.selector)
                 details = dict(report(before, after, self.effect()), rule=rule_summary(rule, version),
                                affected_claims=after)
                 cond = rule_condition(rule) or {}
@@ -234,7 +234,7 @@ def drain_devices(api, node, state, driver, pool=None, device=None, timeout=600,
     devices = result["devices"]
     while True:
         claims = list(api.list_items(api.resource_path("resourceclaims")))
-        held = affected_claims(claims, devices, {})
+        held = affected_claims(claims, devices, {}, sel=task.selector)
         if not held:
             result["claims_released"] = True
             return result
