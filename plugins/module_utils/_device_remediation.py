@@ -29,16 +29,18 @@ from ansible_collections.dra.admin.plugins.module_utils._device_health import (
     COND_HEALTHY, COND_NOT_REPORTED, COND_UNHEALTHY, device_key,
 )
 from ansible_collections.dra.admin.plugins.module_utils._device_taints import (
-    EFFECT_NONE, MANAGED_BY, MANAGED_BY_LABEL, NAME_PREFIX, NO_EXECUTE, NO_SCHEDULE, default_rule_name, selector,
+    EFFECT_NONE, MANAGED_BY, MANAGED_BY_LABEL, NO_EXECUTE, NO_SCHEDULE, OPERATION_LABEL, OPERATION_NAME_PREFIXES,
+    REMEDIATION, operation_rule_name, selector,
 )
 from ansible_collections.dra.admin.plugins.module_utils._timestamps import format_time, parse_time
 
 KEY = "dra.admin/unhealthy"
-PURPOSE_LABEL = "dra.admin/purpose"
-PURPOSE = "device-health-remediation"
+# The remediation's identity as a dra.admin operation (_device_taints: the label, its value, its names' prefix).
+PURPOSE_LABEL = OPERATION_LABEL
+PURPOSE = REMEDIATION
 HEALTHY_SINCE = "dra.admin/healthy-since"
 REASON = "dra.admin/reason"
-RULE_PREFIX = NAME_PREFIX + "unhealthy-"
+RULE_PREFIX = OPERATION_NAME_PREFIXES[REMEDIATION]
 # The LIST that finds the remediation's rules (the taint key is checked on each too).
 LABEL_SELECTOR = "%s=%s,%s=%s" % (MANAGED_BY_LABEL, MANAGED_BY, PURPOSE_LABEL, PURPOSE)
 EFFECTS = (NO_SCHEDULE, NO_EXECUTE)
@@ -72,7 +74,7 @@ def check_inputs(effect, healthy_for):
 
 def rule_name(driver, pool, device):
     """The remediation's rule for one device (never a maintenance rule's name: another prefix)."""
-    return default_rule_name(selector(driver, pool, device), prefix=RULE_PREFIX)
+    return operation_rule_name(selector(driver, pool, device), REMEDIATION)
 
 
 def is_remediation_rule(rule):

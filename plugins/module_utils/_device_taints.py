@@ -46,6 +46,26 @@ MANAGED_BY = "dra.admin"
 DEFAULT_KEY = "dra.admin/maintenance"
 NAME_PREFIX = "dra-admin-"
 
+# What a run does with the rule: dry_run reads and reports only, tainted creates or patches it, absent deletes it.
+DRY_RUN = "dry_run"
+TAINTED = "tainted"
+ABSENT = "absent"
+
+# Each maintenance operation of the collection owns its rules: they carry the operation in this label, have
+# names of the operation's own prefix, and no operation changes or deletes a rule of another one.
+OPERATION_LABEL = "dra.admin/purpose"
+MAINTENANCE = "maintenance"                    # dra_device_taint, role device_maintenance
+DEVICE_DRAIN = "device-drain"                  # dra_node_drain's device mode, role drain
+REMEDIATION = "device-health-remediation"      # dra_device_remediation, role device_maintenance (remediate)
+OPERATIONS = (MAINTENANCE, DEVICE_DRAIN, REMEDIATION)
+OPERATION_NAME_PREFIXES = {MAINTENANCE: NAME_PREFIX, DEVICE_DRAIN: NAME_PREFIX + "drain-",
+                           REMEDIATION: NAME_PREFIX + "unhealthy-"}
+OPERATION_TOOLS = {MAINTENANCE: "dra.admin.dra_device_taint (role device_maintenance)",
+                   DEVICE_DRAIN: "dra.admin.dra_node_drain's device mode (role drain)",
+                   REMEDIATION: "dra.admin.dra_device_remediation (role device_maintenance, entry point remediate)"}
+# Effects that keep devices out of service (None only reports).
+OUT_OF_SERVICE_EFFECTS = (NO_SCHEDULE, NO_EXECUTE)
+
 _DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS_SUBDOMAIN = re.compile(r"^%s(\.%s)*$" % (_DNS_LABEL, _DNS_LABEL))
 _NAME_PART = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
@@ -103,6 +123,9 @@ def input_errors(params):
     if (params.get("labels") or {}).get(MANAGED_BY_LABEL, MANAGED_BY) != MANAGED_BY:
         errors.append("labels: %s is set by dra.admin to %s on the rules it creates; leave it out"
                       % (MANAGED_BY_LABEL, MANAGED_BY))
+    if OPERATION_LABEL in (params.get("labels") or {}):
+        errors.append("labels: %s names the dra.admin operation that owns a rule and is set by that operation; "
+                      "leave it out" % OPERATION_LABEL)
     return [e for e in errors if e]
 
 
@@ -123,8 +146,8 @@ def selector_text(sel):
 def default_rule_name(sel, prefix=NAME_PREFIX):
     """A stable rule name for a selector: dra-admin-<driver>-<pool>-<device>, shortened with a hash when long.
 
-    prefix: another start for rules of another purpose (the remediation's dra-admin-unhealthy-), so they never
-    share a name with a maintenance rule on the same device."""
+    prefix: the start of another operation's names (OPERATION_NAME_PREFIXES: the drain's dra-admin-drain-, the
+    remediation's dra-admin-unhealthy-), so operations on the same devices do not look for the same rule."""
     parts = [sel.get(k) for k in ("driver", "pool", "device") if sel.get(k)]
     base = re.sub(r"[^a-z0-9.-]+", "-", "-".join(parts).lower()).strip("-.")
     name = prefix + base
@@ -134,13 +157,20 @@ def default_rule_name(sel, prefix=NAME_PREFIX):
     return name
 
 
-def build_rule(api_version, name, sel, key, value, effect, labels=None, annotations=None):
-    """The DeviceTaintRule to create (labelled as the collection's). An annotation given as None is one the rule
-    must not have: left out here, removed from an existing rule by rule_patch."""
+def operation_rule_name(sel, operation):
+    """The default name of `operation`'s rule for a selector (its own prefix)."""
+    return default_rule_name(sel, OPERATION_NAME_PREFIXES[operation])
+
+
+def build_rule(api_version, name, sel, key, value, effect, labels=None, annotations=None, operation=MAINTENANCE):
+    """The DeviceTaintRule to create, labelled as the collection's and as `operation`'s. An annotation given as
+    None is one the rule must not have: left out here, removed from an existing rule by rule_patch."""
     taint = {"key": key, "effect": effect}
     if value:
         taint["value"] = value
-    metadata = {"name": name, "labels": dict(labels or {}, **{MANAGED_BY_LABEL: MANAGED_BY})}
+    labels = dict(labels or {})
+    labels.update({MANAGED_BY_LABEL: MANAGED_BY, OPERATION_LABEL: operation})
+    metadata = {"name": name, "labels": labels}
     kept = dict((k, v) for k, v in (annotations or {}).items() if v is not None)
     if kept:
         metadata["annotations"] = kept
@@ -150,6 +180,38 @@ def build_rule(api_version, name, sel, key, value, effect, labels=None, annotati
 
 def is_managed(rule):
     return ((rule.get("metadata") or {}).get("labels") or {}).get(MANAGED_BY_LABEL) == MANAGED_BY
+
+
+def rule_name_of(rule):
+    return ((rule or {}).get("metadata") or {}).get("name")
+
+
+def rule_operation(rule):
+    """The dra.admin operation that owns a rule: its OPERATION_LABEL; a rule of the collection without the label
+    was written by dra_device_taint before operations were labelled, so it is maintenance's. None for a rule
+    the collection did not write."""
+    if not is_managed(rule):
+        return None
+    return ((rule.get("metadata") or {}).get("labels") or {}).get(OPERATION_LABEL) or MAINTENANCE
+
+
+def ownership_error(rule, operation):
+    """Why `operation` may not change or delete the existing `rule` (None when absent or the operation's own)."""
+    if rule is None:
+        return None
+    name = rule_name_of(rule)
+    if not is_managed(rule):
+        return ("DeviceTaintRule %s exists and was not created by dra.admin (no label %s=%s): dra.admin changes "
+                "and deletes only its own rules; choose another name, or change it with kubectl; nothing was "
+                "changed" % (name, MANAGED_BY_LABEL, MANAGED_BY))
+    owner = rule_operation(rule)
+    if owner != operation:
+        return ("DeviceTaintRule %s belongs to another dra.admin operation (label %s=%s, written by %s): each "
+                "operation changes and deletes only its own rules, so that lifting one maintenance does not end "
+                "another on the same devices; choose another name, or lift it with %s; nothing was changed"
+                % (name, OPERATION_LABEL, owner, OPERATION_TOOLS.get(owner, "another tool"),
+                   OPERATION_TOOLS.get(owner, "kubectl")))
+    return None
 
 
 def comparable(rule):
@@ -196,6 +258,58 @@ def rule_patch(existing, wanted, removed=()):
     if meta:
         patch["metadata"] = meta
     return patch or None
+
+
+def planned_writes(state, operation, existing, wanted=None, removed=()):
+    """The requests one run of `operation` makes, as [{verb, name, body}] (POST, PATCH: a merge patch, DELETE).
+
+    A dry run makes none, whatever rules exist. Otherwise only the operation's own rule (or a new one) is
+    written: DeviceTaintError (nothing written) when `existing`, the rule of the run's name, belongs to another
+    operation or tool. state: DRY_RUN, TAINTED (wanted: build_rule()) or ABSENT; removed: annotations to remove.
+    """
+    if state == DRY_RUN:
+        return []
+    problem = ownership_error(existing, operation)
+    if problem:
+        raise DeviceTaintError(problem)
+    if state == ABSENT:
+        return [{"verb": "DELETE", "name": rule_name_of(existing)}] if existing is not None else []
+    if existing is None:
+        return [{"verb": "POST", "name": rule_name_of(wanted), "body": wanted}]
+    patch = rule_patch(existing, wanted, removed)
+    return [{"verb": "PATCH", "name": rule_name_of(existing), "body": patch}] if patch else []
+
+
+def rule_selector(rule):
+    """A rule's deviceSelector as selector() gives it (driver, pool, device; only those set)."""
+    sel = ((rule or {}).get("spec") or {}).get("deviceSelector") or {}
+    return dict((k, sel[k]) for k in ("driver", "pool", "device") if sel.get(k))
+
+
+def selectors_overlap(first, second):
+    """Whether two selectors (driver, pool, device; a field left out matches any) can select the same device."""
+    return all(not first.get(k) or not second.get(k) or first[k] == second[k] for k in ("driver", "pool", "device"))
+
+
+def rules_in_force(rules, sel, besides=None):
+    """The rules other than the one named `besides` (of any operation or tool) whose selector can select a
+    device `sel` selects and whose effect keeps it out of service (NoSchedule, NoExecute), sorted by name.
+
+    Each: name, operation (the dra.admin operation owning it; None for another tool's), managed, effect, key,
+    value, device_selector."""
+    out = []
+    for rule in rules:
+        name = rule_name_of(rule)
+        taint = ((rule.get("spec") or {}).get("taint")) or {}
+        if name == besides or taint.get("effect") not in OUT_OF_SERVICE_EFFECTS:
+            continue
+        if not selectors_overlap(rule_selector(rule), sel):
+            continue
+        out.append({"name": name, "operation": rule_operation(rule), "managed": is_managed(rule),
+                    "effect": taint.get("effect"), "key": taint.get("key"), "value": taint.get("value") or "",
+                    "device_selector": rule_selector(rule)})
+    out.sort(key=lambda r: r["name"] or "")
+    return out
 
 
 def diff_view(rule):
@@ -402,4 +516,4 @@ def rule_summary(rule, api_version):
     return {"name": meta.get("name"), "api_version": api_version, "generation": meta.get("generation"),
             "labels": meta.get("labels") or {}, "annotations": meta.get("annotations") or {},
             "device_selector": spec.get("deviceSelector") or {}, "taint": spec.get("taint") or {},
-            "condition": rule_condition(rule), "managed": is_managed(rule)}
+            "condition": rule_condition(rule), "managed": is_managed(rule), "operation": rule_operation(rule)}

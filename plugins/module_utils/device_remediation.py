@@ -18,7 +18,7 @@ import datetime
 import time
 
 from ansible_collections.dra.admin.plugins.module_utils._device_remediation import (
-    KEY, LABEL_SELECTOR, LIFT, PURPOSE, PURPOSE_LABEL, WRITES, check_inputs, plan, rule_annotations, summary,
+    KEY, LABEL_SELECTOR, LIFT, PURPOSE, WRITES, check_inputs, plan, rule_annotations, summary,
 )
 from ansible_collections.dra.admin.plugins.module_utils._device_taints import DeviceTaintError
 from ansible_collections.dra.admin.plugins.module_utils._timestamps import format_time
@@ -42,7 +42,7 @@ def remediation_params(action, now, wait_timeout, poll_interval):
     effect = action.get("want_effect") or action.get("effect")
     return {"state": ABSENT if action["action"] == LIFT else TAINTED, "name": action["rule"],
             "driver": action["driver"], "pool": action["pool"], "device": action["device"], "key": KEY,
-            "value": "", "effect": effect, "labels": {PURPOSE_LABEL: PURPOSE},
+            "value": "", "effect": effect, "labels": {}, "operation": PURPOSE,
             "annotations": rule_annotations(action, now), "wait": bool(action.get("want_effect")),
             "wait_timeout": wait_timeout, "poll_interval": poll_interval}
 

@@ -3,9 +3,11 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """DeviceTaintRules against the API (see _device_taints for the rules and the reports).
 
-Requests: discovery (which version serves devicetaintrules), one GET of the rule, one LIST each of
-ResourceSlices, ResourceClaims and pods (Table form) before writing; while waiting for eviction, one
-GET of the rule per poll, and the claims and pods are listed once more at the end.
+Requests: discovery (which version serves devicetaintrules), one LIST of the rules (the run's own by name, and
+the others that keep the same devices out of service), one LIST each of ResourceSlices, ResourceClaims and pods
+(Table form) before writing; while waiting for eviction, one GET of the rule per poll, and the claims and pods are
+listed once more at the end. A dry run makes no write, whatever rules exist; every other run writes only its own
+operation's rule (_device_taints.planned_writes).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -15,19 +17,17 @@ __metaclass__ = type
 import time
 
 from ansible_collections.dra.admin.plugins.module_utils.claims import pod_index
-from ansible_collections.dra.admin.plugins.module_utils._device_taints import (
-    DEFAULT_KEY, EFFECT_NONE, NO_EXECUTE, RESOURCE, DeviceTaintError, affected_claims, build_rule, default_rule_name,
-    diff_view, eviction_done, is_managed, removed_annotations, report, rule_condition, rule_patch, rule_summary,
-    selected_devices, selection_error, selector, selector_text,
+from ansible_collections.dra.admin.plugins.module_utils._device_taints import (  # noqa: F401 (states re-exported)
+    ABSENT, DEFAULT_KEY, DEVICE_DRAIN, DRY_RUN, EFFECT_NONE, MAINTENANCE, NO_EXECUTE, RESOURCE, TAINTED,
+    DeviceTaintError, affected_claims, build_rule, diff_view, eviction_done, operation_rule_name, ownership_error,
+    planned_writes, removed_annotations, report, rule_condition, rule_name_of, rule_patch, rule_selector,
+    rule_summary, rules_in_force, selected_devices, selection_error, selector, selector_text,
 )
 from ansible_collections.dra.admin.plugins.module_utils._gates import (
     RESOURCE_GROUP, VersionError, device_taint_rule_support, device_taint_rules_unavailable,
 )
 
 MERGE_PATCH = "application/merge-patch+json"
-DRY_RUN = "dry_run"
-TAINTED = "tainted"
-ABSENT = "absent"
 
 
 class DeviceTaintFailure(DeviceTaintError):
@@ -68,9 +68,19 @@ def rule_path(version, name=None):
     return "/apis/%s/%s/%s%s" % (RESOURCE_GROUP, version, RESOURCE, "/" + name if name else "")
 
 
+def rule_named(rules, name):
+    """The rule of that name among `rules`, or None."""
+    for rule in rules:
+        if rule_name_of(rule) == name:
+            return rule
+    return None
+
+
 class DeviceTaint(object):
     """One run of dra_device_taint: params as the module's (state, name, driver, pool, device, key, value,
-    effect, labels, annotations, wait, wait_timeout, poll_interval)."""
+    effect, labels, annotations, wait, wait_timeout, poll_interval), and `operation`: the dra.admin operation
+    the run belongs to (default maintenance; the drain's device mode and the remediation name theirs), which
+    owns the rules it writes and names them by default."""
 
     def __init__(self, api, params, check_mode=False, clock=time.time, sleep=time.sleep):
         self.api = api
@@ -80,8 +90,9 @@ class DeviceTaint(object):
         self.sleep = sleep
         self.changed = False
         self.diff = {"before": {}, "after": {}}
+        self.operation = params.get("operation") or MAINTENANCE
         self.selector = selector(params.get("driver"), params.get("pool"), params.get("device"))
-        self.name = params.get("name") or default_rule_name(self.selector)
+        self.name = params.get("name") or operation_rule_name(self.selector, self.operation)
         # Annotations given as None are removed from the rule (a remediation's healthy-since mark).
         self.removed = removed_annotations(params.get("annotations"))
 
@@ -90,26 +101,47 @@ class DeviceTaint(object):
 
     def run(self):
         kube_version, version = rule_api_version(self.api)
-        existing = self.api.get_or_none(rule_path(version, self.name))
-        if existing is not None and not is_managed(existing):
-            raise DeviceTaintError(
-                "DeviceTaintRule %s exists and was not created by dra.admin (no label app.kubernetes.io/managed-by="
-                "dra.admin): dra.admin changes and deletes only its own rules; choose another name, or change it "
-                "with kubectl; nothing was changed" % self.name)
-        self.diff["before"] = diff_view(existing)
+        rules = list(self.api.list_items(rule_path(version)))
+        existing = rule_named(rules, self.name)
+        if self.p["state"] != DRY_RUN:
+            problem = ownership_error(existing, self.operation)
+            if problem:
+                raise DeviceTaintError(problem)
+        self.diff["before"] = self.diff["after"] = diff_view(existing)
         result = {"name": self.name, "kubernetes_version": kube_version, "api_version": version}
         if self.p["state"] == ABSENT:
-            return dict(result, **self.lift(version, existing))
-        return dict(result, **self.apply(version, existing))
+            result.update(self.lift(version, existing))
+        else:
+            result.update(self.apply(version, existing))
+        # What else keeps the devices out of service (read before this run's write).
+        sel = rule_selector(existing) if self.p["state"] == ABSENT and existing is not None else self.selector
+        result["other_rules_in_force"] = rules_in_force(rules, sel, besides=self.name) if sel.get("driver") else []
+        return result
+
+    def carry_out(self, version, writes, existing):
+        """Make the planned writes (none in check mode); the rule as the server answered the last one (the
+        existing rule when nothing was written, None for a new rule in check mode)."""
+        if self.check_mode:
+            self.changed = self.changed or bool(writes)
+            return existing
+        rule = existing
+        for write in writes:
+            if write["verb"] == "POST":
+                rule = self.api.request("POST", rule_path(version), body=write["body"])
+            elif write["verb"] == "PATCH":
+                rule = self.api.request("PATCH", rule_path(version, write["name"]), body=write["body"],
+                                        content_type=MERGE_PATCH)
+            else:
+                self.api.request(write["verb"], rule_path(version, write["name"]))
+            self.changed = True
+        return rule
 
     # ---------------------------------------------------------------- absent
     def lift(self, version, existing):
-        if existing is None:
-            return {"rule": {}, "lifted": False}
-        if not self.check_mode:
-            self.api.request("DELETE", rule_path(version, self.name))
-        self.changed = True
-        return {"rule": rule_summary(existing, version), "lifted": True}
+        writes = planned_writes(ABSENT, self.operation, existing)
+        self.carry_out(version, writes, existing)
+        self.diff["after"] = {}
+        return {"rule": rule_summary(existing, version), "lifted": bool(writes)}
 
     # ---------------------------------------------------------------- dry run and taint
     def data_version(self):
@@ -126,18 +158,30 @@ class DeviceTaint(object):
         if problem:
             raise DeviceTaintError(problem)
         devices = selected_devices(slices, self.selector)
-        wanted = build_rule(version, self.name, self.selector, self.p["key"], self.p.get("value") or "",
-                            self.effect(), self.p.get("labels"), self.p.get("annotations"))
         claims, pods = self.read_claims(data_version)
+        out = {"devices": devices, "selector": selector_text(self.selector)}
+        if self.p["state"] == DRY_RUN:
+            # Read and report only: the pods a NoExecute taint of this key and value would evict.
+            taint = {"key": self.p["key"], "value": self.p.get("value") or "", "effect": NO_EXECUTE, "timeAdded": None}
+            before = affected_claims(claims, devices, taint, pods, sel=self.selector)
+            out.update({"rule": rule_summary(existing, version), "affected_claims": before})
+            out.update(report(before, before, EFFECT_NONE))
+            return out
+        wanted = build_rule(version, self.name, self.selector, self.p["key"], self.p.get("value") or "",
+                            self.effect(), self.p.get("labels"), self.p.get("annotations"), self.operation)
+        writes = planned_writes(TAINTED, self.operation, existing, wanted, self.removed)
         planned_taint = self.taint_for_report(existing, wanted)
-        rule = self.write(version, existing, wanted)
-        self.diff["after"] = diff_view(wanted if self.check_mode or rule is None else rule)
+        rule = self.carry_out(version, writes, existing)
+        written = not self.check_mode and rule is not None
+        if not writes:
+            self.diff["after"] = diff_view(existing)
+        else:
+            self.diff["after"] = diff_view(wanted if self.check_mode else rule)
         # Claims as read before writing, judged against the taint as written (its timeAdded dates tolerations).
-        taint = planned_taint if self.check_mode or rule is None else rule_taint(rule)
+        taint = rule_taint(rule) if written else planned_taint
         before = affected_claims(claims, devices, taint, pods, sel=self.selector)
         after, rule = self.wait(version, rule, devices, before, data_version)
-        out = {"rule": rule_summary(rule or wanted, version), "devices": devices,
-               "selector": selector_text(self.selector), "affected_claims": after}
+        out.update({"rule": rule_summary(rule or wanted, version), "affected_claims": after})
         out.update(report(before, after, self.effect()))
         return out
 
@@ -147,22 +191,6 @@ class DeviceTaint(object):
         if existing is not None and "spec" not in (rule_patch(existing, wanted, self.removed) or {}):
             return rule_taint(existing)
         return dict(rule_taint(wanted), timeAdded=None)
-
-    def write(self, version, existing, wanted):
-        """Create or patch the rule (not in check mode); the rule as the server has it (None in check mode
-        for a new rule)."""
-        if existing is None:
-            self.changed = True
-            if self.check_mode:
-                return None
-            return self.api.request("POST", rule_path(version), body=wanted)
-        patch = rule_patch(existing, wanted, self.removed)
-        if patch is None:
-            return existing
-        self.changed = True
-        if self.check_mode:
-            return existing
-        return self.api.request("PATCH", rule_path(version, self.name), body=patch, content_type=MERGE_PATCH)
 
     # ---------------------------------------------------------------- waiting
     def wait(self, version, rule, devices, before, data_version):
@@ -216,12 +244,15 @@ def drain_devices(api, node, state, driver, pool=None, device=None, timeout=600,
     `node`, through a NoExecute DeviceTaintRule instead of the whole node.
 
     drained: the rule, the wait for the eviction, then the wait until no claim is allocated any of the devices
-    (claims released); in_service: the rule lifted. Returns the module's result (changed in `changed`).
+    (claims released); in_service: the rule lifted. The rule is the drain's own (operation device-drain, named
+    dra-admin-drain-<driver>-<pool>-<device>): a maintenance rule of dra_device_taint or any other rule on the
+    same devices is never changed or lifted, and is returned in other_rules_in_force. Returns the module's
+    result (changed in `changed`).
     """
     params = {"state": TAINTED if state == "drained" else ABSENT, "name": None, "driver": driver,
               "pool": pool or node, "device": device, "key": DEFAULT_KEY, "value": DRAIN_VALUE,
               "effect": NO_EXECUTE, "labels": {}, "annotations": {DRAINED_NODE_ANNOTATION: node}, "wait": True,
-              "wait_timeout": timeout, "poll_interval": poll_interval}
+              "wait_timeout": timeout, "poll_interval": poll_interval, "operation": DEVICE_DRAIN}
     task = DeviceTaint(api, params, check_mode=check_mode, clock=clock, sleep=sleep)
     started = clock()
     if state == "drained":

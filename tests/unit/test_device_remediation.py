@@ -184,7 +184,7 @@ def test_annotations_given_as_none_are_removed_and_never_created():
     assert built["metadata"]["annotations"] == {rem.REASON: "x"}
     own = [r for r in recorded("marked")["DeviceTaintRule"] if r["metadata"]["name"] == RULE][0]
     wanted = dt.build_rule("v1beta2", RULE, dt.selector(DRIVER, "rack", "dev-0"), rem.KEY, "", "NoSchedule",
-                           labels={rem.PURPOSE_LABEL: rem.PURPOSE}, annotations={rem.HEALTHY_SINCE: None})
+                           annotations={rem.HEALTHY_SINCE: None}, operation=rem.PURPOSE)
     assert dt.rule_patch(own, wanted, dt.removed_annotations({rem.HEALTHY_SINCE: None})) == {
         "metadata": {"annotations": {rem.HEALTHY_SINCE: None}}}
     assert dt.rule_patch(own, wanted) is None  # nothing asked to remove: nothing to change
@@ -193,27 +193,7 @@ def test_annotations_given_as_none_are_removed_and_never_created():
 # ---- the flow against a scripted API ------------------------------------------------------------
 
 class RemediationApi(ScriptedApi):
-    """ScriptedApi with the LIST of rules by label and merge patches of them."""
-
-    def request(self, method, path, query=None, body=None, content_type=None, accept="application/json"):
-        if method == "GET" and path.endswith("/devicetaintrules"):
-            self.requests += 1
-            return {"items": [r for r in self.rules.values() if rem.is_remediation_rule(r)], "metadata": {}}
-        if method == "PATCH":
-            self.requests += 1
-            self.writes.append((method, path, body))
-            rule = self.rules[path.rsplit("/", 1)[-1]]
-            for field, values in (body.get("metadata") or {}).items():
-                target = rule["metadata"].setdefault(field, {})
-                for key, value in values.items():
-                    if value is None:
-                        target.pop(key, None)
-                    else:
-                        target[key] = value
-            if "spec" in body:
-                rule["spec"]["taint"].update(dict((k, v) for k, v in body["spec"]["taint"].items() if v is not None))
-            return rule
-        return super(RemediationApi, self).request(method, path, query, body, content_type, accept)
+    """ScriptedApi as the remediation uses it (the LIST of rules by label, merge patches)."""
 
 
 def run(api, now, check_mode=False, effect="NoSchedule", healthy_for=15):

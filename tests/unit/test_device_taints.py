@@ -131,8 +131,13 @@ def test_built_rule_matches_what_the_server_keeps():
     server = recorded("dry-run")["DeviceTaintRule"][0]
     built = dt.build_rule("v1beta2", server["metadata"]["name"], dt.selector(DRIVER, POOL), dt.DEFAULT_KEY, "",
                           dt.EFFECT_NONE)
-    assert dt.rule_patch(server, built) is None  # timeAdded, status and the server's metadata are not ours
-    assert dt.is_managed(server)
+    # timeAdded, status and the server's metadata are not ours; the rule was written before operations were
+    # labelled: it is maintenance's, and the label is all a patch adds.
+    assert dt.rule_patch(server, built) == {"metadata": {"labels": {dt.OPERATION_LABEL: dt.MAINTENANCE}}}
+    assert dt.is_managed(server) and dt.rule_operation(server) == dt.MAINTENANCE
+    labelled = copy.deepcopy(server)
+    labelled["metadata"]["labels"][dt.OPERATION_LABEL] = dt.MAINTENANCE
+    assert dt.rule_patch(labelled, built) is None
 
 
 def test_patch_changes_effect_and_clears_removed_selector_fields():
@@ -143,7 +148,8 @@ def test_patch_changes_effect_and_clears_removed_selector_fields():
     assert patch["spec"]["taint"] == {"key": dt.DEFAULT_KEY, "value": None, "effect": dt.NO_SCHEDULE}
     labelled = dt.build_rule("v1beta2", "x", dt.selector(DRIVER, POOL), dt.DEFAULT_KEY, "", dt.NO_EXECUTE,
                              labels={"example.com/why": "ecc"})
-    assert dt.rule_patch(server, labelled) == {"metadata": {"labels": {"example.com/why": "ecc"}}}
+    assert dt.rule_patch(server, labelled) == {"metadata": {"labels": {"example.com/why": "ecc",
+                                                                      dt.OPERATION_LABEL: dt.MAINTENANCE}}}
 
 
 def test_conditions_read_from_recorded_rules():
@@ -240,8 +246,29 @@ def test_report_after_eviction_from_recorded_objects():
 
 # ---- the module's flow against a scripted API ---------------------------------------------------
 
+def label_selected(obj, label_selector):
+    """Whether obj's labels match a label selector of k=v terms (the only form the collection sends)."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    terms = [t.split("=", 1) for t in (label_selector or "").split(",") if t]
+    return all(labels.get(k) == v for k, v in terms)
+
+
+def merge_patch(target, patch):
+    """RFC 7386 JSON merge patch, as the API server applies application/merge-patch+json."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge_patch(out.get(key), value)
+    return out
+
+
 class ScriptedApi(DraApi):
-    """Answers GET/LIST from recorded objects; keeps the rules it is given and records every write."""
+    """Answers GET/LIST from recorded objects; keeps the rules it is given (LIST by label, GET, POST, merge PATCH,
+    DELETE) and records every write."""
 
     def __init__(self, objs, served=("v1", "v1beta2"), taint_rules_in=("v1beta2",), version="v1.36.3"):
         super(ScriptedApi, self).__init__(api_client=object())
@@ -267,6 +294,12 @@ class ScriptedApi(DraApi):
                 return rule
             if method == "DELETE":
                 return self.rules.pop(name)
+            if method == "PATCH":
+                rule = merge_patch(self.rules[name], body)
+                if "spec" in body:
+                    rule["metadata"]["generation"] = rule["metadata"].get("generation", 1) + 1
+                self.rules[name] = rule
+                return rule
             raise AssertionError("unexpected %s %s" % (method, path))
         if path == "/version":
             return {"gitVersion": self.version}
@@ -277,6 +310,9 @@ class ScriptedApi(DraApi):
                 names = ["resourceclaims", "resourceslices"]
                 names += [dt.RESOURCE] if version in self.taint_rules_in else []
                 return {"resources": [{"name": n} for n in names]}
+        if path.endswith("/devicetaintrules"):
+            selected = [r for r in self.rules.values() if label_selected(r, (query or {}).get("labelSelector"))]
+            return {"items": copy.deepcopy(selected), "metadata": {}}
         if "/devicetaintrules/" in path:
             name = path.rsplit("/", 1)[-1]
             if name not in self.rules:
@@ -324,7 +360,8 @@ def test_check_mode_then_taint_then_again_then_lift():
     assert task.diff["before"] == {} and task.diff["after"]["taint"]["effect"] == dt.NO_EXECUTE
     task, result = run(api)
     assert task.changed and [w[0] for w in api.writes] == ["POST"]
-    assert api.writes[0][2]["metadata"]["labels"] == {dt.MANAGED_BY_LABEL: dt.MANAGED_BY}
+    assert api.writes[0][2]["metadata"]["labels"] == {dt.MANAGED_BY_LABEL: dt.MANAGED_BY,
+                                                      dt.OPERATION_LABEL: dt.MAINTENANCE}
     assert api.writes[0][1] == rule_path("v1beta2")
     assert result["tolerating"][0]["until"] == "2026-11-23T10:00:20Z"
     task, result = run(api)
