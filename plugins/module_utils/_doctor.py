@@ -13,11 +13,16 @@ Pure functions. Findings (``KINDS``):
   a claim generated for a pod (the pod is its controlling owner) that is gone and that
   nothing reserves is deleted, as the garbage collector would. Any other claim that is
   allocated and unused is only reported: it may be waiting for its next pod.
-- ``stuck_deletion``: deleted, held by finalizers, and a driver of its devices publishes
-  no ResourceSlice on the claim's node(s) any more. The fix is to bring the driver back;
-  with ``force`` its finalizers are removed, never while a consumer pod still exists.
+- ``stuck_deletion``: deleted, held by finalizers, and a driver of its devices is gone
+  from the claim's node(s). The fix is to bring the driver back; with ``force`` its
+  finalizers are removed, never while a consumer pod still exists.
 - ``pod_stuck_terminating``: a pod being deleted that holds a claim whose driver is gone
   from the pod's node: the kubelet cannot unprepare the devices, so the pod stays.
+
+A driver is gone from a node only when nothing of it still publishes for the node: no
+current slice of it covers the node by ``nodeName``, ``allNodes`` or a ``nodeSelector``
+(at slice level or per device), as ``_slices.drivers_for_node`` decides with the Node's
+labels.
 - ``missing_devices``: an allocated device that no current ResourceSlice publishes.
 """
 
@@ -27,6 +32,9 @@ __metaclass__ = type
 
 
 from ansible_collections.dra.admin.plugins.module_utils._claims import PENDING, RESERVED
+from ansible_collections.dra.admin.plugins.module_utils._slices import (
+    device_index, drivers_for_node, node_publishers, publishing_drivers,
+)
 from ansible_collections.dra.admin.plugins.module_utils._timestamps import epoch_seconds
 
 ORPHANED = "orphaned"
@@ -49,26 +57,30 @@ FORCE_RISK = (
     "returns, may still hold state (prepared devices, CDI specs, checkpoints) for a claim that no longer exists")
 
 
-def drivers_at(by_node):
-    """{node or marker: set of drivers} from _slices.devices_by_node."""
-    return dict((where, set(drivers)) for where, drivers in by_node.items())
+def drivers_present(publishers, node_labels):
+    """A function node name -> set of drivers publishing for it (_slices.drivers_for_node), each node
+    looked up once. node_labels: {name: labels}; a node not in it (deleted) is matched by name only."""
+    known = {}
+
+    def present(node):
+        if node not in known:
+            known[node] = drivers_for_node(publishers, node, node_labels.get(node) or {})
+        return known[node]
+    return present
 
 
-def gone_drivers(view, drivers_by_location):
-    """[(node, driver)] of the claim's drivers that publish no current slice where the claim is.
+def gone_drivers(view, present, anywhere):
+    """[(node, driver)] of the claim's drivers that publish nothing for a node the claim is on.
 
-    Node-local claims are checked on their nodes; a claim on no node (network-attached) is
-    checked against every location: its driver is gone when it publishes nothing anywhere.
+    present: drivers_present(...); anywhere: _slices.publishing_drivers. Claims on nodes are
+    checked on each of them; a claim on no node (network-attached, no live pod) is checked
+    against every node: its driver is gone when it publishes for none.
     """
-    everywhere = set()
-    for drivers in drivers_by_location.values():
-        everywhere |= drivers
     gone = []
     for driver in view["drivers"]:
         if view["nodes"]:
-            gone.extend((node, driver) for node in view["nodes"]
-                        if driver not in drivers_by_location.get(node, set()))
-        elif driver not in everywhere:
+            gone.extend((node, driver) for node in view["nodes"] if driver not in present(node))
+        elif driver not in anywhere:
             gone.append((None, driver))
     return gone
 
@@ -151,10 +163,11 @@ def missing_devices_finding(view, devices):
                        "allocated from devices that exist")}
 
 
-def terminating_pod_findings(views, pods, drivers_by_location, now):
+def terminating_pod_findings(views, pods, present, now):
     """pod_stuck_terminating findings: pods being deleted whose claims' driver is gone from their node.
 
-    pods: {uid: pod info with namespace, name, node, deletion_timestamp (epoch seconds or None)}.
+    pods: {uid: pod info with namespace, name, node, deletion_timestamp (epoch seconds or None)};
+    present: drivers_present(...).
     """
     by_pod = {}
     for view in views:
@@ -162,7 +175,7 @@ def terminating_pod_findings(views, pods, drivers_by_location, now):
             pod = pods.get(consumer.get("uid")) if consumer["exists"] else None
             if not pod or pod.get("deletion_timestamp") is None or not pod.get("node"):
                 continue
-            here = drivers_by_location.get(pod["node"], set())
+            here = present(pod["node"])
             gone = [d for d in view["drivers"] if d not in here]
             if gone:
                 entry = by_pod.setdefault(consumer["uid"], {"pod": pod, "drivers": set(), "claims": []})
@@ -187,28 +200,32 @@ def terminating_pod_findings(views, pods, drivers_by_location, now):
     return findings
 
 
-def diagnose(views, claim_metas, pods, slice_index, drivers_by_location, now, force=False):
+def diagnose(views, claim_metas, pods, slices, node_labels, now, force=False):
     """Every finding, sorted by kind then object.
 
     views: _claims.claim_view of each claim; claim_metas: {namespace/name: metadata};
-    pods: {uid: pod info}; slice_index: _slices.device_index(slices);
-    drivers_by_location: drivers_at(_slices.devices_by_node(...)); now: epoch seconds.
+    pods: {uid: pod info}; slices: the ResourceSlices (every generation); node_labels:
+    {node name: labels} of the nodes; now: epoch seconds.
     """
-    locations = slice_index[0]
+    slices = list(slices)
+    locations = device_index(slices)[0]
+    publishers = node_publishers(slices)
+    present = drivers_present(publishers, node_labels)
+    anywhere = publishing_drivers(publishers)
     findings = []
     for view in views:
         meta = claim_metas.get(_key(view)) or {}
         if view["orphaned"]:
             findings.append(orphan_finding(view, meta, pods))
         if view["deletion_requested"] and meta.get("finalizers"):
-            gone = gone_drivers(view, drivers_by_location)
+            gone = gone_drivers(view, present, anywhere)
             if gone:
                 findings.append(stuck_deletion_finding(view, meta, gone, force))
         if view["state"] != PENDING:
             missing = missing_devices(view, locations)
             if missing:
                 findings.append(missing_devices_finding(view, missing))
-    findings.extend(terminating_pod_findings(views, pods, drivers_by_location, now))
+    findings.extend(terminating_pod_findings(views, pods, present, now))
     order = dict((k, i) for i, k in enumerate(KINDS))
     findings.sort(key=lambda f: (order[f["kind"]], f.get("claim") or f.get("pod") or ""))
     return findings

@@ -64,6 +64,12 @@ def selector_matches(node_selector, name, labels):
     return any(term_matches(t, name, labels) for t in (node_selector or {}).get("nodeSelectorTerms") or [])
 
 
+def node_label_map(nodes):
+    """{name: labels} of Node objects (whole or metadata only): what the matchers here read of a node."""
+    return dict(((n.get("metadata") or {}).get("name"), (n.get("metadata") or {}).get("labels") or {})
+                for n in nodes)
+
+
 def matching_nodes(node_selector, node_labels):
     """Sorted names of the nodes ({name: labels}) a NodeSelector admits."""
     return sorted(name for name, labels in node_labels.items() if selector_matches(node_selector, name, labels))

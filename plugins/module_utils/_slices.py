@@ -10,15 +10,24 @@ Where devices are (see _locations): the slice's ``nodeName``, or with
 ``perDeviceNodeSelection`` each device's own ``nodeName``; devices offered to
 several nodes (``allNodes``, a ``nodeSelector``, at slice or device level) are
 shared and reported under a marker, not under any node.
+
+Who publishes for a node (``drivers_for_node``, ``driver_publishes_for_node``):
+a driver is present on a node while some current slice of it covers the node,
+through its ``nodeName``, ``allNodes`` or a ``nodeSelector`` admitting the
+node's name and labels (at slice level, or per device with
+``perDeviceNodeSelection``). Every "is the driver there" decision reads this.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
+
 from ansible_collections.dra.admin.plugins.module_utils._locations import (
     SLICE_ALL_NODES, SLICE_NODE_SELECTOR, is_marker,
 )
+from ansible_collections.dra.admin.plugins.module_utils._node_selection import selector_matches
 
 
 def _spec(resource_slice):
@@ -101,9 +110,98 @@ def current_slices(slices):
 
 
 def slices_for_node(slices, node, driver=None):
-    """Current slices (of the driver, if given) with at least one device, or the slice itself, on the node."""
+    """Current slices (of the driver, if given) with at least one device, or the slice itself, on the node
+    (bound to it by name: the node's own devices, not those it shares)."""
     return [s for s in current_slices(slices)
             if (driver is None or _spec(s).get("driver") == driver) and node in slice_locations(s)]
+
+
+# --- who publishes for a node ---------------------------------------------------------------
+
+def _holders(resource_slice):
+    """The entries that say where the slice's devices are: the spec, or with perDeviceNodeSelection each
+    device's own fields."""
+    spec = _spec(resource_slice)
+    if spec.get("perDeviceNodeSelection"):
+        return [device_fields(d) for d in spec.get("devices") or []]
+    return [spec]
+
+
+def holder_covers_node(holder, name, labels):
+    """Whether a slice spec or a per-device entry offers its devices to the node (its name and labels):
+    ``nodeName`` is the node, ``allNodes``, or its ``nodeSelector`` admits the node. An entry naming none
+    (the API refuses it) covers no node."""
+    if holder.get("nodeName"):
+        return holder["nodeName"] == name
+    if holder.get("allNodes"):
+        return True
+    if holder.get("nodeSelector"):
+        return selector_matches(holder["nodeSelector"], name, labels)
+    return False
+
+
+def slice_covers_node(resource_slice, name, labels):
+    """Whether the slice publishes for the node: at slice level (even without devices), or with
+    perDeviceNodeSelection through at least one of its devices."""
+    return any(holder_covers_node(h, name, labels) for h in _holders(resource_slice))
+
+
+def node_publishers(slices):
+    """Which pools publish for which nodes, from each pool's newest generation: the index that
+    pools_for_node and drivers_for_node read.
+
+    ``named``: {node name: pool keys naming it}; ``all_nodes``: pool keys offering devices to every node;
+    ``selectors``: [(pool key, nodeSelector)], each distinct pair once; ``pools``: every pool key with a
+    current slice that covers some node. Reads each slice once, so answering for many nodes costs one
+    pass over the slices plus the distinct selectors per node.
+    """
+    index = {"named": {}, "all_nodes": set(), "selectors": [], "pools": set()}
+    seen_selectors = set()
+    for item in current_slices(slices):
+        key = pool_key(item)
+        for holder in _holders(item):
+            if holder.get("nodeName"):
+                index["named"].setdefault(holder["nodeName"], set()).add(key)
+            elif holder.get("allNodes"):
+                index["all_nodes"].add(key)
+            elif holder.get("nodeSelector"):
+                seen = (key, json.dumps(holder["nodeSelector"], sort_keys=True))
+                if seen not in seen_selectors:
+                    seen_selectors.add(seen)
+                    index["selectors"].append((key, holder["nodeSelector"]))
+            else:
+                continue
+            index["pools"].add(key)
+    return index
+
+
+def pools_for_node(publishers, name, labels):
+    """The set of (driver, pool) keys publishing for the node (name, labels: the Node's metadata)."""
+    pools = set(publishers["named"].get(name) or ()) | publishers["all_nodes"]
+    pools.update(key for key, selector in publishers["selectors"]
+                 if key not in pools and selector_matches(selector, name, labels))
+    return pools
+
+
+def drivers_for_node(publishers, name, labels):
+    """The set of drivers publishing for the node (name, labels: the Node's metadata), from node_publishers."""
+    return set(driver for driver, dummy in pools_for_node(publishers, name, labels))
+
+
+def publishing_drivers(publishers):
+    """Every driver publishing for some node (what a claim on no node is checked against)."""
+    return set(driver for driver, dummy in publishers["pools"])
+
+
+def driver_publishes_for_node(slices, driver, name, labels):
+    """Whether some current slice of the driver covers the node: the driver is present there."""
+    return driver in drivers_for_node(node_publishers(slices), name, labels)
+
+
+def drivers_by_node(slices, node_labels):
+    """{node name: set of drivers publishing for it} for every node of node_labels ({name: labels})."""
+    publishers = node_publishers(slices)
+    return dict((name, drivers_for_node(publishers, name, labels)) for name, labels in node_labels.items())
 
 
 def device_index(slices):
@@ -185,11 +283,26 @@ def devices_by_node(pools):
     return by_node
 
 
-def nodes_without_slices(node_names, by_node, driver=None):
-    """Nodes (of node_names) that publish no slice (of the given driver, if any)."""
+def nodes_without_slices(node_labels, publishers, driver=None):
+    """Sorted nodes (of node_labels, {name: labels}) that no driver (or not the given driver) publishes for
+    (publishers: node_publishers of the slices)."""
     missing = []
-    for name in node_names:
-        drivers = by_node.get(name) or {}
+    for name, labels in node_labels.items():
+        drivers = drivers_for_node(publishers, name, labels)
         if (driver is None and not drivers) or (driver is not None and driver not in drivers):
             missing.append(name)
     return sorted(missing)
+
+
+def nodes_with_complete_slices(slices, driver, node_labels):
+    """Sorted nodes (of node_labels) the driver publishes for, where every pool of it covering the node has
+    all its slices (``resourceSliceCount``)."""
+    slices = list(slices)
+    publishers = node_publishers(slices)
+    complete = dict(((p["driver"], p["pool"]), p["complete"]) for p in summarize_pools(slices))
+    ready = []
+    for name, labels in node_labels.items():
+        pools = [key for key in pools_for_node(publishers, name, labels) if key[0] == driver]
+        if pools and all(complete[key] for key in pools):
+            ready.append(name)
+    return sorted(ready)

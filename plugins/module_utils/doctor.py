@@ -12,9 +12,9 @@ import time
 
 from ansible_collections.dra.admin.plugins.module_utils._claims import claim_view, pod_ref
 from ansible_collections.dra.admin.plugins.module_utils._doctor import (
-    DELETE, REMOVE_FINALIZERS, RESYNC, RESYNC_ANNOTATION, diagnose, drivers_at, pod_info,
+    DELETE, REMOVE_FINALIZERS, RESYNC, RESYNC_ANNOTATION, diagnose, pod_info,
 )
-from ansible_collections.dra.admin.plugins.module_utils._slices import devices_by_node, device_index, summarize_pools
+from ansible_collections.dra.admin.plugins.module_utils._slices import device_index
 from ansible_collections.dra.admin.plugins.module_utils.api import DraApiError
 from ansible_collections.dra.admin.plugins.module_utils.claims import (
     POD_NODE_COLUMN, claim_items, node_label_index,
@@ -40,17 +40,16 @@ def read_pods(api, namespaces=()):
 def examine(api, namespaces=(), force=False, now=None):
     """Findings of the cluster: dict with version, findings, metas ({namespace/name: claim metadata})."""
     version = api.resource_api_version()
-    nodes = node_label_index(api)
+    nodes = node_label_index(api)  # names and labels: what a slice's nodeSelector is matched against
     slices = list(api.list_items(api.resource_path("resourceslices", version=version)))
     slice_index = device_index(slices)
-    locations = drivers_at(devices_by_node(summarize_pools(slices)))
     refs, infos = read_pods(api, namespaces)
     views, metas = [], {}
     for item in claim_items(api, version, namespaces):
         view = claim_view(item, nodes, refs, slice_index)
         views.append(view)
         metas["%s/%s" % (view["namespace"], view["name"])] = item.get("metadata") or {}
-    findings = diagnose(views, metas, infos, slice_index, locations, time.time() if now is None else now, force)
+    findings = diagnose(views, metas, infos, slices, nodes, time.time() if now is None else now, force)
     return {"version": version, "findings": findings, "metas": metas}
 
 

@@ -28,7 +28,7 @@ from ansible_collections.dra.admin.plugins.module_utils._drain import (
 )
 from ansible_collections.dra.admin.plugins.module_utils._driver_nodes import select_nodes_for_daemonset
 from ansible_collections.dra.admin.plugins.module_utils._node_selection import daemonset_excludes
-from ansible_collections.dra.admin.plugins.module_utils._slices import slices_for_node
+from ansible_collections.dra.admin.plugins.module_utils._slices import driver_publishes_for_node
 
 MERGE_PATCH = "application/merge-patch+json"
 MAX_PARALLEL_EVICTIONS = 16
@@ -423,23 +423,21 @@ class NodeDrain(object):
             self.sleep(self.p["poll_interval"])
 
     def wait_slices_published(self):
+        labels = (self.get_node().get("metadata") or {}).get("labels") or {}  # after the exclusion label went
         for driver in self.p["drivers"]:
-            while not self.node_has_slices(driver):
+            while not self.node_has_slices(driver, labels):
                 if self.remaining() <= 0:
                     raise DrainError("driver %s publishes no ResourceSlice for %s after the timeout; the node "
                                      "stays cordoned. Check the driver pod's logs." % (driver, self.node))
                 self.sleep(self.p["poll_interval"])
             self.event("%s publishes ResourceSlices for %s" % (driver, self.node))
 
-    def node_has_slices(self, driver):
-        """The driver publishes devices for the node: a slice with its nodeName, or (perDeviceNodeSelection)
-        a device naming it, which only the driver's whole slice list can tell."""
+    def node_has_slices(self, driver, labels):
+        """The driver publishes for the node (_slices.driver_publishes_for_node: a current slice covers it by
+        nodeName, allNodes or a nodeSelector admitting its labels, per device too): from the driver's slices."""
         path = self.api.resource_path("resourceslices")
-        query = {"fieldSelector": "spec.nodeName=%s,spec.driver=%s" % (self.node, driver)}
-        if any(True for dummy in self.api.list_items(path, query)):
-            return True
         every = self.api.list_items(path, {"fieldSelector": "spec.driver=%s" % driver})
-        return bool(slices_for_node(every, self.node, driver))
+        return driver_publishes_for_node(every, driver, self.node, labels)
 
 
 def object_key(obj):

@@ -19,12 +19,16 @@ description:
     (C(dra.admin/resync-requested)), which makes the controller sync it. A claim generated for a pod that is gone
     and that nothing reserves is deleted, as the garbage collector would. A claim made by hand that is allocated
     but unused is only reported.
-  - C(stuck_deletion) - a claim being deleted, held by finalizers, whose driver publishes no ResourceSlice on the
-    claim's node(s) any more. The fix is to bring the driver back (the advice says where); only with O(force=true)
+  - C(stuck_deletion) - a claim being deleted, held by finalizers, whose driver is gone from the claim's node(s).
+    The fix is to bring the driver back (the advice says where); only with O(force=true)
     the module removes the claim's finalizers, and never while a consumer pod still exists.
   - C(pod_stuck_terminating) - a pod being deleted that holds a claim whose driver is gone from the pod's node (the
     kubelet cannot unprepare its devices, so the pod stays). Reported with its node and driver; not fixed here.
   - C(missing_devices) - a claim holding devices that no current ResourceSlice publishes. Reported only.
+  - A driver is gone from a node only when nothing of it still publishes for the node - no current ResourceSlice of
+    it covers the node through its C(nodeName), C(allNodes) or a C(nodeSelector) admitting the node's labels (at
+    slice level, or per device with C(perDeviceNodeSelection)). So drivers of network-attached or shared devices
+    count as present on every node they serve. The nodes are read once (metadata only) for their labels.
   - Nothing is changed unless O(fix) names the kind; check mode returns the plan in RV(actions), and diff mode shows
     each claim's annotations and finalizers before and after. Every write is conditional on the claim being the one
     diagnosed (its uid, its resourceVersion or its finalizers).

@@ -118,7 +118,10 @@ nodes:
   type: dict
   sample: {kwok-node-0: {gpu.example.com: {pools: [kwok-node-0], devices: 8, slices: 1, complete: true}}}
 nodes_without_slices:
-  description: Selected nodes that publish no ResourceSlice.
+  description: >-
+    Selected nodes that no driver publishes for: no current ResourceSlice covers them through its
+    C(nodeName), C(allNodes) or a C(nodeSelector) admitting the node (at slice level, or per device with
+    C(perDeviceNodeSelection)).
   returned: always
   type: list
   elements: str
@@ -137,8 +140,9 @@ from ansible_collections.dra.admin.plugins.module_utils.api import (
     AnsibleK8SModule, DraApi, DraApiError, DraNotServedError, auth_argument_spec,
 )
 from ansible_collections.dra.admin.plugins.module_utils._locations import is_marker
+from ansible_collections.dra.admin.plugins.module_utils._node_selection import node_label_map
 from ansible_collections.dra.admin.plugins.module_utils._slices import (
-    devices_by_node, nodes_without_slices, summarize_pools,
+    devices_by_node, node_publishers, nodes_without_slices, summarize_pools,
 )
 
 
@@ -178,17 +182,18 @@ def gather(api, require_dra, node_selector):
     result["dra_served"] = True
     result["resource_api_version"] = version
     query = {"labelSelector": node_selector} if node_selector else {}
-    node_names = [n["metadata"]["name"] for n in api.list_items("/api/v1/nodes", query)]
+    labels = node_label_map(api.list_items("/api/v1/nodes", query))
     result["device_classes"] = [
         {"name": dc["metadata"]["name"],
          "selectors": [(s.get("cel") or {}).get("expression") for s in (dc.get("spec") or {}).get("selectors") or []]}
         for dc in api.list_items(api.resource_path("deviceclasses"))]
-    pools = summarize_pools(api.list_items(api.resource_path("resourceslices")))
+    slices = list(api.list_items(api.resource_path("resourceslices")))
+    pools = summarize_pools(slices)
     by_node = devices_by_node(pools)
-    selected = set(node_names)
+    selected = set(labels)
     result["pools"] = pools
     result["nodes"] = dict((k, v) for k, v in by_node.items() if k in selected or is_marker(k))
-    result["nodes_without_slices"] = nodes_without_slices(node_names, by_node)
+    result["nodes_without_slices"] = nodes_without_slices(labels, node_publishers(slices))
     result["drivers"] = driver_totals(result["nodes"])
     return result
 

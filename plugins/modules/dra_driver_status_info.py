@@ -70,8 +70,9 @@ rollout:
 selected_nodes: {description: Nodes the DaemonSet selects., returned: always, type: list, elements: str}
 nodes_with_slices:
   description: >-
-    Selected nodes with devices of the driver in complete pools (a slice's C(nodeName), or with
-    C(perDeviceNodeSelection) a device's).
+    Selected nodes the driver publishes for, with every pool of it covering the node complete: a current
+    slice covers the node through its C(nodeName), C(allNodes) or a C(nodeSelector) admitting the node (at
+    slice level, or per device with C(perDeviceNodeSelection)).
   returned: always
   type: list
   elements: str
@@ -90,8 +91,8 @@ from ansible_collections.dra.admin.plugins.module_utils.api import (
 )
 from ansible_collections.dra.admin.plugins.module_utils._driver_checks import check_daemonset, rollout_state
 from ansible_collections.dra.admin.plugins.module_utils._driver_nodes import select_nodes_for_daemonset
-from ansible_collections.dra.admin.plugins.module_utils._node_selection import DEFAULT_EXCLUSION_LABEL
-from ansible_collections.dra.admin.plugins.module_utils._slices import devices_by_node, summarize_pools
+from ansible_collections.dra.admin.plugins.module_utils._node_selection import DEFAULT_EXCLUSION_LABEL, node_label_map
+from ansible_collections.dra.admin.plugins.module_utils._slices import nodes_with_complete_slices
 
 
 def argument_spec():
@@ -121,9 +122,9 @@ def observe(api, params):
     nodes = list(api.list_items("/api/v1/nodes"))
     selected, _excluded = select_nodes_for_daemonset(nodes, daemonset)
     slices = api.list_items(api.resource_path("resourceslices"), {"fieldSelector": "spec.driver=%s" % params["driver"]})
-    by_node = devices_by_node(summarize_pools(list(slices)))
-    with_slices = sorted(n for n in selected
-                         if params["driver"] in (by_node.get(n) or {}) and by_node[n][params["driver"]]["complete"])
+    chosen = set(selected)
+    with_slices = nodes_with_complete_slices(slices, params["driver"],
+                                             node_label_map(n for n in nodes if n["metadata"]["name"] in chosen))
     return {
         "daemonset": daemonset,
         "rollout": rollout_state(daemonset),

@@ -92,7 +92,10 @@ incomplete_pools:
   type: list
   elements: str
 nodes_without_slices:
-  description: Nodes matching O(node_selector) that publish no slice (of O(driver) when given).
+  description: >-
+    Nodes matching O(node_selector) that no driver (O(driver) when given) publishes for: no current slice
+    covers them through its C(nodeName), C(allNodes) or a C(nodeSelector) admitting the node (at slice level,
+    or per device with C(perDeviceNodeSelection)).
   returned: always
   type: list
   elements: str
@@ -105,8 +108,9 @@ api_requests:
 from ansible_collections.dra.admin.plugins.module_utils.api import (
     AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
 )
+from ansible_collections.dra.admin.plugins.module_utils._node_selection import node_label_map
 from ansible_collections.dra.admin.plugins.module_utils._slices import (
-    devices_by_node, nodes_without_slices, summarize_pools,
+    devices_by_node, node_publishers, nodes_without_slices, summarize_pools,
 )
 
 
@@ -133,20 +137,21 @@ def only_node(pools, by_node, node):
 def gather(api, params):
     version = api.resource_api_version()
     path = api.resource_path("resourceslices", version=version)
-    pools = summarize_pools(api.list_items(path, slice_query(params["driver"])))
+    slices = list(api.list_items(path, slice_query(params["driver"])))
+    pools = summarize_pools(slices)
     by_node = devices_by_node(pools)
     if params["node"]:
         pools, by_node = only_node(pools, by_node, params["node"])
     query = {"labelSelector": params["node_selector"]} if params["node_selector"] else {}
     if params["node"]:
         query["fieldSelector"] = "metadata.name=%s" % params["node"]
-    node_names = [n["metadata"]["name"] for n in api.list_items("/api/v1/nodes", query, metadata_only=True)]
+    labels = node_label_map(api.list_items("/api/v1/nodes", query, metadata_only=True))
     return {
         "resource_api_version": version,
         "pools": pools,
         "nodes": by_node,
         "incomplete_pools": ["%s/%s" % (p["driver"], p["pool"]) for p in pools if not p["complete"]],
-        "nodes_without_slices": nodes_without_slices(node_names, by_node, params["driver"]),
+        "nodes_without_slices": nodes_without_slices(labels, node_publishers(slices), params["driver"]),
     }
 
 

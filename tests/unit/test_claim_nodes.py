@@ -188,7 +188,12 @@ def test_per_device_slice_counts_under_the_nodes_its_devices_name(rec):
     driver = item["spec"]["driver"]
     assert by_node[A][driver]["devices"] == 4 and by_node[B][driver]["devices"] == 2
     assert by_node[_locations.SLICE_ALL_NODES][driver]["devices"] == 1
-    assert _slices.nodes_without_slices([A, B, C], by_node, driver) == [C]
+    # The allNodes device covers C too: the driver publishes for every node. Without it, the selector
+    # device still covers A and B by their hostname labels, and C is left.
+    assert _slices.nodes_without_slices(rec["nodes"], _slices.node_publishers([item]), driver) == []
+    no_all_nodes = copy.deepcopy(item)
+    del no_all_nodes["spec"]["devices"][6]
+    assert _slices.nodes_without_slices(rec["nodes"], _slices.node_publishers([no_all_nodes]), driver) == [C]
     assert _slices.slices_for_node([item], B, driver) == [item]
     assert _slices.slices_for_node([item], C, driver) == []
 

@@ -133,7 +133,8 @@ def test_slice_pools_complete_and_per_node(world):
     assert pools and all(p["complete"] and p["devices"] == 8 for p in pools)
     by_node = _slices.devices_by_node(pools)
     assert set(by_node) == set(world["nodes"])
-    assert _slices.nodes_without_slices(list(world["nodes"]) + ["ghost"], by_node) == ["ghost"]
+    every_node = dict(world["nodes"], ghost={})
+    assert _slices.nodes_without_slices(every_node, _slices.node_publishers(world["slices"])) == ["ghost"]
 
 
 def test_incomplete_pool_and_stale_generation():
