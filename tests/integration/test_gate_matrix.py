@@ -74,6 +74,7 @@ def ansible(version, module, args, check=False):
 # One case each way per pinned release, through the real modules: dra_version_info, and
 # component_flags in check mode with enable_dra (the feature_gates role's check before it writes).
 REAL_CASES = {
+    "v1.37.2": [("DRAPrioritizedList", False), ("DRADeviceTaintRules", False)],
     "v1.36.3": [("DRAResourceClaimDeviceStatus", False), ("DRADeviceTaintRules", True)],
     "v1.33.13": [("DRAPrioritizedList", True), ("DRAConsumableCapacity", True)],
 }

@@ -575,8 +575,9 @@ def test_kubelet_config_restarts_the_real_kubelet_and_rolls_back_one_that_does_n
     assert kubelet_pid() not in ("0", "", pid_before)
 
     # A second kubelet gate the release knows and the catalog lets be switched on (turning the first off
-    # again is refused on 1.36, where ResourceHealthStatusMessage depends on it).
-    marker = "ResourceHealthStatusMessage" if c.version.startswith("v1.36") else "KubeletPodResourcesDynamicResources"
+    # again is refused where ResourceHealthStatusMessage depends on it: from 1.36, as the catalog says).
+    marker = ("ResourceHealthStatusMessage" if clusterlib.catalog().gate_info(c.version, "ResourceHealthStatusMessage")
+              else "KubeletPodResourcesDynamicResources")
     dropin = "/etc/systemd/system/kubelet.service.d/99-refuse.conf"
     write_node_file(c, node, dropin, f"[Service]\nExecStartPre=/bin/sh -c '! grep -q {marker} {config}'\n",
                     then="systemctl daemon-reload")
