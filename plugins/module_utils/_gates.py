@@ -80,6 +80,8 @@ _API_KUBELET = (KUBE_APISERVER, KUBELET)
 # name -> (components, history, removed_in, depends_on)
 #   history: ((first minor, stage, default, locked), ...) in release order;
 #            the first entry's minor is the first release whose binaries know the name.
+#            Entries for a release in PLANNED_MINORS are upstream's plans (the comments beside the
+#            gates in the last release's kube_features.go); only upgrade checks read them.
 #   removed_in: first minor whose binaries no longer know the name (None: still there).
 #   depends_on: gates that must be enabled when this one is (enforced at start-up from 1.35,
 #               for every enabled gate, on by default or set).
@@ -99,9 +101,10 @@ _GATES = {
         _API_SCHED,
         ((32, ALPHA, False, False), (33, BETA, True, False), (37, GA, True, True)),
         None, ()),
+    # 38: upstream's plan ("LockToDefault: true in 1.38" in v1.37.2's kube_features.go), for upgrade checks.
     "DRADeviceTaints": (
         _API_KCM_SCHED,
-        ((33, ALPHA, False, False), (36, BETA, True, False), (37, GA, True, False)),
+        ((33, ALPHA, False, False), (36, BETA, True, False), (37, GA, True, False), (38, GA, True, True)),
         None, ("DynamicResourceAllocation",)),
     "DRAPartitionableDevices": (
         _API_SCHED, ((33, ALPHA, False, False), (36, BETA, True, False)),
@@ -123,7 +126,7 @@ _GATES = {
         (KUBE_SCHEDULER,), ((34, BETA, True, False),), None, ("DynamicResourceAllocation",)),
     "DRADeviceTaintRules": (
         _API_KCM_SCHED,
-        ((35, ALPHA, False, False), (36, BETA, False, False), (37, GA, True, False)),
+        ((35, ALPHA, False, False), (36, BETA, False, False), (37, GA, True, False), (38, GA, True, True)),
         None, ("DRADeviceTaints",)),
     "DRAListTypeAttributes": (
         _API_SCHED, ((36, ALPHA, False, False),), None, ("DynamicResourceAllocation",)),
@@ -305,15 +308,18 @@ def _info(minor, name, spec):
             "components": list(components), "depends_on": list(depends_on)}
 
 
-def gate_catalog(version):
-    """Every gate this catalog knows that exists on the release: name -> gate_info()."""
-    require_supported(version)
+def _catalog_at(minor):
     catalog = {}
     for name in sorted(_GATES):
-        info = gate_info(version, name)
+        info = _info(minor, name, _GATES[name])
         if info is not None:
             catalog[name] = info
     return catalog
+
+
+def gate_catalog(version):
+    """Every gate this catalog knows that exists on the release: name -> gate_info()."""
+    return _catalog_at(require_supported(version))
 
 
 def removed_gates(version):
@@ -342,9 +348,7 @@ def gate_value(value):
     raise ValueError("%r is not a feature gate value: use true or false" % (value,))
 
 
-def outside_defaults(version):
-    """Defaults of the non-DRA gates that DRA gates depend on (_OUTSIDE_GATES) on this release."""
-    minor = require_supported(version)
+def _outside_defaults_at(minor):
     defaults = {}
     for name, spec in _OUTSIDE_GATES.items():
         info = _info(minor, name, spec)
@@ -353,15 +357,39 @@ def outside_defaults(version):
     return defaults
 
 
-def effective_gates(version, requested):
-    """The value every catalogued gate will have with `requested` applied (unknown names skipped),
-    plus the defaults of the outside gates DRA gates depend on."""
-    values = dict((name, info["default"]) for name, info in gate_catalog(version).items())
+def outside_defaults(version):
+    """Defaults of the non-DRA gates that DRA gates depend on (_OUTSIDE_GATES) on this release."""
+    return _outside_defaults_at(require_supported(version))
+
+
+def _effective_at(minor, requested):
+    values = dict((name, info["default"]) for name, info in _catalog_at(minor).items())
     for name, value in requested.items():
         if name in values:
             values[name] = gate_value(value)
-    values.update(outside_defaults(version))
+    values.update(_outside_defaults_at(minor))
     return values
+
+
+def effective_gates(version, requested):
+    """The value every catalogued gate will have with `requested` applied (unknown names skipped),
+    plus the defaults of the outside gates DRA gates depend on."""
+    return _effective_at(require_supported(version), requested)
+
+
+def _unmet_dependencies_at(minor, values):
+    """[(gate, [its dependencies that end up off])] for each gate that ends up on with `values` (parsed, known
+    gates) set. A dependency the release does not know (a removed gate) is no dependency there: upstream
+    drops it with the gate."""
+    effective = _effective_at(minor, values)
+    unmet = []
+    for name, info in sorted(_catalog_at(minor).items()):
+        if not effective[name]:
+            continue
+        missing = [dep for dep in info["depends_on"] if dep in effective and not effective[dep]]
+        if missing:
+            unmet.append((name, missing))
+    return unmet
 
 
 def _names(names):
@@ -378,15 +406,9 @@ def dependency_errors(version, values):
     """
     minor = require_supported(version)
     catalog = gate_catalog(version)
-    effective = effective_gates(version, values)
     errors = []
     broken_by = {}  # gate set to false -> default-on gates that depend on it
-    for name in sorted(catalog):
-        if not effective[name]:
-            continue
-        missing = [dep for dep in catalog[name]["depends_on"] if not effective.get(dep, False)]
-        if not missing:
-            continue
+    for name, missing in _unmet_dependencies_at(minor, values):
         if values.get(name):
             errors.append(
                 "feature gate %s needs %s enabled on Kubernetes 1.%d: add %s to the requested gates"
@@ -618,6 +640,39 @@ def storage_version(version, resource):
 def target_gate_info(version, name):
     """gate_info() for an upgrade target (1.38 included); None when that release has no such gate."""
     return _info(require_upgrade_target(version), name, _GATES.get(name))
+
+
+def target_unmet_dependencies(version, values):
+    """For an upgrade target (1.38 included): [{gate, missing, set}] for each gate that would be on with the
+    component's own settings `values` ({gate: bool} of catalogued gates; others are ignored) while a gate it
+    depends on is off. `set`: whether `values` switches the gate on (else it is on by default). From
+    DEPENDENCIES_ENFORCED_FROM such a component refuses to start."""
+    minor = require_upgrade_target(version)
+    known = _catalog_at(minor)
+    values = dict((name, value) for name, value in values.items() if name in known)
+    return [{"gate": name, "missing": missing, "set": bool(values.get(name))}
+            for name, missing in _unmet_dependencies_at(minor, values)]
+
+
+def upgrade_sensitive_gates(current, target):
+    """Gates a component of release `current` may set that the `target` release refuses, whatever their value
+    there: {gate: why}. Those locked on the target but not on `current`, those the target removes, and the
+    dependencies of gates the target switches on by default (switching one off is refused from 1.35)."""
+    now, then = parse_minor(current), require_upgrade_target(target)
+    before, after = _catalog_at(now), _catalog_at(then)
+    sensitive = {}
+    for name, info in sorted(before.items()):
+        if name not in after:
+            sensitive[name] = "removed in 1.%d" % _GATES[name][2]
+        elif info["locked"] is False and name in after and after[name]["locked"]:
+            sensitive[name] = "locked to %s on 1.%d" % (str(after[name]["default"]).lower(), then)
+    if then >= DEPENDENCIES_ENFORCED_FROM:
+        for name, info in sorted(after.items()):
+            if info["default"] and not (before.get(name) or {}).get("default"):
+                for dep in info["depends_on"]:
+                    if dep in before and not before[dep]["locked"] and dep not in sensitive:
+                        sensitive[dep] = "%s is on by default on 1.%d and depends on it" % (name, then)
+    return sensitive
 
 
 def is_catalogued(name):

@@ -8,9 +8,12 @@ component refuses to start on the target; ``warning``: works only with an action
 from the API; ``info``), ``subject``, ``message`` (with the evidence in words), ``evidence`` (the
 data it rests on) and ``fix`` (the dra.admin role and knob where there is one).
 
-Versions come from the catalog (``_gates``), gate values from a static pod's flags (``_command_line``) or
-kube-apiserver's ``kubernetes_feature_enabled`` metric (parsed by ``_metrics``), the driver role's
-seamless-upgrade rule from ``_driver_upgrade``, the driver persona's rule names from ``_rbac``.
+Versions come from the catalog (``_gates``), gate values from a static pod's flags (``_command_line``),
+kube-apiserver's ``kubernetes_feature_enabled`` metric (parsed by ``_metrics``) or a kubelet's ``/configz``
+(read through the API server's node proxy), the driver role's seamless-upgrade rule from ``_driver_upgrade``,
+the driver persona's rule names from ``_rbac``. Every component's gates are judged by one rule
+(``component_gate_findings``): what the target refuses (a removed gate, a locked gate set to the other
+value, a gate on whose dependency is off); a component whose gates cannot be read is named, never passed.
 
 Pure: no Ansible, no network.
 """
@@ -51,6 +54,8 @@ CANDIDATE_STORAGE = ("v1", "v1beta2", "v1beta1", "v1alpha3")
 # The static pods' component label (kubeadm) -> component name.
 CONTROL_PLANE = (_gates.KUBE_APISERVER, _gates.KUBE_CONTROLLER_MANAGER, _gates.KUBE_SCHEDULER)
 PLUGIN_REGISTRY_DIR = "/var/lib/kubelet/plugins_registry"
+# A kubelet's /configz answer: {"kubeletconfig": <KubeletConfiguration v1beta1 without apiVersion and kind>}.
+KUBELET_CONFIGZ_KEY = "kubeletconfig"
 
 
 class UpgradeInputError(ValueError):
@@ -158,6 +163,16 @@ def flags_from_pods(pods):
             for flag in ("feature-gates", "runtime-config"):
                 entry[flag].update(parse_map(flags.get(flag) if isinstance(flags.get(flag), str) else ""))
     return found
+
+
+def kubelet_gates_from_configz(document):
+    """{gate: value as written} of a kubelet's /configz answer (its featureGates; empty when it sets none),
+    or None when the document is not a kubelet's configuration."""
+    config = (document or {}).get(KUBELET_CONFIGZ_KEY) if isinstance(document, dict) else None
+    if not isinstance(config, dict):
+        return None
+    gates = config.get("featureGates") or {}
+    return dict(gates) if isinstance(gates, dict) else None
 
 
 def _container_text(spec):
@@ -283,51 +298,100 @@ def api_findings(facts, target, target_minor):
     return found
 
 
-def _gate_finding(component, name, value, target, target_minor, source):
+def _values(settings):
+    """{gate: bool} of the catalogued gates among `settings` ({gate: value as written}); values that are not
+    booleans are left out (the component would not have started with them)."""
+    values = {}
+    for name, raw in (settings or {}).items():
+        if not _gates.is_catalogued(name):
+            continue
+        try:
+            values[name] = _gates.gate_value(raw)
+        except ValueError:
+            continue
+    return values
+
+
+def gate_verdict(name, value, target_minor):
+    """What Kubernetes 1.<target_minor> does with a component that sets gate `name` to `value`:
+    (id, severity, what happens) or None when it accepts it without remark."""
+    target = _v(target_minor)
     info = _gates.target_gate_info(target, name)
-    where = "%s %s" % (component, source)
     removed = _gates.gate_removed_in(name)
-    evidence = {"component": component, "gate": name, "value": value, "source": source}
+    shown = "%s=%s" % (name, str(value).lower())
     if info is None and removed is not None and target_minor >= removed:
-        return finding("feature-gate-removed", "breaking", "%s: %s" % (component, name),
-                       "%s sets %s=%s; Kubernetes %s no longer knows the gate and the component refuses to start"
-                       % (where, name, str(value).lower(), _v(removed)),
-                       "remove the gate before upgrading: role dra.admin.feature_gates, dra_feature_gates_extra: "
-                       "{%s: null}" % name, evidence)
+        return ("feature-gate-removed", "breaking",
+                "%s; Kubernetes %s no longer knows the gate and the component refuses to start" % (shown, _v(removed)))
     if info is not None and info["locked"] and value != info["default"]:
-        return finding("feature-gate-locked", "breaking", "%s: %s" % (component, name),
-                       "%s sets %s=%s; on Kubernetes %s it is locked to %s and the component refuses to start"
-                       % (where, name, str(value).lower(), _v(target_minor), str(info["default"]).lower()),
-                       "remove the gate before upgrading: role dra.admin.feature_gates, dra_feature_gates_extra: "
-                       "{%s: null}" % name, evidence)
+        return ("feature-gate-locked", "breaking",
+                "%s; on Kubernetes %s it is locked to %s and the component refuses to start"
+                % (shown, target, str(info["default"]).lower()))
     if info is not None and info["locked"]:
-        return finding("feature-gate-locked", "info", "%s: %s" % (component, name),
-                       "%s sets %s=%s; on Kubernetes %s it is locked to that value (the setting does nothing, and a "
-                       "later release that removes the gate refuses it)" % (where, name, str(value).lower(),
-                                                                            _v(target_minor)),
-                       "remove it when convenient: role dra.admin.feature_gates, dra_feature_gates_extra: "
-                       "{%s: null}" % name, evidence)
+        return ("feature-gate-locked", "info",
+                "%s; on Kubernetes %s it is locked to that value (the setting does nothing, and a later release "
+                "that removes the gate refuses it)" % (shown, target))
     return None
+
+
+def _gate_fix(name, severity):
+    return ("%s: role dra.admin.feature_gates, dra_feature_gates_extra: {%s: null}"
+            % ("remove the gate before upgrading" if severity == "breaking" else "remove it when convenient", name))
+
+
+def _dependency_fix(item, values, target):
+    fixes = ["remove %s=false" % dep if values.get(dep) is False else "add %s=true" % dep for dep in item["missing"]]
+    info = _gates.target_gate_info(target, item["gate"])
+    if not info["locked"]:
+        fixes.append("or set %s=false" % item["gate"])
+    return "before upgrading: %s (role dra.admin.feature_gates, dra_feature_gates_extra)" % ", ".join(fixes)
+
+
+def component_gate_findings(component, where, source, settings, target_minor, subject_extra=None):
+    """The findings for one component's gates on the target: `settings` {gate: value as written} (the
+    component's own settings: its --feature-gates or featureGates, or the values that differ from the defaults);
+    `where` says whose settings they are ("kube-apiserver", "kubelet on node-a, node-b"), `source` where they were
+    read. Each gate the target removes or locks to the other value, and each gate that would be on while one it
+    depends on is off (refused at start-up from 1.35)."""
+    target = _v(target_minor)
+    subject = lambda name: "%s: %s" % (subject_extra or component, name)  # noqa: E731
+    values = _values(settings)
+    found = []
+    for name in sorted(values):
+        verdict = gate_verdict(name, values[name], target_minor)
+        if verdict:
+            fid, severity, what = verdict
+            found.append(finding(fid, severity, subject(name), "%s %s sets %s" % (where, source, what),
+                                 _gate_fix(name, severity),
+                                 {"component": component, "gate": name, "value": values[name], "source": source}))
+    if target_minor < _gates.DEPENDENCIES_ENFORCED_FROM:
+        return found
+    # A locked gate set to the other value is already a finding; judge the dependencies without it.
+    accepted = dict((name, value) for name, value in values.items()
+                    if (gate_verdict(name, value, target_minor) or ("", "info"))[1] != "breaking")
+    for item in _gates.target_unmet_dependencies(target, accepted):
+        found.append(finding(
+            "feature-gate-dependency", "breaking", subject(item["gate"]),
+            "%s %s: on Kubernetes %s %s is on (%s) and depends on %s, which %s off; the component refuses to start "
+            "(\"%s is enabled, but depends on features that are disabled\")" % (
+                where, source, target, item["gate"], "set" if item["set"] else "by default",
+                " and ".join(item["missing"]), "is" if len(item["missing"]) == 1 else "are", item["gate"]),
+            _dependency_fix(item, accepted, target),
+            {"component": component, "gate": item["gate"], "missing": item["missing"], "source": source,
+             "settings": dict((n, accepted[n]) for n in [item["gate"]] + item["missing"] if n in accepted)}))
+    return found
 
 
 def gate_findings(facts, current, target, target_minor):
     found = []
     flags = facts.get("control_plane_flags") or {}
     for component in sorted(flags):
-        for name, raw in sorted(flags[component]["feature-gates"].items()):
-            if not _gates.is_catalogued(name):
-                continue
-            try:
-                value = _gates.gate_value(raw)
-            except ValueError:
-                continue
-            item = _gate_finding(component, name, value, target, target_minor, "(static pod command)")
-            if item:
-                found.append(item)
+        found += component_gate_findings(component, component, "(static pod command)",
+                                         flags[component]["feature-gates"], target_minor)
+    found += kubelet_gate_findings(facts, current, target_minor)
     if flags:
         return found
     effective = gates_from_metrics(facts.get("metrics_text"))
-    unknown = []
+    unknown, differing = [], {}
     for name, value in sorted(effective.items()):
         current_info = _gates.target_gate_info(current, name)
         if current_info is not None and value == current_info["default"]:
@@ -335,10 +399,9 @@ def gate_findings(facts, current, target, target_minor):
             if removed is not None and target_minor >= removed:
                 unknown.append(name)
             continue
-        item = _gate_finding(_gates.KUBE_APISERVER, name, value, target, target_minor,
-                             "(kubernetes_feature_enabled differs from the default)")
-        if item:
-            found.append(item)
+        differing[name] = value
+    found += component_gate_findings(_gates.KUBE_APISERVER, _gates.KUBE_APISERVER,
+                                     "(kubernetes_feature_enabled differs from the default)", differing, target_minor)
     if unknown:
         found.append(finding(
             "feature-gate-unknown", "warning", "%s: %s" % (_gates.KUBE_APISERVER, ", ".join(unknown)),
@@ -348,7 +411,59 @@ def gate_findings(facts, current, target, target_minor):
             "read the flags on the control-plane hosts (module dra.admin.component_flags) and remove them with role "
             "dra.admin.feature_gates, dra_feature_gates_extra: {%s}" % ", ".join("%s: null" % n for n in unknown),
             {"gates": unknown, "source": "kubernetes_feature_enabled"}))
+    sensitive = _gates.upgrade_sensitive_gates(current, target)
+    if sensitive:
+        unread = [c for c in CONTROL_PLANE if c != _gates.KUBE_APISERVER or facts.get("metrics_text") is None]
+        found.append(finding(
+            "feature-gates-unread", "warning", ", ".join(unread),
+            "the gates of %s cannot be read through the API (no control-plane mirror pods with kubeadm's component "
+            "label, and no /metrics of theirs through kube-apiserver); Kubernetes %s refuses some settings "
+            "these components may have: %s" % (" and ".join(unread), _v(target_minor), _sensitive_text(sensitive)),
+            "read their flags on the control-plane hosts (module dra.admin.component_flags, or "
+            "dra.admin.component_metrics_info for kubernetes_feature_enabled) and check them with this module's "
+            "rules, or run the check against a cluster whose static pods are visible",
+            {"components": unread, "gates": sensitive}))
     return found
+
+
+def _sensitive_text(sensitive):
+    return "; ".join("%s (%s)" % (name, why) for name, why in sorted(sensitive.items()))
+
+
+def kubelet_gate_findings(facts, current, target_minor):
+    """The kubelets' gates, read per node from /configz (`facts["kubelet_gates"]`: {node: {"gates": {...}} or
+    {"error": why}}; absent when not read): the kubelets with the same settings are judged together (their
+    findings name every such node), and one warning names each node whose configuration could not be read."""
+    per_node = facts.get("kubelet_gates")
+    if per_node is None:
+        return []
+    groups, unread = {}, {}
+    for node in sorted(per_node):
+        entry = per_node[node]
+        if entry.get("error"):
+            unread[node] = entry["error"]
+            continue
+        settings = _values(entry.get("gates"))
+        groups.setdefault(tuple(sorted(settings.items())), []).append(node)
+    found = []
+    for settings, nodes in sorted(groups.items(), key=lambda kv: kv[1]):
+        where = "kubelet on %s" % ", ".join(nodes)
+        for item in component_gate_findings(_gates.KUBELET, "the " + where, "(/configz)", dict(settings),
+                                            target_minor, subject_extra=where):
+            item["evidence"]["nodes"] = nodes
+            found.append(item)
+    if unread:
+        sensitive = _gates.upgrade_sensitive_gates(current, _v(target_minor))
+        found.append(finding(
+            "kubelet-gates-unread", "warning", ", ".join(sorted(unread)),
+            "the feature gates of the kubelet on %s cannot be read (%s): a setting Kubernetes %s refuses is not "
+            "checked there, and such a kubelet does not start once upgraded%s" % (
+                ", ".join(sorted(unread)), "; ".join("%s: %s" % (n, unread[n]) for n in sorted(unread)),
+                _v(target_minor), "; the settings to look for: %s" % _sensitive_text(sensitive) if sensitive else ""),
+            "allow get on nodes/proxy to the check's credential and make the kubelets reachable from kube-apiserver, "
+            "or read featureGates on each node (module dra.admin.kubelet_config, check mode, returns feature_gates; "
+            "also --feature-gates in the kubelet's flags)", {"nodes": unread, "gates": sensitive}))
+    return sorted(found, key=lambda f: (SEVERITIES.index(f["severity"]), f["id"], f["subject"]))
 
 
 def admin_label_findings(facts, current_minor, target_minor):

@@ -7,7 +7,9 @@ Requests: the version, resource.k8s.io discovery (the group and each served vers
 /metrics, the StorageVersion list (404 where not served), one ``limit=1`` LIST per stored DRA resource
 (its count from ``remainingItemCount``), and paginated LISTs of the control-plane mirror pods, Nodes,
 namespaces with the old admin-access label, DaemonSets and ResourceSlices; then two SubjectAccessReviews
-per driver service account and per scheduler subject. Nothing grows with the number of claims.
+per driver service account and per scheduler subject; and, unless switched off, one GET of each node's kubelet
+/configz through the API server's node proxy (the only requests that grow with the cluster: one per node).
+Nothing grows with the number of claims.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -27,7 +29,30 @@ def _count(api, path):
     return items + int((page.get("metadata") or {}).get("remainingItemCount") or 0)
 
 
-def gather(api, schedulers=()):
+def kubelet_configz_path(node):
+    return "/api/v1/nodes/%s/proxy/configz" % node
+
+
+def read_kubelet_gates(api, nodes):
+    """{node: {"gates": {...}} or {"error": why}}: each kubelet's featureGates from its /configz, read through
+    the API server's node proxy. A node whose kubelet does not answer (unreachable, forbidden, no kubelet behind
+    the Node object) gets the reason, never an empty answer."""
+    found = {}
+    for node in nodes:
+        name = (node.get("metadata") or {}).get("name")
+        try:
+            gates = _upgrade.kubelet_gates_from_configz(api.get(kubelet_configz_path(name)))
+        except DraApiError as exc:
+            found[name] = {"error": str(exc)}
+            continue
+        except ValueError:  # an answer that is not JSON
+            gates = None
+        found[name] = {"gates": gates} if gates is not None else {
+            "error": "GET %s answered something other than a kubelet configuration" % kubelet_configz_path(name)}
+    return found
+
+
+def gather(api, schedulers=(), kubelet_gates=True):
     """The facts _upgrade.findings reads."""
     served = api.served_resource_versions()
     discovery = dict((v, api.get_or_none("/apis/%s/%s" % (RESOURCE_GROUP, v))) for v in served)
@@ -62,6 +87,8 @@ def gather(api, schedulers=()):
     facts["control_plane_flags"] = _upgrade.flags_from_pods(api.list_items(
         "/api/v1/namespaces/kube-system/pods", {"labelSelector": "tier=control-plane"}))
     facts["nodes"] = list(api.list_items("/api/v1/nodes"))
+    if kubelet_gates:
+        facts["kubelet_gates"] = read_kubelet_gates(api, facts["nodes"])
     facts["admin_namespaces"] = list(api.list_items(
         "/api/v1/namespaces", {"labelSelector": _upgrade.OLD_ADMIN_LABEL}, metadata_only=True))
     facts["driver_accounts"] = _upgrade.driver_accounts(api.list_items("/apis/apps/v1/daemonsets"), drivers)
@@ -73,11 +100,21 @@ def gather(api, schedulers=()):
     return facts
 
 
-def check(api, target, schedulers=()):
+def kubelet_gates_source(facts):
+    """Which kubelets' gates were read from /configz and which not (the reasons are in the findings)."""
+    per_node = facts.get("kubelet_gates")
+    if per_node is None:
+        return {"read": [], "unread": [], "source": "not read (kubelet_gates: false)"}
+    return {"read": sorted(n for n, e in per_node.items() if "gates" in e),
+            "unread": sorted(n for n, e in per_node.items() if "error" in e),
+            "source": "/configz through the API server's node proxy"}
+
+
+def check(api, target, schedulers=(), kubelet_gates=True):
     """The module's whole answer: versions, findings, their counts by severity, and the facts' sources."""
     current = api.server_version().get("gitVersion")
     _upgrade.check_target(current, target)  # bad input fails before anything else is read
-    facts = gather(api, schedulers)
+    facts = gather(api, schedulers, kubelet_gates)
     found = _upgrade.findings(facts, current, target)
     return {
         "kubernetes_version": current,
@@ -89,5 +126,6 @@ def check(api, target, schedulers=()):
             "storage_versions": facts["storage_source"],
             "driver_service_accounts": ["%s/%s" % (a["namespace"], a["service_account"])
                                         for a in facts["driver_accounts"]],
+            "kubelet_feature_gates": kubelet_gates_source(facts),
         },
     }

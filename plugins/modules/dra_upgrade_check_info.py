@@ -20,8 +20,13 @@ description:
     the target does not have at all (kube-apiserver refuses them in C(--runtime-config)).
   - The storage version of the existing DRA objects (StorageVersion API where served, otherwise the discovery
     documents' C(storageVersionHash)) against the target's, and whether objects stay in an older encoding.
-  - Feature gates the target removes or locks to another value, from the control-plane static pods' commands when
-    their mirror pods are visible, otherwise from kube-apiserver's C(kubernetes_feature_enabled).
+  - Feature gates the target refuses - a gate it removes, a gate it locks to the other value, a gate that would be on
+    while a gate it depends on is off (refused at start-up from 1.35) - for every component alike. The control plane's
+    from the static pods' commands when their mirror pods are visible, otherwise kube-apiserver's from its
+    C(kubernetes_feature_enabled), and a warning names kube-controller-manager and kube-scheduler, whose gates the
+    API then does not show. Each kubelet's from its C(/configz) (C(featureGates)), read through the API server's node
+    proxy; kubelets with the same settings share their findings, and a warning names each node whose kubelet could
+    not be read, with the reason (see O(kubelet_gates)).
   - Namespaces with only the 1.33 admin-access label (C(resource.k8s.io/admin-access)), which 1.34 renamed to
     C(resource.kubernetes.io/admin-access).
   - The 1.36 authorization of ResourceClaim status, checked with SubjectAccessReviews, for the service accounts
@@ -51,6 +56,14 @@ options:
     elements: str
     choices: [breaking, warning, info]
     default: []
+  kubelet_gates:
+    description:
+      - Read each node's kubelet configuration (C(GET /api/v1/nodes/<node>/proxy/configz), which needs C(get) on
+        C(nodes/proxy)) and check its feature gates. One request per node; a kubelet kube-apiserver cannot reach
+        may take as long as kube-apiserver's dial timeout to fail.
+      - With V(false) no node is asked, and RV(sources.kubelet_feature_gates) says so.
+    type: bool
+    default: true
   schedulers:
     description:
       - Custom schedulers to check for the 1.36 C(resourceclaims/binding) permission, as service accounts
@@ -65,7 +78,10 @@ notes:
   - The metrics count requests since kube-apiserver started, on the instance that answers; they do not name
     clients (kube-apiserver's audit log does). With several API servers, each has its own counts.
   - Which version an object is stored in is known per resource, not per object, without reading etcd.
-  - The number of API requests does not grow with the number of claims; see RV(api_requests).
+  - The number of API requests does not grow with the number of claims; it grows by one per node with
+    O(kubelet_gates). See RV(api_requests).
+  - Nodes without a kubelet behind them (virtual or KWOK nodes) answer C(/configz) with an error or something else;
+    they are named in a C(kubelet-gates-unread) finding, not passed.
 """
 
 EXAMPLES = r"""
@@ -73,6 +89,11 @@ EXAMPLES = r"""
   dra.admin.dra_upgrade_check_info:
     target_version: v1.37
   register: upgrade
+
+- name: The same without asking every kubelet (large clusters)
+  dra.admin.dra_upgrade_check_info:
+    target_version: v1.38
+    kubelet_gates: false
 
 - name: Show the findings
   ansible.builtin.debug:
@@ -105,9 +126,11 @@ findings:
     id:
       description: >-
         The kind of finding - C(api-version-in-use), C(api-version-removed), C(storage-version),
-        C(feature-gate-removed), C(feature-gate-locked), C(feature-gate-unknown), C(admin-access-label),
-        C(driver-rbac), C(scheduler-rbac), C(kubelet-skew), C(kubelet-version-unknown), C(seamless-driver-upgrade),
-        C(upgrade-path), C(planned-release) or C(metrics-unreadable).
+        C(feature-gate-removed), C(feature-gate-locked), C(feature-gate-dependency), C(feature-gate-unknown),
+        C(feature-gates-unread), C(kubelet-gates-unread), C(admin-access-label), C(driver-rbac), C(scheduler-rbac),
+        C(kubelet-skew), C(kubelet-version-unknown), C(seamless-driver-upgrade), C(upgrade-path),
+        C(planned-release) or C(metrics-unreadable). The feature gate findings' evidence names the component
+        (and for kubelets the C(nodes)).
       type: str
       returned: always
     severity:
@@ -135,10 +158,15 @@ summary:
 sources:
   description: >-
     Where the facts came from - C(feature_gates) (C(static pod command) or C(kubernetes_feature_enabled)),
-    C(storage_versions) (C(StorageVersion API) or C(discovery storageVersionHash)) and the driver service accounts
-    checked.
+    C(storage_versions) (C(StorageVersion API) or C(discovery storageVersionHash)), the driver service accounts
+    checked, and C(kubelet_feature_gates) (C(read) and C(unread) node names, and C(source)).
   returned: always
   type: dict
+  sample:
+    feature_gates: kubernetes_feature_enabled
+    storage_versions: discovery storageVersionHash
+    driver_service_accounts: [dra-driver/dra-example-driver]
+    kubelet_feature_gates: {read: [worker-1], unread: [], source: /configz through the API server's node proxy}
 api_requests:
   description: Number of API requests the module made.
   returned: always
@@ -156,6 +184,7 @@ def argument_spec():
         target_version=dict(type="str", required=True),
         fail_on=dict(type="list", elements="str", choices=list(SEVERITIES), default=[]),
         schedulers=dict(type="list", elements="str", default=[]),
+        kubelet_gates=dict(type="bool", default=True),
     )
     return spec
 
@@ -164,7 +193,8 @@ def main():
     module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
     api = DraApi(module)
     try:
-        result = check(api, module.params["target_version"], module.params["schedulers"])
+        result = check(api, module.params["target_version"], module.params["schedulers"],
+                       module.params["kubelet_gates"])
     except (DraApiError, UpgradeInputError) as exc:
         module.fail_json(msg=str(exc), api_requests=api.requests)
     failing = [f for f in result["findings"] if f["severity"] in module.params["fail_on"]]

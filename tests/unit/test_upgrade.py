@@ -4,6 +4,8 @@ import gzip
 import json
 import os
 
+import hypothesis
+import hypothesis.strategies as st
 import pytest
 import yaml
 
@@ -96,7 +98,12 @@ def test_136_gate_set_to_its_default_cannot_be_told_from_metrics():
     unknown = [f for f in found if f["id"] == "feature-gate-unknown"]
     assert unknown and unknown[0]["evidence"]["gates"] == ["DynamicResourceAllocation"]
     assert not [f for f in found if f["severity"] == "breaking"]
-    assert u.findings({"metrics_text": recorded("kube-apiserver-v1.36.3-metrics.txt.gz")}, "v1.36.3", "v1.37") == []
+    found = u.findings({"metrics_text": recorded("kube-apiserver-v1.36.3-metrics.txt.gz")}, "v1.36.3", "v1.37")
+    # kube-apiserver's gates are all defaults; kube-controller-manager's and kube-scheduler's are not visible.
+    assert [(f["id"], f["severity"]) for f in found] == [("feature-gates-unread", "warning")]
+    assert found[0]["evidence"]["components"] == ["kube-controller-manager", "kube-scheduler"]
+    assert sorted(found[0]["evidence"]["gates"]) == [
+        "DRADeviceTaints", "DRAExtendedResource", "DRAPrioritizedList", "DRAResourceClaimDeviceStatus"]
 
 
 def static_pod(component, gates):
@@ -142,8 +149,9 @@ def test_driver_accounts_and_reviews():
     access = [(r[0], r[0][1] == "resourceclaims/driver") for r in reviews]
     facts = {"driver_accounts": accounts[:1], "schedulers": ["kube-system/my-scheduler"], "access": access}
     found = u.findings(facts, "v1.35.0", "v1.36")
-    assert ids(found) == ["scheduler-rbac"]
-    assert u.findings(facts, "v1.34.0", "v1.35") == []  # before 1.36 neither permission is needed
+    assert [i for i in ids(found) if "gate" not in i] == ["scheduler-rbac"]
+    # before 1.36 neither permission is needed
+    assert [f for f in u.findings(facts, "v1.34.0", "v1.35") if "gate" not in f["id"]] == []
 
 
 def test_kubelet_skew_from_recorded_nodes():
@@ -181,5 +189,128 @@ def test_api_serving_catalog():
 
 def test_metrics_not_readable_is_a_warning_not_a_pass():
     found = u.findings({"metrics_error": "GET /metrics failed: HTTP 403: forbidden"}, "v1.36.3", "v1.37")
-    assert [(f["id"], f["severity"]) for f in found] == [("metrics-unreadable", "warning")]
+    assert [(f["id"], f["severity"]) for f in found] == [("metrics-unreadable", "warning"),
+                                                         ("feature-gates-unread", "warning")]
+    assert found[1]["evidence"]["components"] == list(u.CONTROL_PLANE)
     assert "system:monitoring" in found[0]["fix"]
+
+
+# --- the kubelets' gates (and every component's, by the same rule) ----------------------------------------
+
+def kubelet_configz(gates=None, kubeadm="v1.36.3"):
+    """A kubelet's /configz answer ({"kubeletconfig": ...}) holding the configuration the real kubeadm wrote
+    (tests/unit/fixtures/kubeadm-<release>/kubelet-config.yaml), with `gates` as its featureGates."""
+    with open(os.path.join(FIXTURES, "kubeadm-" + kubeadm, "kubelet-config.yaml")) as handle:
+        config = yaml.safe_load(handle)
+    config.pop("apiVersion")
+    config.pop("kind")
+    if gates is not None:
+        config["featureGates"] = gates
+    return {u.KUBELET_CONFIGZ_KEY: config}
+
+
+def kubelets(**per_node):
+    """facts["kubelet_gates"] as upgrade.read_kubelet_gates builds it: {node: {"gates": ...} or {"error": ...}}."""
+    out = {}
+    for node, gates in per_node.items():
+        node = node.replace("_", "-")
+        if isinstance(gates, str):
+            out[node] = {"error": gates}
+        else:
+            out[node] = {"gates": u.kubelet_gates_from_configz(kubelet_configz(gates))}
+    return out
+
+
+def test_kubelet_gates_from_configz():
+    assert u.kubelet_gates_from_configz(kubelet_configz()) == {}  # kubeadm's file sets no gate
+    assert u.kubelet_gates_from_configz(kubelet_configz({"DRAPrioritizedList": False})) == {
+        "DRAPrioritizedList": False}
+    for other in (None, [], {"componentconfig": {"featureGates": {"X": True}}}, {"kubeletconfig": "text"}):
+        assert u.kubelet_gates_from_configz(other) is None
+
+
+def test_136_to_137_kubelet_gates_the_target_refuses():
+    facts = {"kubelet_gates": kubelets(node_a={"DRAPrioritizedList": False}, node_b={"DRADeviceTaints": False},
+                                       node_c={"DRADeviceTaints": "false"}, node_d={},
+                                       node_e={"DRAPrioritizedList": True, "SomeOtherGate": True},
+                                       node_f="GET /api/v1/nodes/node-f/proxy/configz failed: HTTP 503: no route")}
+    found = u.findings(facts, "v1.36.3", "v1.37")
+    by = dict(((f["id"], f["subject"]), f) for f in found)
+    locked = by[("feature-gate-locked", "kubelet on node-a: DRAPrioritizedList")]
+    assert locked["severity"] == "breaking" and locked["evidence"]["nodes"] == ["node-a"]
+    assert "locked to true" in locked["message"] and "dra_feature_gates_extra: {DRAPrioritizedList: null}" in locked[
+        "fix"]
+    # DRADeviceTaints=false was fine on 1.36; on 1.37 DRADeviceTaintRules is on by default and needs it.
+    dependency = by[("feature-gate-dependency", "kubelet on node-b, node-c: DRADeviceTaintRules")]
+    assert dependency["severity"] == "breaking" and dependency["evidence"]["nodes"] == ["node-b", "node-c"]
+    assert dependency["evidence"]["missing"] == ["DRADeviceTaints"]
+    assert "remove DRADeviceTaints=false" in dependency["fix"] and "DRADeviceTaintRules=false" in dependency["fix"]
+    info = by[("feature-gate-locked", "kubelet on node-e: DRAPrioritizedList")]
+    assert info["severity"] == "info"
+    unread = by[("kubelet-gates-unread", "node-f")]
+    assert unread["severity"] == "warning" and "HTTP 503" in unread["evidence"]["nodes"]["node-f"]
+    assert "DRAPrioritizedList" in unread["evidence"]["gates"] and "DRADeviceTaints" in unread["evidence"]["gates"]
+    assert not [f for f in found if "node-d" in f["subject"]]
+    assert [f["severity"] for f in found] == sorted((f["severity"] for f in found), key=u.SEVERITIES.index)
+
+
+def test_137_to_138_kubelet_gates_the_plans_refuse():
+    facts = {"kubelet_gates": kubelets(node_a={"DRADeviceTaints": False, "DRADeviceTaintRules": False},
+                                       node_b={"DynamicResourceAllocation": True})}
+    found = u.findings(facts, "v1.37.2", "v1.38")
+    subjects = dict((f["subject"], f) for f in found if f["severity"] == "breaking")
+    assert sorted(subjects) == ["kubelet on node-a: DRADeviceTaintRules", "kubelet on node-a: DRADeviceTaints",
+                                "kubelet on node-b: DynamicResourceAllocation"]
+    assert subjects["kubelet on node-a: DRADeviceTaints"]["id"] == "feature-gate-locked"
+    assert subjects["kubelet on node-b: DynamicResourceAllocation"]["id"] == "feature-gate-removed"
+    assert "planned-release" in ids(found)
+    # The same settings are fine one release earlier (the gates are GA and not locked on 1.37).
+    assert not [f for f in u.findings(facts, "v1.36.3", "v1.37") if f["subject"].startswith("kubelet on node-a")
+                and f["id"] == "feature-gate-locked"]
+
+
+def test_kubelet_gates_not_read_makes_no_kubelet_finding():
+    assert "kubelet-gates-unread" not in ids(u.findings({}, "v1.36.3", "v1.37"))
+    assert "kubelet-gates-unread" in ids(u.findings({"kubelet_gates": kubelets(n="HTTP 404")}, "v1.36.3", "v1.37"))
+
+
+def test_control_plane_gates_get_the_kubelets_rule():
+    pods = [static_pod("kube-scheduler", "DRADeviceTaints=false")]
+    found = u.findings({"control_plane_flags": u.flags_from_pods(pods)}, "v1.36.3", "v1.37")
+    assert [(f["id"], f["subject"]) for f in found] == [("feature-gate-dependency", "kube-scheduler: DRADeviceTaintRules")]
+    assert "static pod command" in found[0]["message"]
+
+
+def test_sensitive_gates_follow_the_catalog():
+    assert _gates.upgrade_sensitive_gates("1.36", "1.37") == {
+        "DRAExtendedResource": "locked to true on 1.37", "DRAPrioritizedList": "locked to true on 1.37",
+        "DRAResourceClaimDeviceStatus": "locked to true on 1.37",
+        "DRADeviceTaints": "DRADeviceTaintRules is on by default on 1.37 and depends on it"}
+    assert _gates.upgrade_sensitive_gates("1.37", "1.38") == {
+        "DRADeviceTaintRules": "locked to true on 1.38", "DRADeviceTaints": "locked to true on 1.38",
+        "DynamicResourceAllocation": "removed in 1.38"}
+
+
+PAIRS = [("1.%d" % now, "1.%d" % then) for now in range(33, 38) for then in range(max(now, 35), 38)]
+
+
+@st.composite
+def settings_valid_on(draw, pair):
+    """Gate settings a running component of the current release can have (the catalog accepts them there)."""
+    current = pair[0]
+    names = sorted(_gates.gate_catalog(current))
+    settings = draw(st.dictionaries(st.sampled_from(names), st.booleans(), max_size=6))
+    hypothesis.assume(_gates.validate_gates(current, settings) == [])
+    return settings
+
+
+@hypothesis.settings(max_examples=300, deadline=None, suppress_health_check=[hypothesis.HealthCheck.filter_too_much])
+@hypothesis.given(st.sampled_from(PAIRS).flatmap(lambda pair: st.tuples(st.just(pair), settings_valid_on(pair))))
+def test_a_kubelet_breaks_exactly_when_the_catalog_refuses_its_gates(case):
+    """The upgrade check and the catalog's validator (what role feature_gates refuses before writing) agree on every
+    kubelet setting: a breaking finding for the kubelet iff the target release refuses the settings."""
+    (current, target), settings = case
+    found = u.findings({"kubelet_gates": {"n1": {"gates": settings}}}, current, target)
+    breaking = [f for f in found if f["severity"] == "breaking" and f["subject"].startswith("kubelet on n1")]
+    refused = _gates.validate_gates(target, settings)
+    assert bool(breaking) == bool(refused), (settings, refused, breaking)
