@@ -318,6 +318,118 @@ def test_drain_unprepares_claims_before_the_driver_leaves_then_returns_to_servic
     c.kubectl("delete", "namespace", ns, "--wait=false")
 
 
+def role_task_results(c, role, tmp_path, extra_vars):
+    """Run one role on localhost with the json callback: (return code, [each task's result for localhost])."""
+    env = dict(c.env, ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="json")
+    res = subprocess.run(c.role_command(role, tmp_path, extra_vars), env=env, capture_output=True, text=True,
+                         cwd=ROOT, check=False)
+    try:
+        plays = json.loads(res.stdout)["plays"]
+    except ValueError:
+        raise AssertionError(f"cannot read the output of {role}: rc={res.returncode}\n{res.stdout}\n{res.stderr}")
+    return res.returncode, [t["hosts"]["localhost"] for p in plays for t in p["tasks"] if "localhost" in t["hosts"]]
+
+
+def claim_device(c, namespace, pod):
+    """(claim uid, driver, pool, device) of the one device a running claim pod was allocated."""
+    api = c.resource_version
+    name = pod["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
+    claim = c.get_json(f"resourceclaims.{api}.resource.k8s.io", name, "-n", namespace)
+    result = claim["status"]["allocation"]["devices"]["results"][0]
+    return claim["metadata"]["uid"], result["driver"], result["pool"], result["device"]
+
+
+def device_uuid(c, pool, device):
+    """The example driver's `uuid` attribute of one published device (to select exactly it in a claim)."""
+    api = c.resource_version
+    for s in c.get_json(f"resourceslices.{api}.resource.k8s.io")["items"]:
+        if s["spec"].get("driver") == DRIVER and s["spec"]["pool"]["name"] == pool:
+            for entry in s["spec"].get("devices") or []:
+                if entry["name"] == device:
+                    attributes = (entry.get("basic") or entry).get("attributes") or {}
+                    return attributes["uuid"]["string"]
+    raise AssertionError(f"device {pool}/{device} of {DRIVER} is not published")
+
+
+def test_device_maintenance_takes_one_real_device_out_of_service_and_returns_it(kind_cluster, driver, tmp_path):
+    """The device_maintenance role on a real worker, with only the release's defaults (1.37: DeviceTaintRule
+    is GA and on; nothing is switched on for it). Its dry run names exactly the pod of one device and writes
+    nothing; NoExecute evicts that pod (its container stops, the driver unprepares its claim: the CDI spec
+    leaves the node) while the pod on another device of the same node keeps running; a pod asking for that
+    very device stays unscheduled until the rule is lifted, then runs on it. Where the release cannot serve
+    the rule without gates (1.33), the role fails with the catalog's reason and writes nothing."""
+    c = kind_cluster
+    support = clusterlib.catalog().device_taint_rule_support(c.version)
+    node = c.nodes[-1]
+    ns = "itk-devmaint"
+    c.fresh_namespace(ns)
+    api = c.resource_version
+    c.apply([claim_template(api, ns, "one-gpu"),
+             c.claim_pod("user", ns, ["sleep", "3600"], node=node),
+             c.claim_pod("neighbour", ns, ["sleep", "3600"], node=node)])
+    user = wait_until(lambda: running_pod(c, ns, "user"), 180, "the first claim pod to run")
+    neighbour = wait_until(lambda: running_pod(c, ns, "neighbour"), 180, "the second claim pod to run")
+    claim_uid, drv, pool, device = claim_device(c, ns, user)
+    assert claim_device(c, ns, neighbour)[3] != device
+    assert cdi_specs_naming(c, node, claim_uid)
+    target = {"dra_device_maintenance_driver": drv, "dra_device_maintenance_pool": pool,
+              "dra_device_maintenance_device": device, "dra_device_maintenance_wait_timeout": 180}
+    rules = f"devicetaintrules.{support['api_version']}.resource.k8s.io"
+
+    if not support["usable"]:
+        rc, results = role_task_results(c, "dra.admin.device_maintenance", tmp_path,
+                                        dict(target, dra_device_maintenance_state="tainted"))
+        assert rc != 0
+        assert any("not available" in (r.get("msg") or "") for r in results if r.get("failed")), results
+        assert running_pod(c, ns, "user")["metadata"]["uid"] == user["metadata"]["uid"]
+        c.kubectl("delete", "namespace", ns, "--wait=false")
+        return
+
+    before = c.get_json(rules)["items"]
+    rc, results = role_task_results(c, "dra.admin.device_maintenance", tmp_path, target)  # the default: dry run
+    assert rc == 0, results
+    planned = [r for r in results if "would_evict" in r][0]
+    assert planned["would_evict"] == [f"{ns}/user"], planned
+    assert c.get_json(rules)["items"] == before, "the dry run wrote a DeviceTaintRule"
+
+    rc, results = role_task_results(c, "dra.admin.device_maintenance", tmp_path,
+                                    dict(target, dra_device_maintenance_state="tainted"))
+    assert rc == 0, results
+    wait_until(lambda: c.kubectl("get", "pod", "user", "-n", ns, check=False).returncode != 0, 120,
+               "the pod of the tainted device to be evicted")
+    wait_until(lambda: not cdi_specs_naming(c, node, claim_uid), 60, f"claim {claim_uid} to be unprepared on {node}")
+    still = running_pod(c, ns, "neighbour")
+    assert still and still["metadata"]["uid"] == neighbour["metadata"]["uid"] and restart_count(still) == 0
+
+    # A pod asking for exactly that device waits while the rule is there, and runs once it is lifted.
+    selector = f'device.attributes["{DRIVER}"].uuid == "{device_uuid(c, pool, device)}"'
+    c.apply([claim_template(api, ns, "that-gpu", selector=selector)])
+    waiting = c.claim_pod("waits", ns, ["sh", "-c", "env | sort; sleep 3600"], node=node)
+    waiting["spec"]["resourceClaims"][0]["resourceClaimTemplateName"] = "that-gpu"
+    c.apply([waiting])
+
+    def unschedulable():
+        conditions = c.get_json("pod", "waits", "-n", ns)["status"].get("conditions") or []
+        return any(x["type"] == "PodScheduled" and x.get("reason") == "Unschedulable" for x in conditions)
+    wait_until(unschedulable, 120, "the scheduler to find no device for the pod asking for the tainted one")
+    # Deleting a DeviceTaintRule is no scheduler event (a pending pod is retried at the unschedulable
+    # timeout, up to 5 minutes; docs/decisions.md): the waiting pod goes, a new one comes after the lift.
+    c.kubectl("delete", "pod", "waits", "-n", ns, "--wait=true", "--timeout=60s")
+
+    rc, results = role_task_results(c, "dra.admin.device_maintenance", tmp_path,
+                                    dict(target, dra_device_maintenance_state="absent"))
+    assert rc == 0, results
+    assert c.get_json(rules)["items"] == before
+    waiting["metadata"]["name"] = "returned"
+    c.apply([waiting])
+    running = wait_until(lambda: running_pod(c, ns, "returned"), 180, "a pod to run on the returned device")
+    assert claim_device(c, ns, running)[3] == device
+    env_key = "GPU_DEVICE_" + "".join(ch if ch.isalnum() else "_" for ch in device).upper()
+    logs, env = container_environment(c, ns, "returned")
+    assert env.get(f"{env_key}_RESOURCE_CLAIM") == claim_device(c, ns, running)[0], logs
+    c.kubectl("delete", "namespace", ns, "--wait=false")
+
+
 def kubelet_unprepare_failures(c, node, pod_uid):
     """Lines of the node's kubelet journal where syncing the terminating pod failed on its DRA claims
     (1.36: "unprepare dynamic resources: ..."; 1.33: "get gRPC client for DRA driver ...")."""
