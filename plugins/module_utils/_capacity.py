@@ -1,19 +1,37 @@
 # -*- coding: utf-8 -*-
 # Copyright: dra.admin contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Device capacity from ResourceSlices and ResourceClaims: total, allocated, tainted and free devices
-per driver, pool, node and DeviceClass, and for devices with consumable capacity
-(``allowMultipleAllocations``) each capacity's total, used and left.
+"""Device capacity from ResourceSlices and ResourceClaims: total, allocated, tainted, free and unavailable devices
+per driver, pool, node and DeviceClass; per pool its shared counters (capacity, consumed, left); and for devices
+with consumable capacity (``allowMultipleAllocations``) each capacity's total, used and left.
 
-Pure functions over the JSON the API returns (v1 and v1beta2 keep a device's fields on the device,
-v1beta1 under ``basic``). Only slices of each pool's newest generation count (``_slices``).
+Pure functions over the JSON the API returns (v1 and v1beta2 keep a device's fields on the device, v1beta1 under
+``basic``: ``_slices.device_fields``). Only slices of each pool's newest generation count (``_slices``).
 
-- allocated: the device appears in a claim's ``status.allocation.devices.results`` without
-  ``adminAccess`` (admin access does not take the device); a device shared through consumable
-  capacity counts once however many claims share it.
+Free means the scheduler can allocate the device now to one more claim that asks for a whole device (no capacity
+request), as kube-scheduler's allocator (k8s.io/dynamic-resource-allocation/structured) decides it:
+
+- allocated: the device appears in a claim's ``status.allocation.devices.results`` without ``adminAccess``
+  (admin access does not take the device); a device shared through consumable capacity counts once however
+  many claims share it.
 - tainted: the device carries a taint with effect ``NoSchedule`` or ``NoExecute`` in its slice
   (taints from DeviceTaintRules are not read here).
-- free: neither allocated nor tainted.
+- free: not tainted; its pool is allocatable (complete, and valid); not allocated, or shared with every
+  capacity still holding what a claim without a capacity request takes (``requestPolicy.default``, else the
+  whole capacity); and every counter it consumes (``consumesCounters``) still has at least that much left after
+  the allocated devices' consumption.
+- unavailable: neither allocated, tainted nor free (its pool is incomplete or invalid, or its counters are
+  used up by other devices: the partitions of one physical device).
+
+The allocator's rules differ by release (``allocator_rules``): from 1.35 a pool's counter sets are shared by all
+its slices (a slice carries devices or ``sharedCounters``, not both), an incomplete pool (fewer current slices
+than ``resourceSliceCount``) or an invalid one (a device name twice, a counter set name twice, a device consuming
+a counter set or counter no slice of the pool defines) is never allocated from, and a device that consumes
+counters is refused while any counter of its pool is overdrawn. Up to 1.34 a device consumes the counter sets of
+its own slice and an incomplete pool is still allocated from (only ``allocationMode: All`` waits for it).
+Counters exist where the DRAPartitionableDevices gate is on (beta, on from 1.36; alpha before): the rules assume
+the scheduler runs with the API server's gates, as the collection sets them.
+
 - A DeviceClass's devices are counted only when each of its selectors is ``device.driver == "<name>"``
   (the form drivers' classes use); other CEL is not evaluated here and the class's ``total`` and
   ``free`` are null. Its ``allocated`` counts the results of requests naming the class.
@@ -26,11 +44,14 @@ __metaclass__ = type
 import re
 from fractions import Fraction
 
+from ansible_collections.dra.admin.plugins.module_utils._gates import VersionError, parse_minor
 from ansible_collections.dra.admin.plugins.module_utils._slices import (
-    current_slices, device_fields, device_location, pool_key,
+    current_slices, device_fields, device_location, pool_key, summarize_pools,
 )
 
 BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
+# From this release kube-scheduler shares counter sets across a pool's slices and skips incomplete pools.
+POOL_WIDE_COUNTERS_FROM = 35
 _QUANTITY = re.compile(r"^([+-]?[0-9.]+)([eE][+-]?[0-9]+|[a-zA-Z]*)$")
 _SUFFIX = {"": 1, "n": Fraction(1, 10 ** 9), "u": Fraction(1, 10 ** 6), "m": Fraction(1, 1000),
            "k": 10 ** 3, "M": 10 ** 6, "G": 10 ** 9, "T": 10 ** 12, "P": 10 ** 15, "E": 10 ** 18,
@@ -64,14 +85,64 @@ def plain(value):
     return int(value) if value.denominator == 1 else float(value)
 
 
-def device_capacity(device):
-    """{capacity name: Fraction} of a device (unparseable values left out)."""
+def allocator_rules(server_version):
+    """How kube-scheduler of this release (``gitVersion``) allocates: {release (minor or None),
+    counters_per_pool, incomplete_pools_allocated}. An unreadable version gets the newest rules."""
+    try:
+        minor = parse_minor(server_version or "")
+    except VersionError:
+        minor = None
+    pool_wide = minor is None or minor >= POOL_WIDE_COUNTERS_FROM
+    return {"release": minor, "counters_per_pool": pool_wide, "incomplete_pools_allocated": not pool_wide}
+
+
+def _values(entries, field):
+    """{name: Fraction} of a map of {name: {field: quantity}} (unparseable values left out)."""
     out = {}
-    for name, cap in (device_fields(device).get("capacity") or {}).items():
+    for name, entry in (entries or {}).items():
         try:
-            out[name] = quantity((cap or {}).get("value"))
+            out[name] = quantity((entry or {}).get(field))
         except QuantityError:
             continue
+    return out
+
+
+def device_capacity(device):
+    """{capacity name: Fraction} of a device (unparseable values left out)."""
+    return _values(device_fields(device).get("capacity"), "value")
+
+
+def capacity_taken_without_request(device):
+    """{capacity name: Fraction} a claim asking for no capacity takes of a shared device: each capacity's
+    ``requestPolicy.default``, else all of it."""
+    out = device_capacity(device)
+    for name, cap in (device_fields(device).get("capacity") or {}).items():
+        default = ((cap or {}).get("requestPolicy") or {}).get("default")
+        if default is not None and name in out:
+            try:
+                out[name] = quantity(default)
+            except QuantityError:
+                continue
+    return out
+
+
+def counter_set_key(slice_name, set_name, per_pool):
+    """How a counter set is named in a pool: by its name where the pool's slices share the sets (1.35+), else
+    ``<slice>/<set>`` (a device consumes its own slice's sets)."""
+    return set_name if per_pool else "%s/%s" % (slice_name, set_name)
+
+
+def _slice_name(resource_slice):
+    return (resource_slice.get("metadata") or {}).get("name")
+
+
+def device_consumption(resource_slice, device, per_pool):
+    """{counter set key: {counter: Fraction}} the device consumes (``consumesCounters``)."""
+    out = {}
+    for entry in device_fields(device).get("consumesCounters") or []:
+        sums = out.setdefault(counter_set_key(_slice_name(resource_slice), entry.get("counterSet"), per_pool), {})
+        for name, value in _values(entry.get("counters"), "value").items():
+            sums[name] = sums.get(name, Fraction(0)) + value
     return out
 
 
@@ -79,8 +150,9 @@ def tainted(device):
     return any(t.get("effect") in BLOCKING_EFFECTS for t in device_fields(device).get("taints") or [])
 
 
-def published_devices(slices):
+def published_devices(slices, rules=None):
     """{(driver, pool, device): device record} of the current slices."""
+    per_pool = (rules or allocator_rules(None))["counters_per_pool"]
     out = {}
     for item in current_slices(slices):
         driver, pool = pool_key(item)
@@ -89,8 +161,141 @@ def published_devices(slices):
                 "driver": driver, "pool": pool, "name": device.get("name"),
                 "location": device_location(item, device),
                 "tainted": tainted(device), "shared": bool(device_fields(device).get("allowMultipleAllocations")),
-                "capacity": device_capacity(device)}
+                "capacity": device_capacity(device), "takes": capacity_taken_without_request(device),
+                "consumes": device_consumption(item, device, per_pool)}
     return out
+
+
+def pool_counter_sets(pool_slices, per_pool):
+    """({counter set key: {counter: Fraction}}, duplicate set keys) of one pool's current slices."""
+    sets, duplicates = {}, []
+    for item in pool_slices:
+        for counter_set in (item.get("spec") or {}).get("sharedCounters") or []:
+            key = counter_set_key(_slice_name(item), counter_set.get("name"), per_pool)
+            if key in sets:
+                duplicates.append(key)
+            sets[key] = _values(counter_set.get("counters"), "value")
+    return sets, duplicates
+
+
+def _duplicates(names):
+    seen, twice = set(), []
+    for name in names:
+        if name in seen and name not in twice:
+            twice.append(name)
+        seen.add(name)
+    return twice
+
+
+def missing_counters(consumes, counter_sets):
+    """["set" or "set/counter"] the consumption names that the counter sets lack."""
+    missing = []
+    for key, counters in sorted(consumes.items()):
+        if key not in counter_sets:
+            missing.append(key)
+            continue
+        missing += ["%s/%s" % (key, name) for name in sorted(counters) if name not in counter_sets[key]]
+    return missing
+
+
+def pool_problem(device_names, duplicate_sets, consumptions, counter_sets, per_pool):
+    """Why the allocator refuses the whole pool as invalid, or None: a device name twice, and where the counter
+    sets are the pool's (1.35+) a counter set name twice or a device consuming a set or counter none defines."""
+    twice = _duplicates(device_names)
+    if twice:
+        return "invalid: device name %s appears twice in the pool's current slices" % twice[0]
+    if not per_pool:
+        return None
+    if duplicate_sets:
+        return "invalid: counter set %s is defined twice in the pool" % duplicate_sets[0]
+    for name, consumes in consumptions:
+        missing = missing_counters(consumes, counter_sets)
+        if missing:
+            return "invalid: device %s consumes %s, which no slice of the pool defines" % (name, missing[0])
+    return None
+
+
+def pool_states(slices, devices, rules):
+    """{(driver, pool): {complete, slices_seen, slices_expected, problem, counter_sets}} of the current slices."""
+    per_pool = rules["counters_per_pool"]
+    by_pool = {}
+    for item in current_slices(slices):
+        by_pool.setdefault(pool_key(item), []).append(item)
+    out = {}
+    for summary in summarize_pools(slices):
+        key = (summary["driver"], summary["pool"])
+        sets, duplicate_sets = pool_counter_sets(by_pool.get(key) or [], per_pool)
+        names = [d.get("name") for item in by_pool.get(key) or []
+                 for d in (item.get("spec") or {}).get("devices") or []]
+        consumptions = [(k[2], d["consumes"]) for k, d in sorted(devices.items(), key=_sort_key) if k[:2] == key]
+        problem = pool_problem(names, duplicate_sets, consumptions, sets, per_pool)
+        if problem is None and not summary["complete"]:
+            problem = "incomplete: %d of %d slices published" % (summary["slices_seen"], summary["slices_expected"])
+        out[key] = {"complete": summary["complete"], "problem": problem, "counter_sets": sets,
+                    "allocatable": pool_allocatable(summary["complete"], problem, rules)}
+    return out
+
+
+def pool_allocatable(complete, problem, rules):
+    """Whether the allocator takes devices from the pool: valid, and complete unless the release allocates
+    from incomplete pools."""
+    if complete:
+        return problem is None
+    return rules["incomplete_pools_allocated"] and problem.startswith("incomplete")
+
+
+def counters_consumed(devices, used):
+    """{(driver, pool): {counter set key: {counter: Fraction}}} consumed by the allocated published devices
+    (a shared device once)."""
+    out = {}
+    for key, device in devices.items():
+        if key not in used:
+            continue
+        sets = out.setdefault(key[:2], {})
+        for set_key, counters in device["consumes"].items():
+            sums = sets.setdefault(set_key, {})
+            for name, value in counters.items():
+                sums[name] = sums.get(name, Fraction(0)) + value
+    return out
+
+
+def counters_left(counter_sets, consumed):
+    """{counter set key: {counter: Fraction}}: capacity minus consumption (below zero when overdrawn)."""
+    return dict((key, dict((name, total - consumed.get(key, {}).get(name, Fraction(0)))
+                           for name, total in counters.items()))
+                for key, counters in counter_sets.items())
+
+
+def counters_fit(consumes, left, per_pool):
+    """Whether a device consuming `consumes` fits what is left: each counter it consumes exists and has at
+    least that much left; where the pool's sets are shared (1.35+), also no counter of the pool is overdrawn."""
+    for key, counters in consumes.items():
+        have = left.get(key)
+        if have is None:
+            return False
+        for name, need in counters.items():
+            if name not in have or have[name] < need:
+                return False
+    if per_pool and consumes:
+        return all(value >= 0 for counters in left.values() for value in counters.values())
+    return True
+
+
+def shared_capacity_fits(device, used):
+    """Whether one more claim without a capacity request fits a shared device already in use."""
+    return all(device["capacity"].get(name, Fraction(0)) - used.get(name, Fraction(0)) >= need
+               for name, need in device["takes"].items())
+
+
+def device_free(device, used, pool, left, per_pool):
+    """Whether the allocator can give the device to one more claim now. used: None when no claim holds it,
+    else {capacity: Fraction} the holders consume; pool: pool_states entry; left: counters_left of its pool."""
+    if device["tainted"] or not pool["allocatable"]:
+        return False
+    if used is not None:
+        # A shared device in use skips the counter check: its counters are consumed once already.
+        return device["shared"] and shared_capacity_fits(device, used)
+    return counters_fit(device["consumes"], left, per_pool)
 
 
 def request_classes(claim):
@@ -139,7 +344,7 @@ def class_drivers(device_class):
 
 
 def _entry():
-    return {"total": 0, "allocated": 0, "tainted": 0, "free": 0, "capacity": {}}
+    return {"total": 0, "allocated": 0, "tainted": 0, "free": 0, "unavailable": 0, "capacity": {}}
 
 
 def _add_device(entry, device, used):
@@ -147,7 +352,8 @@ def _add_device(entry, device, used):
     held = device["key"] in used
     entry["allocated"] += 1 if held else 0
     entry["tainted"] += 1 if device["tainted"] else 0
-    entry["free"] += 0 if held or device["tainted"] else 1
+    entry["free"] += 1 if device["free"] else 0
+    entry["unavailable"] += 0 if held or device["tainted"] or device["free"] else 1
     if device["shared"]:
         for name, total in device["capacity"].items():
             cap = entry["capacity"].setdefault(name, {"total": Fraction(0), "used": Fraction(0)})
@@ -162,12 +368,22 @@ def _finish(entry):
     return entry
 
 
-def capacity_report(slices, claims, device_classes=(), driver=None):
-    """{by_driver, by_pool, by_node, by_device_class, totals, unpublished_allocations} (of one driver, if given)."""
-    devices = published_devices(s for s in slices if driver is None or (s.get("spec") or {}).get("driver") == driver)
-    used = {}
-    per_class_allocated = {}
-    unpublished = []
+def counters_view(counter_sets, consumed):
+    """{counter set key: {counter: {capacity, consumed, left}}} of one pool, in plain numbers."""
+    left = counters_left(counter_sets, consumed)
+    return dict((key, dict((name, {"capacity": plain(total), "consumed": plain(total - left[key][name]),
+                                   "left": plain(left[key][name])})
+                           for name, total in sorted(counters.items())))
+                for key, counters in sorted(counter_sets.items()))
+
+
+def _sort_key(item):
+    return tuple(x or "" for x in item[0])
+
+
+def allocation_use(claims, devices, driver):
+    """(used {device key: {capacity: Fraction}}, {class: set of device keys}, unpublished "d/p/n" list)."""
+    used, per_class, unpublished = {}, {}, []
     for dev_driver, pool, name, cls, consumed in allocations(claims):
         key = (dev_driver, pool, name)
         if driver is not None and dev_driver != driver:
@@ -178,21 +394,42 @@ def capacity_report(slices, claims, device_classes=(), driver=None):
         for cap, value in consumed.items():
             sums[cap] = sums.get(cap, Fraction(0)) + value
         if cls:
-            per_class_allocated.setdefault(cls, set()).add(key)
-    by_driver, by_pool, by_node, totals = {}, {}, {}, _entry()
-    for key, device in sorted(devices.items(), key=lambda kv: tuple(x or "" for x in kv[0])):
+            per_class.setdefault(cls, set()).add(key)
+    return used, per_class, sorted(set(unpublished))
+
+
+def capacity_report(slices, claims, device_classes=(), driver=None, server_version=None):
+    """{by_driver, by_pool, by_node, by_device_class, totals, unpublished_allocations, allocator} (of one driver,
+    if given), free devices judged by the allocator rules of `server_version` (``gitVersion``)."""
+    rules = allocator_rules(server_version)
+    per_pool = rules["counters_per_pool"]
+    slices = [s for s in slices if driver is None or (s.get("spec") or {}).get("driver") == driver]
+    devices = published_devices(slices, rules)
+    used, per_class_allocated, unpublished = allocation_use(claims, devices, driver)
+    pools = pool_states(slices, devices, rules)
+    consumed = counters_consumed(devices, used)
+    for key, device in devices.items():
+        pool = pools[key[:2]]
         device["key"] = key
+        device["free"] = device_free(device, used.get(key), pool, counters_left(
+            pool["counter_sets"], consumed.get(key[:2], {})), per_pool)
+    by_driver, by_pool, by_node, totals = {}, {}, {}, _entry()
+    for key, device in sorted(devices.items(), key=_sort_key):
         _add_device(by_driver.setdefault(device["driver"], _entry()), device, used)
         _add_device(by_pool.setdefault("%s/%s" % (device["driver"], device["pool"]), _entry()), device, used)
         _add_device(by_node.setdefault(device["location"], _entry()), device, used)
         _add_device(totals, device, used)
+    for key, pool in pools.items():
+        entry = by_pool.setdefault("%s/%s" % key, _entry())
+        entry.update(complete=pool["complete"], problem=pool["problem"],
+                     counters=counters_view(pool["counter_sets"], consumed.get(key, {})))
     by_class = {}
     for item in device_classes:
         name = (item.get("metadata") or {}).get("name")
         drivers = class_drivers(item)
         entry = _entry()
         if drivers is None:
-            entry.update(total=None, tainted=None, free=None, selectors_evaluated=False)
+            entry.update(total=None, tainted=None, free=None, unavailable=None, selectors_evaluated=False)
         else:
             for key, device in devices.items():
                 if device["driver"] in drivers:
@@ -204,16 +441,19 @@ def capacity_report(slices, claims, device_classes=(), driver=None):
             "by_pool": dict((k, _finish(v)) for k, v in by_pool.items()),
             "by_node": dict((k, _finish(v)) for k, v in by_node.items()),
             "by_device_class": dict((k, _finish(v)) for k, v in by_class.items()),
-            "totals": _finish(totals), "unpublished_allocations": sorted(set(unpublished))}
+            "totals": _finish(totals), "unpublished_allocations": unpublished, "allocator": rules}
 
 
 def summary_lines(report):
-    """One line per driver: free of total, allocated, tainted, and consumable capacity left."""
+    """One line per driver: free of total, allocated, tainted, unavailable (when any), and consumable capacity
+    left."""
     lines = []
     for driver, entry in sorted(report["by_driver"].items()):
         caps = "".join("; %s %s left of %s" % (name, c["left"], c["total"]) for name, c in entry["capacity"].items())
-        lines.append("devices of %s: %d free of %d (%d allocated, %d tainted)%s"
-                     % (driver, entry["free"], entry["total"], entry["allocated"], entry["tainted"], caps))
+        unavailable = ", %d unavailable" % entry["unavailable"] if entry.get("unavailable") else ""
+        lines.append("devices of %s: %d free of %d (%d allocated, %d tainted%s)%s"
+                     % (driver, entry["free"], entry["total"], entry["allocated"], entry["tainted"], unavailable,
+                        caps))
     return lines or ["no driver publishes devices"]
 
 

@@ -17,18 +17,31 @@ description:
     ResourceClaims, per driver, per pool (C(driver/pool)), per node (devices offered to several nodes under
     C(<all-nodes>) or C(<node-selector>)) and per DeviceClass.
   - A device is C(allocated) when a claim's allocation names it without admin access (a device shared through
-    consumable capacity counts once), C(tainted) when its slice gives it a C(NoSchedule) or C(NoExecute) taint,
-    and C(free) when it is neither. Taints from DeviceTaintRules are not read.
+    consumable capacity counts once), and C(tainted) when its slice gives it a C(NoSchedule) or C(NoExecute) taint
+    (taints from DeviceTaintRules are not read).
+  - C(free) means kube-scheduler can allocate the device now to one more claim asking for a whole device - not
+    tainted; its pool complete (every slice of C(resourceSliceCount) published) and valid (no device name, counter
+    set name twice; no device consuming a counter set or counter the pool does not define); not allocated, or
+    shared with each capacity still holding what a claim without a capacity request takes (its
+    C(requestPolicy.default), else all of it); and every shared counter it consumes (partitionable devices,
+    C(consumesCounters)) still has that much left after the allocated devices' consumption. C(unavailable) counts
+    the devices neither allocated, tainted nor free (an incomplete or invalid pool, counters used up by other
+    partitions of the same hardware).
+  - The rules are those of the cluster's release, read from C(/version) (RV(allocator)) - from Kubernetes 1.35 a
+    pool's counter sets are shared by all its slices, incomplete pools are not allocated from, and a device that
+    consumes counters is refused while any counter of its pool is overdrawn; up to 1.34 a device consumes the
+    counter sets of its own slice and incomplete pools are allocated from (RV(by_pool) still says C(complete)
+    false). Shared counters exist where the C(DRAPartitionableDevices) gate is on (beta and on from 1.36).
   - For devices with consumable capacity (C(allowMultipleAllocations)), each capacity's C(total), C(used) (the sum
     of the claims' C(consumedCapacity)) and C(left), in base units (bytes for C(80Gi)).
   - A DeviceClass's devices are counted when each of its selectors is C(device.driver == "<driver>"); other CEL
     expressions are not evaluated, and the class's C(total), C(tainted) and C(free) are null. Its C(allocated)
     counts the devices allocated for requests naming the class.
-  - Computed from three paginated LISTs (slices, claims, DeviceClasses) and discovery, however many nodes there
-    are. Kubernetes 1.36 can also count devices per pool through C(ResourcePoolStatusRequest) (alpha, feature gate
-    C(DRAResourcePoolStatus), C(resource.k8s.io/v1alpha3)), which needs an object to be created and a controller to
-    answer. Only with O(pool_status=true) does this module create one such request per driver, read it until
-    kube-controller-manager answers, delete it (also on failure), and return the controller's counts and every
+  - Computed from three paginated LISTs (slices, claims, DeviceClasses), C(/version) and discovery, however many
+    nodes there are. Kubernetes 1.36 can also count devices per pool through C(ResourcePoolStatusRequest) (alpha,
+    feature gate C(DRAResourcePoolStatus), C(resource.k8s.io/v1alpha3)), which needs an object to be created and a
+    controller to answer. Only with O(pool_status=true) does this module create one such request per driver, read it
+    until kube-controller-manager answers, delete it (also on failure), and return the controller's counts and every
     difference from the computed ones in RV(pool_status). Without it, it only reads, and says in
     RV(pool_status_served) whether the cluster serves it.
   - Read-only otherwise; in check mode no request is created (RV(pool_status.skipped) says so). C(changed) is
@@ -97,36 +110,64 @@ resource_api_version:
   sample: v1
 totals:
   description: >-
-    Counts over every device - C(total), C(allocated), C(tainted), C(free), and C(capacity) (per consumable capacity
-    name, C(total), C(used), C(left); empty without consumable capacity).
+    Counts over every device - C(total), C(allocated), C(tainted), C(free) (allocatable now), C(unavailable)
+    (neither allocated, tainted nor free), and C(capacity) (per consumable capacity name, C(total), C(used),
+    C(left); empty without consumable capacity).
   returned: always
   type: dict
-  sample: {total: 16, allocated: 3, tainted: 0, free: 13, capacity: {}}
+  sample: {total: 16, allocated: 3, tainted: 0, free: 13, unavailable: 0, capacity: {}}
 by_driver:
   description: The same counts per driver.
   returned: always
   type: dict
 by_pool:
-  description: The same counts per pool, keyed C(driver/pool).
+  description:
+    - The same counts per pool, keyed C(driver/pool), and C(complete) (all C(resourceSliceCount) slices of the
+      newest generation published), C(problem) (why the scheduler does not allocate from the pool, starting with
+      C(incomplete) or C(invalid), else null) and C(counters), the pool's shared counters (partitionable devices) -
+      per counter set, per counter, C(capacity), C(consumed) (by the allocated devices) and C(left) (negative when
+      overdrawn); empty without shared counters. From Kubernetes 1.35 counter sets are keyed by name (shared by
+      the pool's slices), before by C(<slice>/<set>).
   returned: always
   type: dict
 by_node:
   description: The same counts per node, or C(<all-nodes>) / C(<node-selector>) for devices offered to several nodes.
+  sample:
+    gpu.example.com/node-000000:
+      total: 3
+      allocated: 1
+      tainted: 0
+      free: 0
+      unavailable: 2
+      capacity: {}
+      complete: true
+      problem: null
+      counters: {gpu-0: {memory: {capacity: 85899345920, consumed: 85899345920, left: 0}}}
   returned: always
   type: dict
 by_device_class:
   description: >-
     The same counts per DeviceClass; C(selectors_evaluated) false when the class's selectors are not of the form
-    C(device.driver == "<driver>"), and then C(total), C(tainted) and C(free) are null.
+    C(device.driver == "<driver>"), and then C(total), C(tainted), C(free) and C(unavailable) are null.
   returned: always
   type: dict
 unpublished_allocations:
-  description: Allocated devices (driver/pool/device) that no current ResourceSlice publishes.
+  description: Allocated devices (driver/pool/device) that no current ResourceSlice publishes (they consume no
+    shared counter).
+allocator:
+  description: >-
+    The allocation rules applied - C(release) (the cluster's minor version, null when unreadable: the newest
+    rules), C(counters_per_pool) (counter sets shared by a pool's slices, 1.35+) and C(incomplete_pools_allocated)
+    (up to 1.34).
+  returned: always
+  type: dict
+  sample: {release: 37, counters_per_pool: true, incomplete_pools_allocated: false}
   returned: always
   type: list
   elements: str
 summary:
-  description: One line per driver - free of total devices, allocated, tainted, and consumable capacity left.
+  description: One line per driver - free of total devices, allocated, tainted, unavailable (when any), and
+    consumable capacity left.
   returned: always
   type: list
   elements: str
@@ -220,3 +261,4 @@ def main():
 
 if __name__ == "__main__":
     main()
+        allocator=report["allocator"],

@@ -29,18 +29,20 @@ def report(**kwargs):
 
 def test_counts_per_driver_pool_node_and_class():
     out, api = report()
-    assert api.requests == 5  # discovery (group, v1), slices, claims, DeviceClasses
+    assert api.requests == 6  # discovery (group, v1), /version, slices, claims, DeviceClasses
     shared = out["by_pool"]["cap.example.com/shared"]
     assert (shared["total"], shared["allocated"], shared["tainted"], shared["free"]) == (3, 1, 1, 1)
     assert shared["capacity"] == {"memory": {"total": 80 * GI, "used": 20 * GI, "left": 60 * GI}}
     assert out["by_driver"]["gpu.example.com"] == {"total": 16, "allocated": 2, "tainted": 0, "free": 14,
-                                                   "capacity": {}}
+                                                   "unavailable": 0, "capacity": {}}
+    assert shared["complete"] is True and shared["problem"] is None and shared["counters"] == {}
+    assert out["allocator"] == {"release": 36, "counters_per_pool": True, "incomplete_pools_allocated": False}
     assert out["by_node"]["node-000000"]["total"] == 11 and out["by_node"]["node-000001"]["allocated"] == 2
     assert out["totals"]["total"] == 19 and out["totals"]["free"] == 15
     classes = out["by_device_class"]
     assert classes["cap.example.com"]["total"] == 3 and classes["cap.example.com"]["selectors_evaluated"]
-    assert classes["latest-gpu"] == {"total": None, "allocated": 1, "tainted": None, "free": None, "capacity": {},
-                                     "selectors_evaluated": False}
+    assert classes["latest-gpu"] == {"total": None, "allocated": 1, "tainted": None, "free": None,
+                                     "unavailable": None, "capacity": {}, "selectors_evaluated": False}
     assert out["unpublished_allocations"] == [] and out["pool_status_served"] is False
 
 
@@ -173,8 +175,8 @@ def test_recorded_pool_status_agrees_with_the_computed_counts():
     assert post[:2] == ("POST", POOL_PATH) and post[2]["spec"] == {"driver": "gpu.example.com", "limit": 1000}
     assert post[2]["apiVersion"] == "resource.k8s.io/v1alpha3"
     assert delete[:2] == ("DELETE", POOL_PATH + "/" + name)
-    # discovery (group, v1, v1alpha3), three LISTs, POST, 3 GETs until answered, DELETE
-    assert api.requests == 11
+    # discovery (group, v1, v1alpha3), /version, three LISTs, POST, 3 GETs until answered, DELETE
+    assert api.requests == 12
 
 
 def test_pool_status_disagreements_are_reported():
