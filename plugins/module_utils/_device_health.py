@@ -32,9 +32,11 @@ unhealthy, or the time a caller remembered from an earlier run (``first_seen``,
 handed back by every run); the API keeps no time with the pod field, so without
 either the answer is "first seen by this run".
 
-Which pods use a device: the claims whose allocation holds it and the live pods
-among their consumers (``status.reservedFor``), through ``_claims``; where a
-device is: ``_slices``.
+Which pods use a device: the claims whose allocation holds it, and the live pods
+among their consumers (``status.reservedFor``) or that name the claim in any field
+(``_claims.pod_claims``: the spec, claims made from templates, the claim made for
+extended resources backed by DRA, and the claims of a workload's PodGroup, which
+are reserved for the group, not for its pods); where a device is: ``_slices``.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -42,7 +44,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 
-from ansible_collections.dra.admin.plugins.module_utils._claims import allocated_devices, consumers, pod_ref
+from ansible_collections.dra.admin.plugins.module_utils._claims import (
+    CONSUMER_POD, allocated_devices, consumers, names_claims, pod_claim_names, pod_claims, pod_ref, reserved_for,
+)
 from ansible_collections.dra.admin.plugins.module_utils._gates import gate_info, parse_minor
 from ansible_collections.dra.admin.plugins.module_utils._slices import current_slices, device_fields, device_location
 from ansible_collections.dra.admin.plugins.module_utils._timestamps import format_time, parse_time as parse_api_time
@@ -170,39 +174,43 @@ def pod_index(pods):
                 for p in pods)
 
 
-def device_users(claims, pods_by_uid):
+def pods_naming_claims(pods):
+    """{(namespace, claim name): [(pod name, node)]} of the claims the (whole) pods name in any field
+    (_claims.pod_claims)."""
+    named = {}
+    for pod in pods:
+        meta = _meta(pod)
+        for claim in pod_claims(pod):
+            named.setdefault((meta.get("namespace"), claim), []).append(
+                (meta.get("name"), (pod.get("spec") or {}).get("nodeName")))
+    return named
+
+
+def device_users(claims, pods_by_uid, named_by=None):
     """{(driver, pool, device): {"claims": [ns/name], "pods": [{namespace, name, node}]}} over the allocations.
 
-    A device is in use by the live pods among the consumers (``status.reservedFor``) of the claims holding it.
+    A device is in use by the live pods among the consumers (``status.reservedFor``) of the claims holding it,
+    and by the live pods that name such a claim (named_by: pods_naming_claims of the live pods; the pods of a
+    workload's PodGroup use its claims without being in reservedFor).
     """
     users = {}
     for claim in claims:
         meta = _meta(claim)
-        name = "%s/%s" % (meta.get("namespace"), meta.get("name"))
-        live = [c for c in consumers(claim, pods_by_uid) if c["exists"]]
+        namespace = meta.get("namespace")
+        name = "%s/%s" % (namespace, meta.get("name"))
+        live = [(c["name"], c["node"]) for c in consumers(claim, pods_by_uid) if c["kind"] == CONSUMER_POD
+                and c["exists"]]
+        live += (named_by or {}).get((namespace, meta.get("name")), [])
         for devices in claim_devices(claim).values():
             for key in devices:
                 entry = users.setdefault(key, {"claims": [], "pods": []})
                 if name not in entry["claims"]:
                     entry["claims"].append(name)
-                for consumer in live:
-                    pod = {"namespace": meta.get("namespace"), "name": consumer["name"], "node": consumer["node"]}
+                for pod_name, node in live:
+                    pod = {"namespace": namespace, "name": pod_name, "node": node}
                     if pod not in entry["pods"]:
                         entry["pods"].append(pod)
     return users
-
-
-def pod_claim_names(pod):
-    """{pod claim name: ResourceClaim name}: spec.resourceClaims[].resourceClaimName, and for claims made from
-    templates status.resourceClaimStatuses[].resourceClaimName."""
-    names = {}
-    for ref in (pod.get("spec") or {}).get("resourceClaims") or []:
-        if ref.get("resourceClaimName"):
-            names[ref.get("name")] = ref["resourceClaimName"]
-    for status in (pod.get("status") or {}).get("resourceClaimStatuses") or []:
-        if status.get("resourceClaimName"):
-            names[status.get("name")] = status["resourceClaimName"]
-    return names
 
 
 def parse_resource_name(name):
@@ -397,10 +405,11 @@ def device_health(slices, claims, pods, now, first_seen=None, unknown_after=600,
     count as long Unknown; driver: only this driver's devices.
     """
     first_seen = check_inputs(first_seen, unknown_after)
-    pods = [p for p in pods if (p.get("spec") or {}).get("resourceClaims")]  # only these can hold devices
     claims = list(claims)
+    reserved = set(r.get("uid") for c in claims for r in reserved_for(c))
+    pods = [p for p in pods if names_claims(p) or _meta(p).get("uid") in reserved]  # only these can hold devices
     published = published_devices(slices)
-    users = device_users(claims, pod_index(pods))
+    users = device_users(claims, pod_index(pods), pods_naming_claims(pods))
     claims_by_name = dict(((_meta(c).get("namespace"), _meta(c).get("name")), claim_devices(c)) for c in claims)
 
     entries = {}

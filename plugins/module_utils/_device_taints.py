@@ -25,7 +25,7 @@ import datetime
 import hashlib
 import re
 
-from ansible_collections.dra.admin.plugins.module_utils._claims import allocated_devices, reserved_for
+from ansible_collections.dra.admin.plugins.module_utils._claims import allocated_devices, live_consumer_pods
 from ansible_collections.dra.admin.plugins.module_utils._slices import device_index
 from ansible_collections.dra.admin.plugins.module_utils._timestamps import format_time, parse_time
 from ansible_collections.dra.admin.plugins.module_utils._tolerations import tolerates
@@ -447,12 +447,7 @@ def affected_claims(claims, devices, taint, pods_by_uid=None, sel=None):
             continue
         meta = claim.get("metadata") or {}
         kind, seconds = noexecute_toleration(results, taint)
-        pods = []
-        for ref in reserved_for(claim):
-            if ref.get("resource") != "pods" or ref.get("apiGroup"):
-                continue
-            if pods_by_uid is None or ref.get("uid") in pods_by_uid:
-                pods.append(ref.get("name"))
+        pods = live_consumer_pods(claim, pods_by_uid)
         evict_at = None
         if kind == "seconds" and added is not None:
             evict_at = format_time(added + datetime.timedelta(seconds=seconds))

@@ -4,7 +4,9 @@
 """Drain planning: which pods on a node go when, under kubectl-drain rules plus DRA order.
 
 Order (the good-practices page: drain the DRA driver as late as possible):
-  1. pods that consume ResourceClaims;
+  1. pods that consume ResourceClaims, whichever field names the claim (_claims.pod_claim_refs: the
+     spec, claims made from templates, and the claim the scheduler made for extended resources backed
+     by DRA, which only the pod's status names);
   2. the other evictable pods;
   3. (after no claim on the node is allocated or reserved) the DRA driver pods.
 
@@ -14,6 +16,8 @@ Pure functions over Pod / DaemonSet JSON.
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
+
+from ansible_collections.dra.admin.plugins.module_utils._claims import names_claims
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 TERMINAL_PHASES = ("Succeeded", "Failed")
@@ -47,22 +51,6 @@ def uses_emptydir(pod):
 
 def is_terminal(pod):
     return (pod.get("status") or {}).get("phase") in TERMINAL_PHASES
-
-
-def claim_names(pod):
-    """Names of the ResourceClaims a pod uses (direct references and claims generated from templates)."""
-    names = set()
-    for ref in (pod.get("spec") or {}).get("resourceClaims") or []:
-        if ref.get("resourceClaimName"):
-            names.add(ref["resourceClaimName"])
-    for status in (pod.get("status") or {}).get("resourceClaimStatuses") or []:
-        if status.get("resourceClaimName"):
-            names.add(status["resourceClaimName"])
-    return sorted(names)
-
-
-def uses_claims(pod):
-    return bool((pod.get("spec") or {}).get("resourceClaims"))
 
 
 def is_driver_pod(pod, driver_daemonsets, driver_labels):
@@ -102,7 +90,7 @@ def plan_drain(pods, driver_daemonsets=(), driver_labels=None, evict_daemonset_p
         else:
             if controller_of(pod) is None and not is_terminal(pod):
                 plan["unmanaged"].append(key)
-            plan["claim_pods" if uses_claims(pod) else "other_pods"].append(pod)
+            plan["claim_pods" if names_claims(pod) else "other_pods"].append(pod)
     return plan
 
 

@@ -185,6 +185,9 @@ _GATE_API_VERSIONS = {
     "DRADeviceTaints": {33: "v1alpha3", 34: "v1alpha3"},  # DeviceTaintRule, before it had its own gate
     "DRADeviceTaintRules": {35: "v1alpha3", 36: "v1beta2"},
     "DRAResourcePoolStatus": {36: "v1alpha3", 37: "v1alpha3"},
+    # Workload and PodGroup (what DRAWorkloadResourceClaims reserves claims for), another API group.
+    "GenericWorkload": {35: "scheduling.k8s.io/v1alpha1", 36: "scheduling.k8s.io/v1alpha2",
+                        37: "scheduling.k8s.io/v1beta1"},
 }
 
 
@@ -495,7 +498,8 @@ def runtime_config_for_gates(version, requested):
             continue
         api_version = _GATE_API_VERSIONS.get(name, {}).get(minor)
         if enabled and api_version:
-            entries["%s/%s" % (RESOURCE_GROUP, api_version)] = "true"
+            group_version = api_version if "/" in api_version else "%s/%s" % (RESOURCE_GROUP, api_version)
+            entries[group_version] = "true"
     return entries
 
 

@@ -12,8 +12,10 @@ __metaclass__ = type
 import time
 
 from ansible_collections.dra.admin.plugins.module_utils._gates import RESOURCE_GROUP
+from ansible_collections.dra.admin.plugins.module_utils.api import DraApiError
 from ansible_collections.dra.admin.plugins.module_utils._claims import (
-    blocks_node, claim_selected, claim_view, daemonset_claims, pod_ref,
+    CONSUMER_POD, blocks_node, claim_selected, claim_view, claims_used_by, consumer_kind, consumer_resource,
+    daemonset_claims, non_pod_claims, pod_ref, reserved_for,
 )
 from ansible_collections.dra.admin.plugins.module_utils._capacity import (
     capacity_report, metrics_text, pool_status_answer, pool_status_comparison, pool_status_request, summary_lines,
@@ -50,6 +52,50 @@ def pod_index(api, namespaces=()):
     return index
 
 
+def served_resource_path(api, group, resource):
+    """The cluster-wide LIST path of a resource in the first version of its group that serves it (the
+    preferred version first), or None when the server does not serve it. One GET per version looked at."""
+    if not group:
+        versions, prefix = ["v1"], "/api"
+    else:
+        doc = api.get_or_none("/apis/%s" % group) or {}
+        preferred = (doc.get("preferredVersion") or {}).get("version")
+        versions = [preferred] if preferred else []
+        versions += [v.get("version") for v in doc.get("versions") or [] if v.get("version") != preferred]
+        prefix = "/apis/%s" % group
+    for version in versions:
+        listing = api.get_or_none("%s/%s" % (prefix, version)) or {}
+        if any(r.get("name") == resource for r in listing.get("resources") or []):
+            return "%s/%s/%s" % (prefix, version, resource)
+    return None
+
+
+def non_pod_consumer_index(api, claims):
+    """{(API group, resource): set of uids} of the objects that exist, for each resource of the consumers that
+    are not pods (a workload's PodGroup) the claims' reservedFor names: discovery of its group and one
+    metadata-only LIST. A resource not served, or not readable with these credentials, is left out: its
+    consumers' existence stays unknown (never counted as gone). No request without such consumers."""
+    wanted = sorted(set(consumer_resource(ref) for claim in claims for ref in reserved_for(claim)
+                        if consumer_kind(ref) != CONSUMER_POD))
+    index = {}
+    for group, resource in wanted:
+        try:
+            path = served_resource_path(api, group, resource)
+            if path is not None:
+                index[(group, resource)] = set((m.get("metadata") or {}).get("uid")
+                                               for m in api.list_items(path, metadata_only=True))
+        except DraApiError as exc:
+            if exc.status not in (401, 403, 404):
+                raise
+    return index
+
+
+def claims_used_on_node(api, node):
+    """{(namespace, claim name)} the pods on the node use, from every field that names a claim (one LIST of
+    the node's pods, field-selected: whole pods, as claims are named in their spec and status)."""
+    return claims_used_by(api.list_items("/api/v1/pods", {"fieldSelector": "spec.nodeName=%s" % node}))
+
+
 def claim_items(api, version, namespaces=(), label_selector=None):
     query = {"labelSelector": label_selector} if label_selector else {}
     if not namespaces:
@@ -69,7 +115,9 @@ def gather_claim_views(api, node=None, namespaces=(), driver=None, label_selecto
 
     version: the resource api version used; views: sorted claim views (those on
     `node` when given); blocking: views that keep `node`'s driver from leaving;
-    daemonset_claims: views on `node` held only by DaemonSet pods (not blocking).
+    daemonset_claims: views on `node` held only by DaemonSet pods (not blocking);
+    non_pod_claims: views on `node` reserved only for consumers that are not pods (a
+    workload's PodGroup) that no pod on the node uses (not blocking).
     """
     version = api.resource_api_version()
     nodes = node_label_index(api)
@@ -77,16 +125,20 @@ def gather_claim_views(api, node=None, namespaces=(), driver=None, label_selecto
         raise unknown_node_error(node, nodes)
     slice_index = device_index(api.list_items(api.resource_path("resourceslices", version=version)))
     pods = pod_index(api, namespaces)
+    items = list(claim_items(api, version, namespaces, label_selector))
+    others = non_pod_consumer_index(api, items)
     views = []
-    for item in claim_items(api, version, namespaces, label_selector):
-        view = claim_view(item, nodes, pods, slice_index)
+    for item in items:
+        view = claim_view(item, nodes, pods, slice_index, others)
         if claim_selected(view, node=node, driver=driver):
             views.append(view)
     views.sort(key=lambda v: (v["namespace"] or "", v["name"] or ""))
     on_node = node is not None
+    used = claims_used_on_node(api, node) if on_node and any(v["non_pod_consumers"] for v in views) else None
     return {"version": version, "views": views,
-            "blocking": [v for v in views if on_node and blocks_node(v, node)],
-            "daemonset_claims": daemonset_claims(views, node) if on_node else []}
+            "blocking": [v for v in views if on_node and blocks_node(v, node, used)],
+            "daemonset_claims": daemonset_claims(views, node) if on_node else [],
+            "non_pod_claims": non_pod_claims(views, node, used) if on_node else []}
 
 
 def gather_capacity(api, driver=None, pool_status=False, timeout=30, check_mode=False, clock=time.monotonic,

@@ -17,7 +17,7 @@ from ansible_collections.dra.admin.plugins.module_utils._doctor import (
 from ansible_collections.dra.admin.plugins.module_utils._slices import device_index
 from ansible_collections.dra.admin.plugins.module_utils.api import DraApiError
 from ansible_collections.dra.admin.plugins.module_utils.claims import (
-    POD_NODE_COLUMN, claim_items, node_label_index,
+    POD_NODE_COLUMN, claim_items, node_label_index, non_pod_consumer_index,
 )
 
 MERGE_PATCH = "application/merge-patch+json"
@@ -45,8 +45,10 @@ def examine(api, namespaces=(), force=False, now=None):
     slice_index = device_index(slices)
     refs, infos = read_pods(api, namespaces)
     views, metas = [], {}
-    for item in claim_items(api, version, namespaces):
-        view = claim_view(item, nodes, refs, slice_index)
+    items = list(claim_items(api, version, namespaces))
+    others = non_pod_consumer_index(api, items)  # a workload's PodGroup is a consumer while it exists
+    for item in items:
+        view = claim_view(item, nodes, refs, slice_index, others)
         views.append(view)
         metas["%s/%s" % (view["namespace"], view["name"])] = item.get("metadata") or {}
     findings = diagnose(views, metas, infos, slices, nodes, time.time() if now is None else now, force)

@@ -20,10 +20,11 @@ from concurrent.futures import ThreadPoolExecutor
 from ansible_collections.dra.admin.plugins.module_utils.api import DraApiError
 from ansible_collections.dra.admin.plugins.module_utils.claims import gather_claim_views
 from ansible_collections.dra.admin.plugins.module_utils._claims import (
-    blocks_node, claim_view, consumer_note, pod_ref, reserved_for,
+    blocks_node, claim_view, claims_used_by, consumer_label, consumer_note, held_for_non_pods_only_off_node,
+    holds_devices, non_pod_message, pod_claims, pod_ref, reserved_for,
 )
 from ansible_collections.dra.admin.plugins.module_utils._drain import (
-    CORDON_ANNOTATION, backoff_delays, claim_names, controller_of, eviction_body, eviction_refusal, plan_drain,
+    CORDON_ANNOTATION, backoff_delays, controller_of, eviction_body, eviction_refusal, plan_drain,
     pod_key, pod_ready,
 )
 from ansible_collections.dra.admin.plugins.module_utils._driver_nodes import select_nodes_for_daemonset
@@ -57,6 +58,7 @@ class NodeDrain(object):
         self.warnings = []
         self.changed = False
         self.driver_refs = list(params["driver_daemonsets"])
+        self.non_pod = {}  # claims on the node reserved only for consumers that are not pods: key -> view
 
     # ------------------------------------------------------------------ helpers
     def event(self, text):
@@ -126,6 +128,8 @@ class NodeDrain(object):
         annotations = node["metadata"].get("annotations") or {}
         summary = self.plan_summary(plan, held, was_cordoned, labels, annotations)
         summary["daemonset_claims"] = claim_keys(gathered["daemonset_claims"])
+        self.note_non_pod_claims(v for v in gathered["views"] if holds_devices(v) and v["non_pod_consumers"])
+        summary["non_pod_claims"] = self.non_pod_reports()
         if plan["blocked"]:
             reasons = "; ".join("%s (%s)" % (b["pod"], b["reason"]) for b in plan["blocked"])
             raise DrainError("pods on %s need an explicit option before the drain can start: %s. Nothing was "
@@ -157,6 +161,12 @@ class NodeDrain(object):
         t = self.clock()
         self.wait_claims_released(version, held, plan["claim_pods"], labels)
         self.phase("wait_claims_released", t)
+        summary["non_pod_claims"] = self.non_pod_reports()
+        if self.non_pod:
+            self.warnings.append(
+                "ResourceClaim(s) on %s stay reserved for consumers that are not pods; the drain evicted the pods "
+                "on the node that use them and does not wait for the reservation (no eviction ends it): %s"
+                % (self.node, "; ".join(r["message"] for r in summary["non_pod_claims"])))
 
         t = self.clock()
         self.remove_driver(labels, plan["driver_pods"])
@@ -279,13 +289,15 @@ class NodeDrain(object):
         """Poll the node's known claims by name until none keeps the driver on the node; then one final LIST."""
         watched = set((v["namespace"], v["name"]) for v in held)
         for pod in claim_pods:
-            for name in claim_names(pod):
+            for name in pod_claims(pod):
                 watched.add((pod["metadata"]["namespace"], name))
         last_report = 0
         while True:
             still = self.claims_still_held(version, watched, labels)
             if not still:
-                remaining = gather_claim_views(self.api, node=self.node)["blocking"]
+                final = gather_claim_views(self.api, node=self.node)
+                self.note_non_pod_claims(final["non_pod_claims"])
+                remaining = final["blocking"]
                 if not remaining:
                     self.event("no ResourceClaim allocated or reserved on %s" % self.node)
                     return
@@ -325,17 +337,30 @@ class NodeDrain(object):
         here is checked for a live consumer elsewhere (GET by name, until one is found).
         """
         claims = [c for c in self.watched_claims(version, watched) if c.get("status")]
+        node_pods = self.pods_on_node() if claims else []
         pods = dict((p["metadata"]["uid"], pod_ref(p["spec"].get("nodeName"), p["metadata"].get("ownerReferences")))
-                    for p in self.pods_on_node()) if claims else {}
+                    for p in node_pods)
+        used = claims_used_by(node_pods, claims)
         still = []
         for claim in claims:
             if not any(ref.get("uid") in pods for ref in reserved_for(claim)):
                 self.find_consumer_elsewhere(claim, pods)
             view = claim_view(claim, {self.node: labels}, pods, ({}, set()))
-            if blocks_node(view, self.node):
+            if blocks_node(view, self.node, used):
                 view["missing_consumers"] = []
                 still.append(view)
+            elif holds_devices(view) and held_for_non_pods_only_off_node(view, used):
+                self.note_non_pod_claims([view])
         return still
+
+    def note_non_pod_claims(self, views):
+        for view in views:
+            self.non_pod["%s/%s" % (view["namespace"], view["name"])] = view
+
+    def non_pod_reports(self):
+        """The claims on the node reserved for consumers that are not pods: claim, consumers, what to do."""
+        return [{"claim": key, "consumers": [consumer_label(c) for c in view["non_pod_consumers"]],
+                 "message": non_pod_message(view)} for key, view in sorted(self.non_pod.items())]
 
     def find_consumer_elsewhere(self, claim, pods):
         """Add to `pods` the first consumer pod of the claim that exists (on another node)."""
@@ -462,7 +487,6 @@ def claim_keys(views):
 def describe_claims(views):
     parts = []
     for view in views:
-        who = ", ".join("%s/%s%s" % (c["resource"], c["name"], consumer_note(c))
-                        for c in view["consumers"]) or "no consumer"
+        who = ", ".join("%s%s" % (consumer_label(c), consumer_note(c)) for c in view["consumers"]) or "no consumer"
         parts.append("%s/%s [%s] by %s" % (view["namespace"], view["name"], view["state"], who))
     return "; ".join(parts)

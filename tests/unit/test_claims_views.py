@@ -184,8 +184,8 @@ def test_drain_skips_mirror_and_other_daemonset_pods_and_blocks_emptydir(world):
 def test_claim_names_from_template_and_direct_references(world):
     tmpl = next(p for p in world["pods"] if p["metadata"]["name"] == "tmpl")
     share = next(p for p in world["pods"] if p["metadata"]["name"] == "share-a")
-    assert _drain.claim_names(tmpl)[0].startswith("tmpl-gpu-")
-    assert _drain.claim_names(share) == ["shared"]
+    assert _claims.pod_claims(tmpl)[0].startswith("tmpl-gpu-")
+    assert _claims.pod_claims(share) == ["shared"]
 
 
 def test_backoff_is_bounded():
