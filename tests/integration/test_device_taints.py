@@ -4,13 +4,16 @@ The real kube-controller-manager's device-taint-eviction controller evicts and r
 kube-scheduler keeps tainted devices from new claims. The rule's API is off by default on the pinned
 releases, so:
 
-- on every pinned release, the shared `cluster` (defaults) gets the quick "not available" path: the
-  module fails naming the version and what switches the API on, and writes nothing;
+- on every pinned release, the shared `cluster` (defaults) gets the quick check of what the defaults give:
+  where the rule's API is off (1.33, 1.36) the module fails naming the version and what switches the API on,
+  and writes nothing, whatever the state; where it is on by default (1.37) a dry run answers and writes
+  nothing;
 - on releases where dra.admin can use the rule (catalog: device_taint_rule_support()["usable"], 1.35+),
   one more cluster is brought up with the catalog's gates for it (`hack/cluster/up --feature-gates`,
   the same settings role dra.admin.feature_gates writes with dra_feature_gates_device_taints: true), and
   one test walks one set of objects through dry run, NoSchedule, NoExecute (with a claim tolerating it
-  for a while), a second run and lifting the rule.
+  for a while), a second run and lifting the rule (a dry run over each rule leaves it as it is), and one
+  has a maintenance rule and the drain's device mode on the same device lift in turn.
 
 The made-up driver maint.example.com has no kubelet plugin: the scheduler allocates from its published
 slice and a KWOK node "runs" any pod, which is all these checks need.
@@ -55,28 +58,38 @@ def record(cluster, name, namespace):
         json.dump({"apiVersion": "v1", "kind": "List", "items": items}, fh, indent=1, sort_keys=True)
 
 
-def test_device_taint_rules_not_served_by_default_fail_clearly(cluster):
-    """On a cluster with the defaults the rule's API is off (1.33: only an alpha without effect None or
-    status; 1.36: needs DRADeviceTaintRules and resource.k8s.io/v1beta2): a clear failure, nothing written."""
+def test_device_taint_rules_as_served_by_default(cluster):
+    """With the defaults: where the rule's API is off (1.33: only an alpha without effect None or status;
+    1.36: needs DRADeviceTaintRules and resource.k8s.io/v1beta2) every state fails clearly and writes nothing;
+    where it is on (1.37, resource.k8s.io/v1) a dry run of the example driver's devices answers, reads only."""
     support = CATALOG.device_taint_rule_support(cluster.version)
-    failed = cluster.run_module(MODULE, {"state": "tainted", "effect": "NoExecute", "driver": "gpu.example.com"},
-                                expect_failure=True)
-    assert failed["changed"] is False
-    assert f"not available on Kubernetes {cluster.version}" in failed["msg"], failed["msg"]
-    assert CATALOG.device_taint_rules_unavailable(cluster.version) in failed["msg"]
-    if support["usable"]:
-        for gate in support["gates"]:
-            assert f"{gate}=true" in failed["msg"]
-        for entry in support["runtime_config"]:
-            assert entry in failed["msg"]
-        assert "dra_feature_gates_device_taints" in failed["msg"]
-    else:
-        assert "upgrade to 1.35 or later" in failed["msg"]
+    served = cluster.kubectl("api-resources", "--api-group=resource.k8s.io", "-o", "name").stdout.split()
+    if support["default_on"]:
+        assert any(name.startswith("devicetaintrules") for name in served), served
+        before = rules(cluster)
+        dry = cluster.run_module(MODULE, {"state": "dry_run", "driver": "gpu.example.com"})
+        assert dry["changed"] is False and dry["api_version"] == support["api_version"], dry
+        assert dry["rule"] == {} and len(dry["devices"]) >= 8 and dry["other_rules_in_force"] == []
+        assert rules(cluster) == before == []
+        return
+    for args in ({"state": "tainted", "effect": "NoExecute", "driver": "gpu.example.com"},
+                 {"state": "dry_run", "driver": "gpu.example.com"}):
+        failed = cluster.run_module(MODULE, args, expect_failure=True)
+        assert failed["changed"] is False
+        assert f"not available on Kubernetes {cluster.version}" in failed["msg"], failed["msg"]
+        assert CATALOG.device_taint_rules_unavailable(cluster.version) in failed["msg"]
+        if support["usable"]:
+            for gate in support["gates"]:
+                assert f"{gate}=true" in failed["msg"]
+            for entry in support["runtime_config"]:
+                assert entry in failed["msg"]
+            assert "dra_feature_gates_device_taints" in failed["msg"]
+        else:
+            assert "upgrade to 1.35 or later" in failed["msg"]
     # The remediation says the same, before reading anything else.
     remedy = cluster.run_module("dra.admin.dra_device_remediation", {"effect": "NoExecute"}, expect_failure=True)
     assert remedy["changed"] is False and remedy["api_requests"] <= 3  # version and discovery only
     assert CATALOG.device_taint_rules_unavailable(cluster.version) in remedy["msg"], remedy["msg"]
-    served = cluster.kubectl("api-resources", "--api-group=resource.k8s.io", "-o", "name").stdout.split()
     assert not any(name.startswith("devicetaintrules") for name in served), served
 
 
@@ -147,6 +160,26 @@ def rules(cluster):
     return cluster.get_json("devicetaintrules.resource.k8s.io")["items"]
 
 
+def rule_versions(cluster):
+    return dict((r["metadata"]["name"], r["metadata"]["resourceVersion"]) for r in rules(cluster))
+
+
+def assert_dry_runs_leave_the_rule(cluster, tmp_path, base, name, effect):
+    """dra_device_taint state=dry_run (as a task and in check mode) and role device_maintenance without a state
+    over an existing rule: it keeps its resourceVersion and effect, and each run reports it as it is."""
+    versions = rule_versions(cluster)
+    dry, checked = run_tasks(cluster, tmp_path, (dict(base, state="dry_run"), False),
+                             (dict(base, state="dry_run"), True))
+    for result in (dry, checked):
+        assert not result.get("failed") and result["changed"] is False, result
+        assert result["name"] == name and result["rule"]["taint"]["effect"] == effect, result["rule"]
+    role = cluster.run_role("dra.admin.device_maintenance", tmp_path, {"dra_device_maintenance_driver": base["driver"],
+                                                                       "dra_device_maintenance_pool": base["pool"]})
+    assert role.returncode == 0 and recap(role)["changed"] == "0", role.stdout[-4000:]
+    assert rule_versions(cluster) == versions
+    assert cluster.get_json("devicetaintrules.resource.k8s.io", name)["spec"]["taint"]["effect"] == effect
+
+
 def test_device_maintenance_dry_run_taint_evict_and_lift(taint_cluster, tmp_path):
     cluster = taint_cluster
     api = cluster.resource_version
@@ -178,32 +211,32 @@ def test_device_maintenance_dry_run_taint_evict_and_lift(taint_cluster, tmp_path
     assert "driver nosuch.example.com publishes no ResourceSlice" in no_driver["msg"] and DRIVER in no_driver["msg"]
     assert f"no device dev-9 in pool {POOL} of driver {DRIVER}" in no_device["msg"] and "dev-0" in no_device["msg"]
     assert no_driver["changed"] is False and no_device["changed"] is False
-    assert checked["changed"] is True and checked["would_evict"] == [f"{ns}/a1", f"{ns}/a2", f"{ns}/t"]
+    assert checked["changed"] is False and checked["would_evict"] == [f"{ns}/a1", f"{ns}/a2", f"{ns}/t"]
     assert rules(cluster) == []
 
-    # Dry run: exactly the pods on the selected devices; the tolerating one with its seconds. Then again.
+    # Dry run: exactly the pods on the selected devices; the tolerating one with its seconds; no rule written.
     dry, dry_again = run_tasks(cluster, tmp_path, (dict(base, state="dry_run"), False),
                                (dict(base, state="dry_run"), False))
-    assert dry["changed"] is True and dry_again["changed"] is False
+    assert dry["changed"] is False and dry_again["changed"] is False
+    assert dry["rule"] == {} and dry["other_rules_in_force"] == [] and rules(cluster) == []
     assert dry["pods"] == [f"{ns}/a1", f"{ns}/a2", f"{ns}/t"]
     assert dry["would_evict"] == [f"{ns}/a1", f"{ns}/a2", f"{ns}/t"]
     assert dry["claims"] == [f"{ns}/shared", f"{ns}/tolerant"]
     assert dry["tolerating"] == [{"pod": f"{ns}/t", "claim": f"{ns}/tolerant",
                                   "toleration_seconds": TOLERATION_SECONDS, "until": None}]
     assert sorted(d["device"] for d in dry["devices"]) == ["dev-0", "dev-1", "dev-2"]
-    condition = dry["rule"]["condition"]
-    assert condition["current"] and condition["reason"] == "NoEffect" and not condition["eviction_in_progress"]
-    assert "3 pods would be evicted" in condition["message"], condition["message"]
-    assert [r["spec"]["taint"]["effect"] for r in rules(cluster)] == ["None"]
     assert all(pod_phase(cluster, ns, n) == "Running" for n in ("a1", "a2", "t", "o"))
     record(cluster, "dry-run", ns)
 
     # NoSchedule: running pods stay, a new claim on the pool cannot be allocated.
     tainted = cluster.run_module(MODULE, dict(base, state="tainted", effect="NoSchedule"))
     assert tainted["changed"] is True and tainted["name"] == dry["name"]
+    assert tainted["rule"]["labels"] == {"app.kubernetes.io/managed-by": "dra.admin", "dra.admin/purpose": "maintenance"}
     cluster.apply([claim(api, ns, "late", device_class=DRIVER), pod(ns, "newcomer", claim_name="late", node=node, grace=1)])
     cluster.wait_until(lambda: unschedulable(cluster, ns, "newcomer"), 60, "pod newcomer unschedulable while the pool is tainted")
     assert all(pod_phase(cluster, ns, n) == "Running" for n in ("a1", "a2", "t", "o"))
+    # A dry run over the NoSchedule rule, and the role's default run (a dry run), leave it as it is.
+    assert_dry_runs_leave_the_rule(cluster, tmp_path, base, tainted["name"], "NoSchedule")
 
     # NoExecute without waiting: the tolerating pod is reported with its deadline.
     started = cluster.run_module(MODULE, dict(base, state="tainted", effect="NoExecute", wait=False))
@@ -233,6 +266,8 @@ def test_device_maintenance_dry_run_taint_evict_and_lift(taint_cluster, tmp_path
     other = cluster.get_json("pod", "-n", ns, "o")
     assert other["metadata"]["uid"] == other_uid and pod_phase(cluster, ns, "o") == "Running"
     assert unschedulable(cluster, ns, "newcomer")
+    # A dry run over the NoExecute rule, and the role's default run (a dry run), leave it as it is.
+    assert_dry_runs_leave_the_rule(cluster, tmp_path, base, done["name"], "NoExecute")
 
     # Lifting the rule lets a new pod have a device of the pool. (A pod left pending under the taint is
     # retried only at kube-scheduler's next DRA event or unschedulable timeout, up to 5 minutes: deleting
@@ -284,6 +319,73 @@ def test_drain_device_mode_evicts_one_device_and_releases_its_claim(taint_cluste
     assert lifted.returncode == 0 and recap(lifted)["changed"] == "1", lifted.stdout[-4000:]
     assert f"{node} in_service, DeviceTaintRule {drained['name']}:" in lifted.stdout and "lifted True" in lifted.stdout
     assert rules(cluster) == []
+
+
+def test_maintenance_rule_and_device_drain_on_the_same_device_coexist(taint_cluster, tmp_path):
+    """An admin's maintenance rule (dra_device_taint, NoSchedule) and the drain's device mode (NoExecute) on the
+    same GPU: two rules; each lift deletes only its own, leaves the other's resourceVersion as it was and names it
+    in other_rules_in_force; the device stays out of service while either is there; neither operation takes the
+    other's rule by name."""
+    cluster = taint_cluster
+    api = cluster.resource_version
+    node = cluster.get_json("nodes")["items"][0]["metadata"]["name"]
+    ns = "device-coexist"
+    cluster.kubectl("create", "namespace", ns)
+    cluster.wait_until(lambda: cluster.kubectl("get", "serviceaccount", "default", "-n", ns,
+                                               check=False).returncode == 0, 30, "the default ServiceAccount")
+    gpu = {"driver": "gpu.example.com", "pool": node, "device": "gpu-7"}
+    drain_args = {"node": node, "device_driver": "gpu.example.com", "device": "gpu-7", "timeout": 120,
+                  "poll_interval": 0.5}
+    (maintenance,) = run_tasks(cluster, tmp_path, (dict(gpu, state="tainted", effect="NoSchedule",
+                                                        annotations={"example.com/ticket": "4711"}), False))
+    (drained,) = run_tasks(cluster, tmp_path, (drain_args, False), module="dra.admin.dra_node_drain")
+    assert not maintenance.get("failed") and not drained.get("failed"), (maintenance, drained)
+    ours, theirs = maintenance["name"], drained["name"]
+    assert ours == f"dra-admin-gpu.example.com-{node}-gpu-7" and theirs == f"dra-admin-drain-gpu.example.com-{node}-gpu-7"
+    assert [(r["name"], r["operation"], r["effect"]) for r in drained["other_rules_in_force"]] == [
+        (ours, "maintenance", "NoSchedule")]
+    versions = rule_versions(cluster)
+    assert sorted(versions) == sorted([ours, theirs])
+    assert cluster.get_json("devicetaintrules.resource.k8s.io", theirs)["metadata"]["labels"]["dra.admin/purpose"] == \
+        "device-drain"
+
+    # Neither takes the other's rule by name; a dry run naming either reads it only.
+    grab, lift_theirs, look = run_tasks(cluster, tmp_path, (dict(gpu, state="tainted", name=theirs), False),
+                                        (dict(gpu, state="absent", name=theirs), False),
+                                        (dict(gpu, state="dry_run", name=theirs), False))
+    for refused in (grab, lift_theirs):
+        assert refused["failed"] and refused["changed"] is False, refused
+        assert "belongs to another dra.admin operation (label dra.admin/purpose=device-drain" in refused["msg"]
+    assert look["changed"] is False and look["rule"]["operation"] == "device-drain"
+    assert rule_versions(cluster) == versions
+
+    # The drain's lift (role drain, device mode): its own rule only; the maintenance rule is named and stays, and
+    # the device stays out of service: a new claim for it is not allocated.
+    role_vars = {"dra_drain_node": node, "dra_drain_state": "in_service", "dra_drain_device_driver": "gpu.example.com",
+                 "dra_drain_device": "gpu-7", "dra_drain_timeout": 120}
+    back = cluster.run_role("dra.admin.drain", tmp_path, role_vars)
+    assert back.returncode == 0 and recap(back)["changed"] == "1", back.stdout[-4000:]
+    assert f"lifted True, other rules keeping the devices out of service: {ours}" in back.stdout, back.stdout[-4000:]
+    assert rule_versions(cluster) == {ours: versions[ours]}
+    index = 'device.attributes["gpu.example.com"].index == 7'
+    cluster.apply([claim(api, ns, "gpu7", selector=index), pod(ns, "wants7", claim_name="gpu7", node=node, grace=1)])
+    cluster.wait_until(lambda: unschedulable(cluster, ns, "wants7"), 60,
+                       "pod wants7 unschedulable while the maintenance rule still taints gpu-7")
+    cluster.kubectl("delete", "pod", "-n", ns, "wants7", "--wait=true", "--timeout=60s")
+
+    # The other way round: the drain again, then the maintenance lift leaves the drain's rule and names it.
+    (again,) = run_tasks(cluster, tmp_path, (drain_args, False), module="dra.admin.dra_node_drain")
+    assert again["changed"] and again["name"] == theirs, again
+    drain_version = rule_versions(cluster)[theirs]
+    (lifted,) = run_tasks(cluster, tmp_path, (dict(gpu, state="absent"), False))
+    assert lifted["changed"] and lifted["lifted"] and lifted["name"] == ours, lifted
+    assert [(r["name"], r["operation"], r["effect"]) for r in lifted["other_rules_in_force"]] == [
+        (theirs, "device-drain", "NoExecute")]
+    assert rule_versions(cluster) == {theirs: drain_version}
+    (last,) = run_tasks(cluster, tmp_path, (dict(drain_args, state="in_service"), False), module="dra.admin.dra_node_drain")
+    assert last["changed"] and last["lifted"] and last["other_rules_in_force"] == [], last
+    assert rules(cluster) == []
+    cluster.kubectl("delete", "namespace", ns, "--wait=false")
 
 
 REMEDY_DRIVER = "remedy.example.com"
