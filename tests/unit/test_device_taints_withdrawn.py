@@ -62,5 +62,6 @@ def test_affected_iff_the_selector_names_an_allocated_device(allocated, publishe
                if dt.selector_matches(sel, d, p, n)]
     names = set(c["name"] for c in dt.affected_claims(claims, devices, {}, sel=sel))
     for i, (d, p, n) in enumerate(allocated):
-        named = d == sel["driver"] and (not by_pool or p == sel.get("pool")) and (not by_device or n == sel.get("device"))
+        named = (d == sel["driver"] and (not by_pool or p == sel.get("pool"))
+                 and (not by_device or n == sel.get("device")))
         assert (("c%d" % i) in names) == named, (sel, (d, p, n))
