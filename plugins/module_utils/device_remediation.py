@@ -76,6 +76,8 @@ def remediate(api, effect, healthy_for, driver=None, wait_timeout=300, poll_inte
         for field in ("would_evict", "evicted", "still_holding"):
             if field in outcome:
                 action[field] = outcome[field]
+        if action["action"] == LIFT:  # what still keeps the device out of service (a maintenance rule, say)
+            action["other_rules_in_force"] = [rule["name"] for rule in outcome.get("other_rules_in_force") or []]
         if task.changed:
             diff["before"][task.name] = task.diff["before"]
             diff["after"][task.name] = task.diff["after"]

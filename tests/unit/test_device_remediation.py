@@ -228,6 +228,8 @@ def test_taint_mark_wait_lift_through_the_device_taint_code():
     assert not changed and result["waiting"] == [DEV0] and len(api.writes) == 2
     result, changed, diff = run(api, NOW + datetime.timedelta(seconds=15))
     assert changed and result["lifted"] == [DEV0] and api.writes[-1][0] == "DELETE" and RULE not in api.rules
+    # The maintenance rule and the other tool's rule select dev-1 only: nothing else keeps dev-0 out of service.
+    assert [a["other_rules_in_force"] for a in result["actions"]] == [[]]
     assert diff["after"] == {RULE: {}} and diff["before"][RULE]["taint"]["key"] == rem.KEY
     assert dict((n, api.rules[n]) for n in others) == others
     result, changed, diff = run(api, NOW + datetime.timedelta(seconds=16))

@@ -269,16 +269,21 @@ def test_check_mode_runs_only_read_whatever_rules_exist(rules, state, device):
     assert api.writes == [] and api.rules == rules
 
 
-def test_remediation_in_check_mode_only_reads():
+def test_remediation_in_check_mode_only_reads_and_names_the_rules_its_lift_leaves():
     objs = recorded("dry-run")
     api = ScriptedApi(objs)
     sel = dt.selector(DRIVER, POOL, "dev-0")
     api.rules[rem.rule_name(DRIVER, POOL, "dev-0")] = make_rule(rem.rule_name(DRIVER, POOL, "dev-0"), sel,
                                                                dt.REMEDIATION, dt.NO_SCHEDULE, key=rem.KEY)
+    # An admin's maintenance rule on the whole pool.
+    api.rules["dra-admin-maint.example.com-tray"] = make_rule("dra-admin-maint.example.com-tray",
+                                                              dt.selector(DRIVER, POOL), dt.MAINTENANCE, dt.NO_SCHEDULE)
     before = copy.deepcopy(api.rules)
     result, changed, diff = remediate(api, dt.NO_SCHEDULE, 0, check_mode=True, poll_interval=0.01,
                                       sleep=lambda s: None)
     assert result["lifted"] == ["%s/%s/dev-0" % (DRIVER, POOL)] and changed  # healthy: the lift it would make
+    (lift,) = result["actions"]
+    assert lift["other_rules_in_force"] == ["dra-admin-maint.example.com-tray"]
     assert api.writes == [] and api.rules == before
 
 
