@@ -138,3 +138,22 @@ def backoff_delays(initial=0.5, factor=2.0, ceiling=5.0):
     while True:
         yield delay
         delay = min(delay * factor, ceiling)
+
+
+def drivers_left_on_node(node_drivers, driver_pods, not_in_pods=()):
+    """The drivers publishing the node's own devices that the drain could not take off it: every one of them
+    when no driver pod is on the node to remove (those named as not running in pods excepted), sorted."""
+    if driver_pods:
+        return []
+    return sorted(set(node_drivers) - set(not_in_pods))
+
+
+def drivers_beyond_daemonsets(node_drivers, driver_pods, not_in_pods=()):
+    """When fewer driver DaemonSets have a pod on the node than drivers publish its devices, those drivers
+    (sorted): some of them may have no pod the drain takes off. Empty otherwise."""
+    drivers = set(node_drivers) - set(not_in_pods)
+    owners = set()
+    for pod in driver_pods:
+        ref = controller_of(pod)
+        owners.add((pod["metadata"].get("namespace"), ref.get("name")) if ref else pod_key(pod))
+    return sorted(drivers) if len(owners) < len(drivers) else []

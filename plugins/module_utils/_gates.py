@@ -530,6 +530,74 @@ def validate_runtime_config(version, requested):
     return errors
 
 
+def _minor_ranges(minors):
+    """'1.30-1.33, 1.36' for sorted minors."""
+    ranges = []
+    for minor in minors:
+        if ranges and ranges[-1][1] == minor - 1:
+            ranges[-1][1] = minor
+        else:
+            ranges.append([minor, minor])
+    return ", ".join("1.%d" % a if a == b else "1.%d-1.%d" % (a, b) for a, b in ranges)
+
+
+def validate_without_version(gates, runtime_config=None, component=None):
+    """Check gates and --runtime-config entries given without a Kubernetes version; a list of errors.
+
+    Accepted only what every catalogued release (SUPPORTED_MINORS) accepts: a gate value must be a
+    boolean, a gate no catalogued release knows is refused, and so is a gate (or the request as a whole,
+    for dependencies) or a resource.k8s.io entry that some release refuses, naming those releases and the
+    fix (give the component's version). Removals (None values) are never refused.
+    """
+    versions = ["v1.%d" % minor for minor in SUPPORTED_MINORS]
+    span = _minor_ranges(SUPPORTED_MINORS)
+    hint = ("without kubernetes_version only what every catalogued release (%s) accepts is written: give "
+            "kubernetes_version, the component's version (e.g. v1.%d), to check it against that release"
+            % (span, SUPPORTED_MINORS[-1]))
+    errors = []
+    values = {}
+    for name in sorted(gates or {}):
+        if gates[name] is None:
+            continue
+        try:
+            values[name] = gate_value(gates[name])
+        except ValueError as exc:
+            errors.append("feature gate %s: %s" % (name, exc))
+    known = {}
+    for name in sorted(values):
+        if name in _GATES:
+            known[name] = values[name]
+        elif name in _OUTSIDE_GATES:
+            errors.append("feature gate %s is not a DRA gate: dra.admin does not set it; remove it from the "
+                          "requested gates" % name)
+        else:
+            errors.append("feature gate %s is unknown to every Kubernetes release the DRA catalog knows (%s): "
+                          "check the spelling; known gates: %s" % (name, span, ", ".join(sorted(_GATES))))
+    single_refusals = False
+    for name in sorted(known):
+        refusing = [v for v in versions if validate_gates(v, {name: known[name]}, component)]
+        if refusing:
+            single_refusals = True
+            first = validate_gates(refusing[0], {name: known[name]}, component)[0]
+            errors.append("feature gate %s=%s is refused on Kubernetes %s (%s); %s"
+                          % (name, str(known[name]).lower(), _minor_ranges(parse_minor(v) for v in refusing),
+                             first, hint))
+    if known and not single_refusals:
+        refusing = [v for v in versions if validate_gates(v, known, component)]
+        if refusing:
+            errors.append("feature gates %s together are refused on Kubernetes %s (%s); %s"
+                          % (", ".join(sorted(known)), _minor_ranges(parse_minor(v) for v in refusing),
+                             validate_gates(refusing[0], known, component)[0], hint))
+    entries = dict((k, v) for k, v in (runtime_config or {}).items() if v is not None)
+    for key in sorted(entries):
+        refusing = [v for v in versions if validate_runtime_config(v, {key: entries[key]})]
+        if refusing:
+            errors.append("%s (refused on Kubernetes %s); %s"
+                          % ("; ".join(validate_runtime_config(refusing[0], {key: entries[key]})),
+                             _minor_ranges(parse_minor(v) for v in refusing), hint))
+    return errors
+
+
 def dra_gates(version, extra_gates=None):
     """The gates the feature_gates role writes on a release: the gates DRA needs, with the requested
     ones over them (a requested value wins; None, which removes a gate, is skipped). Values that are

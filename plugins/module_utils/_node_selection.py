@@ -14,6 +14,8 @@ __metaclass__ = type
 
 import copy
 
+from ansible_collections.dra.admin.plugins.module_utils._k8s_names import qualified_name_error
+
 DEFAULT_EXCLUSION_LABEL = "dra.admin/driver-excluded"
 EXCLUSION_VALUE = "true"
 
@@ -87,6 +89,11 @@ def pinned_nodes(node_selector):
 
 
 # --- the exclusion label --------------------------------------------------------------------
+
+def exclusion_label_error(label, field="exclusion_label"):
+    """Why `label` cannot be the exclusion label (a label key as Kubernetes defines it), or None."""
+    return qualified_name_error(field, label, DEFAULT_EXCLUSION_LABEL)
+
 
 def expression_excludes(expression, label):
     """Whether a matchExpression keeps nodes labelled ``label=true`` out (DoesNotExist, or NotIn [true])."""

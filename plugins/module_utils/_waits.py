@@ -1,7 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: dra.admin contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""The check every module that waits makes of its timeout and poll interval, in one way.
+"""The wait options of every module that waits, and their one check.
+
+Every module that waits names its options as kubernetes.core does: ``wait_timeout`` (seconds the wait may
+take) and ``wait_sleep`` (seconds between polls); the names a module had before are kept as aliases
+(``wait_options``). Every time parameter of a module (those, and the request timeouts and scrape intervals
+of the modules that read endpoints) must be a finite number of seconds above 0: ``nan``, ``inf``, ``-1`` and
+``0`` are refused before anything is read or written, the message naming the option and giving an example.
 
 Pure functions: no Ansible, no network.
 """
@@ -10,10 +16,66 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
 
-def wait_parameter_errors(params, timeouts=(), intervals=("poll_interval",)):
-    """Messages naming each timeout (whole seconds) or poll interval of `params` that is not above 0."""
-    errors = ["%s must be a positive number of seconds, got %s" % (name, params[name])
-              for name in timeouts if params[name] <= 0]
-    errors += ["%s must be positive, got %s" % (name, params[name]) for name in intervals if params[name] <= 0]
+WAIT_TIMEOUT = "wait_timeout"
+WAIT_SLEEP = "wait_sleep"
+
+# An example value per kind of time parameter, for the message.
+TIMEOUT_EXAMPLE = 300
+SLEEP_EXAMPLE = 2
+
+
+def wait_options(timeout_default, sleep_default=None, timeout_aliases=(), sleep_aliases=()):
+    """The argument spec entries of a waiting module's wait_timeout (whole seconds) and wait_sleep
+    (seconds, fractions allowed; left out when sleep_default is None), with the module's former names as
+    aliases."""
+    options = {WAIT_TIMEOUT: dict(type="int", default=timeout_default)}
+    if timeout_aliases:
+        options[WAIT_TIMEOUT]["aliases"] = list(timeout_aliases)
+    if sleep_default is not None:
+        options[WAIT_SLEEP] = dict(type="float", default=sleep_default)
+        if sleep_aliases:
+            options[WAIT_SLEEP]["aliases"] = list(sleep_aliases)
+    return options
+
+
+def is_positive_seconds(value):
+    """A number of seconds a wait can use: a finite int or float above 0 (not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return math.isfinite(value) and value > 0
+
+
+def option_label(name, aliases=()):
+    """How a message names an option: with its aliases, since the task may use one of them."""
+    return "%s (alias %s)" % (name, ", ".join(aliases)) if aliases else name
+
+
+def seconds_error(name, value, example, aliases=()):
+    """The message for one time parameter that is not a finite number of seconds above 0, or None."""
+    if is_positive_seconds(value):
+        return None
+    return ("%s must be a finite number of seconds above 0, got %r: give for example %s: %s"
+            % (option_label(name, aliases), value, name, example))
+
+
+def option_aliases(spec, name):
+    return tuple((spec or {}).get(name, {}).get("aliases") or ())
+
+
+def wait_parameter_errors(params, timeouts=(WAIT_TIMEOUT,), intervals=(WAIT_SLEEP,), spec=None):
+    """Messages naming each timeout or poll interval of `params` that is not a finite number above 0.
+
+    `spec` (the module's argument spec) lets the messages name the aliases too. A parameter left unset
+    (None) is not checked here: its own option decides whether it is required.
+    """
+    errors = []
+    for names, example in ((timeouts, TIMEOUT_EXAMPLE), (intervals, SLEEP_EXAMPLE)):
+        for name in names:
+            if params.get(name) is None:
+                continue
+            error = seconds_error(name, params[name], example, option_aliases(spec, name))
+            if error:
+                errors.append(error)
     return errors

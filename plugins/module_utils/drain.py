@@ -24,12 +24,12 @@ from ansible_collections.dra.admin.plugins.module_utils._claims import (
     holds_devices, non_pod_message, pod_claims, pod_ref, reserved_for,
 )
 from ansible_collections.dra.admin.plugins.module_utils._drain import (
-    CORDON_ANNOTATION, backoff_delays, controller_of, eviction_body, eviction_refusal, plan_drain,
-    pod_key, pod_ready,
+    CORDON_ANNOTATION, backoff_delays, controller_of, drivers_beyond_daemonsets, drivers_left_on_node,
+    eviction_body, eviction_refusal, plan_drain, pod_key, pod_ready,
 )
 from ansible_collections.dra.admin.plugins.module_utils._driver_nodes import select_nodes_for_daemonset
 from ansible_collections.dra.admin.plugins.module_utils._node_selection import daemonset_excludes
-from ansible_collections.dra.admin.plugins.module_utils._slices import driver_publishes_for_node
+from ansible_collections.dra.admin.plugins.module_utils._slices import driver_publishes_for_node, slices_for_node
 
 MERGE_PATCH = "application/merge-patch+json"
 MAX_PARALLEL_EVICTIONS = 16
@@ -52,7 +52,7 @@ class NodeDrain(object):
         self.clock = clock
         self.sleep = sleep
         self.started = clock()
-        self.deadline = self.started + params["timeout"]
+        self.deadline = self.started + params["wait_timeout"]
         self.events = []
         self.phases = {}
         self.warnings = []
@@ -126,6 +126,7 @@ class NodeDrain(object):
         was_cordoned = bool((node.get("spec") or {}).get("unschedulable"))
         labels = node["metadata"].get("labels") or {}
         annotations = node["metadata"].get("annotations") or {}
+        self.check_drivers_removable(labels, plan["driver_pods"])
         summary = self.plan_summary(plan, held, was_cordoned, labels, annotations)
         summary["daemonset_claims"] = claim_keys(gathered["daemonset_claims"])
         self.note_non_pod_claims(v for v in gathered["views"] if holds_devices(v) and v["non_pod_consumers"])
@@ -174,6 +175,39 @@ class NodeDrain(object):
         summary.update(phases=self.phases, events=self.events)
         return summary
 
+    def node_drivers(self):
+        """Drivers publishing the node's own devices: a current slice bound to the node by name (its nodeName,
+        or with perDeviceNodeSelection a device's). One slice LIST."""
+        slices = self.api.list_items(self.api.resource_path("resourceslices"))
+        return sorted(set(((s.get("spec") or {}).get("driver")) for s in slices_for_node(slices, self.node)))
+
+    def check_drivers_removable(self, labels, driver_pods):
+        """Before the first write: refuse a drain that would end with a driver still on the node because no
+        pod of it is among the driver pods to take off (a mistyped exclusion_label or driver_daemonsets finds
+        none). Not checked once the node carries the exclusion label: the driver was taken off before."""
+        if labels.get(self.p["exclusion_label"]) == "true":
+            return
+        drivers = self.node_drivers()
+        not_in_pods = self.p.get("drivers_not_in_pods") or []
+        left = drivers_left_on_node(drivers, driver_pods, not_in_pods)
+        if left:
+            found = ("driver_daemonsets %s have no pod on it" % ", ".join(self.p["driver_daemonsets"])
+                     if self.p["driver_daemonsets"] else
+                     "no pod on it matches driver_pod_labels" if self.p["driver_pod_labels"] else
+                     "no DaemonSet keeps its pods off nodes labelled %s (exclusion_label)" % self.p["exclusion_label"])
+            raise DrainError(
+                "driver(s) %s publish devices of %s, but the drain found no driver pod on the node to take off "
+                "last (%s), so it would end with the driver still there. Set driver_daemonsets to the driver's "
+                "DaemonSet (namespace/name), or exclusion_label to the label key its node affinity excludes; list a "
+                "driver that does not run in a pod on the node in drivers_not_in_pods. Nothing was changed."
+                % (", ".join(left), self.node, found), {"drivers_left_on_node": left})
+        beyond = drivers_beyond_daemonsets(drivers, driver_pods, not_in_pods)
+        if beyond:
+            self.warnings.append(
+                "driver(s) %s publish devices of %s, but fewer driver DaemonSets have a pod there (%s): a driver "
+                "whose DaemonSet is not among them stays on the node; add it to driver_daemonsets"
+                % (", ".join(beyond), self.node, ", ".join(sorted(set(pod_key(p) for p in driver_pods)))))
+
     def plan_summary(self, plan, held, was_cordoned, labels, annotations):
         """What the drain would do; would_change is true when it would write anything (what cordon,
         evict_all and remove_driver write: unschedulable, the cordon annotation, evictions, the label)."""
@@ -216,7 +250,7 @@ class NodeDrain(object):
         if failures:
             raise DrainError(
                 "could not evict %d %s(s) from %s within the timeout: %s. The node stays cordoned and the "
-                "DRA driver was not touched. Next: relax the PodDisruptionBudget(s) named, or raise timeout."
+                "DRA driver was not touched. Next: relax the PodDisruptionBudget(s) named, or raise wait_timeout."
                 % (len(failures), what, self.node, "; ".join(f["message"] for f in failures)),
                 {"blocking_pods": [f["pod"] for f in failures],
                  "pod_disruption_budgets": sorted(set(b for f in failures for b in f["pdbs"]))})
@@ -271,7 +305,7 @@ class NodeDrain(object):
             if self.remaining() <= 0:
                 return [{"pod": pod_key(p), "pdbs": [], "message": "%s evicted but still terminating" % pod_key(p)}
                         for p in pods if p["metadata"]["uid"] in waiting]
-            self.sleep(self.p["poll_interval"])
+            self.sleep(self.p["wait_sleep"])
 
     def pdbs_for(self, pod):
         """Names of the PodDisruptionBudgets in the pod's namespace whose selector matches it."""
@@ -312,7 +346,7 @@ class NodeDrain(object):
                     "cordoned and the DRA driver was not touched, so it can still unprepare them. Next: check "
                     "the consumers listed, then run the drain again." % (len(still), self.node, describe_claims(still)),
                     {"claims": claim_keys(still)})
-            self.sleep(self.p["poll_interval"])
+            self.sleep(self.p["wait_sleep"])
 
     def watched_claims(self, version, watched):
         """The watched claims that still exist. One request per namespace: a GET for a lone claim, else a LIST."""
@@ -445,7 +479,7 @@ class NodeDrain(object):
                 raise DrainError("no ready pod of %s on %s after the timeout; the node stays cordoned. Check "
                                  "the driver DaemonSet's rollout and its pod logs." % (", ".join(missing), self.node),
                                  {"driver_daemonsets_not_ready": missing})
-            self.sleep(self.p["poll_interval"])
+            self.sleep(self.p["wait_sleep"])
 
     def wait_slices_published(self):
         labels = (self.get_node().get("metadata") or {}).get("labels") or {}  # after the exclusion label went
@@ -454,7 +488,7 @@ class NodeDrain(object):
                 if self.remaining() <= 0:
                     raise DrainError("driver %s publishes no ResourceSlice for %s after the timeout; the node "
                                      "stays cordoned. Check the driver pod's logs." % (driver, self.node))
-                self.sleep(self.p["poll_interval"])
+                self.sleep(self.p["wait_sleep"])
             self.event("%s publishes ResourceSlices for %s" % (driver, self.node))
 
     def node_has_slices(self, driver, labels):

@@ -23,6 +23,10 @@ description:
     checked against the collection's version catalog first; an unknown gate, a removed gate, a gate
     locked to the other value, or an API version the release does not have fails the task and
     nothing is written.
+  - Without O(kubernetes_version), only what every release of the catalog accepts is written; a gate
+    value that is not a boolean, a gate no catalogued release knows, a gate some release refuses
+    (one it does not have yet, or a locked one set to the other value) and every C(resource.k8s.io)
+    runtime-config entry (no API version exists on every release) fail the task, nothing written.
   - Writes atomically, after a backup kept outside the manifest directory (the kubelet would run a
     backup left there as a second Pod).
   - C(--kube-api-qps) and C(--kube-api-burst) are checked before anything is written (QPS above 0,
@@ -77,7 +81,8 @@ options:
   kubernetes_version:
     description:
       - Version of the component (for example V(v1.33.13)). When given, O(feature_gates) and
-        O(runtime_config) are validated against that release before anything is written.
+        O(runtime_config) are validated against that release before anything is written; without it,
+        they are accepted only when every release the collection's catalog knows accepts them.
     type: str
   enable_dra:
     description:
@@ -299,7 +304,7 @@ from ansible_collections.dra.admin.plugins.module_utils.files import backup_file
 from ansible_collections.dra.admin.plugins.module_utils._component_metrics import procfs_start_time
 from ansible_collections.dra.admin.plugins.module_utils._merge import deep_merge
 from ansible_collections.dra.admin.plugins.module_utils._gates import (
-    KUBE_SCHEDULER, dra_additions, validate_dra_gates, validate_gates, validate_runtime_config,
+    KUBE_SCHEDULER, dra_additions, validate_dra_gates, validate_gates, validate_runtime_config, validate_without_version,
 )
 
 
@@ -452,6 +457,8 @@ def plan(params):
     errors = []
     if version:
         errors.extend(validate_request(version, feature_gates, runtime_config, params["enable_dra"]))
+    else:
+        errors.extend(validate_without_version(feature_gates, runtime_config))
     errors.extend(_tuning.flag_rate_errors(container, set_flags, flags, path))
     config = None
     if params.get("config_file"):

@@ -54,7 +54,7 @@ options:
     default: true
   timeout:
     description:
-      - Seconds to wait for the answer.
+      - Seconds to wait for the answer; a finite number above 0.
     type: float
     default: 10
   feature_gates:
@@ -138,6 +138,7 @@ from ansible.module_utils.common.text.converters import to_native
 from ansible_collections.dra.admin.plugins.module_utils._component_metrics import component_state, wanted_gates
 from ansible_collections.dra.admin.plugins.module_utils._metrics import ParseError
 from ansible_collections.dra.admin.plugins.module_utils.http_endpoints import Http, SourceError
+from ansible_collections.dra.admin.plugins.module_utils._waits import wait_parameter_errors
 
 
 def argument_spec():
@@ -171,6 +172,9 @@ def read(params, http):
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    errors = wait_parameter_errors(module.params, timeouts=("timeout",), intervals=())
+    if errors:
+        module.fail_json(msg="; ".join(errors))
     try:
         wanted_gates(module.params["feature_gates"])
     except ValueError as exc:

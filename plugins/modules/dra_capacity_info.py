@@ -68,11 +68,13 @@ options:
         too) and no device taints, so pools with such devices show as disagreements.
     type: bool
     default: false
-  pool_status_timeout:
+  wait_timeout:
     description:
-      - Seconds to wait for the controller to answer a request before failing (the request is deleted either way).
+      - With O(pool_status), seconds to wait for the controller to answer a request before failing (the request is
+        deleted either way); a finite number above 0.
     type: int
     default: 30
+    aliases: [pool_status_timeout]
 requirements:
   - kubernetes >= 24.2.0
   - PyYAML >= 3.11
@@ -230,25 +232,35 @@ from ansible_collections.dra.admin.plugins.module_utils.api import (
     AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
 )
 from ansible_collections.dra.admin.plugins.module_utils.claims import PoolStatusError, gather_capacity
-from ansible_collections.dra.admin.plugins.module_utils._waits import wait_parameter_errors
+from ansible_collections.dra.admin.plugins.module_utils._k8s_names import subdomain_error
+from ansible_collections.dra.admin.plugins.module_utils._waits import wait_options, wait_parameter_errors
 
 
 def argument_spec():
     spec = auth_argument_spec()
-    spec.update(driver=dict(type="str"), pool_status=dict(type="bool", default=False),
-                pool_status_timeout=dict(type="int", default=30))
+    spec.update(driver=dict(type="str"), pool_status=dict(type="bool", default=False))
+    spec.update(wait_options(30, timeout_aliases=["pool_status_timeout"]))
     return spec
 
 
+def input_errors(params, spec=None):
+    """Every problem of the parameters, each naming the option and the fix; checked before any request."""
+    errors = wait_parameter_errors(params, intervals=(), spec=spec)
+    if params["driver"] is not None:
+        errors.append(subdomain_error("driver", params["driver"]))
+    return [e for e in errors if e]
+
+
 def main():
-    module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
-    errors = wait_parameter_errors(module.params, timeouts=("pool_status_timeout",), intervals=())
+    spec = argument_spec()
+    module = AnsibleK8SModule(argument_spec=spec, supports_check_mode=True)
+    errors = input_errors(module.params, spec)
     if errors:
         module.fail_json(msg="; ".join(errors))
     api = DraApi(module)
     try:
         report = gather_capacity(api, driver=module.params["driver"], pool_status=module.params["pool_status"],
-                                 timeout=module.params["pool_status_timeout"], check_mode=module.check_mode)
+                                 timeout=module.params["wait_timeout"], check_mode=module.check_mode)
     except (DraApiError, PoolStatusError) as exc:
         module.fail_json(msg=str(exc), api_requests=api.requests)
     module.exit_json(

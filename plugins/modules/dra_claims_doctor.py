@@ -74,9 +74,14 @@ options:
     default: false
   wait_timeout:
     description:
-      - Seconds to wait with O(wait=true).
+      - Seconds to wait with O(wait=true); a finite number above 0.
     type: int
     default: 60
+  wait_sleep:
+    description:
+      - Seconds between looks with O(wait=true); a finite number above 0.
+    type: float
+    default: 1.0
 requirements:
   - kubernetes >= 24.2.0
   - PyYAML >= 3.11
@@ -181,6 +186,8 @@ from ansible_collections.dra.admin.plugins.module_utils.api import (
 )
 from ansible_collections.dra.admin.plugins.module_utils.doctor import carry_out, examine, unresolved
 from ansible_collections.dra.admin.plugins.module_utils._doctor import claim_diff, counts, plan, validate_fix
+from ansible_collections.dra.admin.plugins.module_utils._k8s_names import dns_label_error
+from ansible_collections.dra.admin.plugins.module_utils._waits import wait_options, wait_parameter_errors
 
 
 def argument_spec():
@@ -190,17 +197,25 @@ def argument_spec():
         fix=dict(type="list", elements="str", default=[], choices=["orphaned", "stuck_deletion"]),
         force=dict(type="bool", default=False),
         wait=dict(type="bool", default=False),
-        wait_timeout=dict(type="int", default=60),
     )
+    spec.update(wait_options(60, 1.0))
     return spec
 
 
+def input_errors(params, spec=None):
+    """Every problem of the parameters, each naming the option and the fix; checked before any request."""
+    errors = validate_fix(params["fix"], params["force"]) + wait_parameter_errors(params, spec=spec)
+    errors.extend(dns_label_error("namespaces entry", namespace) for namespace in params["namespaces"])
+    return [e for e in errors if e]
+
+
 def main():
-    module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
+    spec = argument_spec()
+    module = AnsibleK8SModule(argument_spec=spec, supports_check_mode=True)
     params = module.params
-    errors = validate_fix(params["fix"], params["force"])
+    errors = input_errors(params, spec)
     if errors:
-        module.fail_json(msg="; ".join(errors))
+        module.fail_json(msg="; ".join(errors) + "; nothing was changed", changed=False)
     api = DraApi(module)
     try:
         found = examine(api, params["namespaces"], force=params["force"])
@@ -219,7 +234,7 @@ def main():
         findings, left = found["findings"], []
         if todo and not module.check_mode:
             findings, left = unresolved(api, params["namespaces"], todo, params["force"],
-                                        params["wait_timeout"] if params["wait"] else 0)
+                                        params["wait_timeout"] if params["wait"] else 0, params["wait_sleep"])
     except DraApiError as exc:
         module.fail_json(msg=str(exc), api_requests=api.requests)
     for text in warnings:

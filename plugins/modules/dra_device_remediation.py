@@ -72,13 +72,14 @@ options:
     description: Only this driver's devices and rules.
     type: str
   wait_timeout:
-    description: Seconds to wait for the eviction with O(effect=NoExecute).
+    description: Seconds to wait for the eviction with O(effect=NoExecute); a finite number above 0.
     type: int
     default: 300
-  poll_interval:
-    description: Seconds between reads of a rule while waiting.
+  wait_sleep:
+    description: Seconds between reads of a rule while waiting; a finite number above 0.
     type: float
     default: 2.0
+    aliases: [poll_interval]
 notes:
   - Run it on a schedule (for example every few minutes); each run is one pass, and O(healthy_for) is measured
     between runs with the clock of the host that runs the module.
@@ -194,7 +195,9 @@ from ansible_collections.dra.admin.plugins.module_utils.device_remediation impor
 from ansible_collections.dra.admin.plugins.module_utils._device_health import HealthInputError
 from ansible_collections.dra.admin.plugins.module_utils._device_remediation import EFFECTS, RemediationInputError
 from ansible_collections.dra.admin.plugins.module_utils._device_taints import NO_SCHEDULE, DeviceTaintError
-from ansible_collections.dra.admin.plugins.module_utils._waits import wait_parameter_errors
+from ansible_collections.dra.admin.plugins.module_utils._device_remediation import check_inputs
+from ansible_collections.dra.admin.plugins.module_utils._k8s_names import subdomain_error
+from ansible_collections.dra.admin.plugins.module_utils._waits import wait_options, wait_parameter_errors
 
 
 def argument_spec():
@@ -203,22 +206,34 @@ def argument_spec():
         effect=dict(type="str", choices=list(EFFECTS), default=NO_SCHEDULE),
         healthy_for=dict(type="int", default=600),
         driver=dict(type="str"),
-        wait_timeout=dict(type="int", default=300),
-        poll_interval=dict(type="float", default=2.0),
     )
+    spec.update(wait_options(300, 2.0, sleep_aliases=["poll_interval"]))
     return spec
 
 
+def input_errors(params, spec=None):
+    """Every problem of the parameters, each naming the option and the fix; checked before any request."""
+    errors = wait_parameter_errors(params, spec=spec)
+    if params["driver"] is not None:
+        errors.append(subdomain_error("driver", params["driver"]))
+    try:
+        check_inputs(params["effect"], params["healthy_for"])
+    except RemediationInputError as exc:
+        errors.append(str(exc))
+    return [e for e in errors if e]
+
+
 def main():
-    module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
+    spec = argument_spec()
+    module = AnsibleK8SModule(argument_spec=spec, supports_check_mode=True)
     params = module.params
-    errors = wait_parameter_errors(params, timeouts=("wait_timeout",))
+    errors = input_errors(params, spec)
     if errors:
-        module.fail_json(msg="; ".join(errors) + "; nothing was changed")
+        module.fail_json(msg="; ".join(errors) + "; nothing was changed", changed=False)
     api = DraApi(module)
     try:
         result, changed, diff = remediate(api, params["effect"], params["healthy_for"], driver=params["driver"],
-                                          wait_timeout=params["wait_timeout"], poll_interval=params["poll_interval"],
+                                          wait_timeout=params["wait_timeout"], poll_interval=params["wait_sleep"],
                                           check_mode=module.check_mode)
     except (RemediationInputError, HealthInputError) as exc:
         module.fail_json(msg="%s; nothing was changed" % exc, changed=False, api_requests=api.requests)

@@ -117,14 +117,15 @@ options:
     default: true
   wait_timeout:
     description:
-      - Seconds to wait. On timeout the rule stays in place and the module fails listing the pods still using
-        the devices.
+      - Seconds to wait; a finite number above 0. On timeout the rule stays in place and the module fails listing
+        the pods still using the devices.
     type: int
     default: 300
-  poll_interval:
-    description: Seconds between reads of the rule while waiting.
+  wait_sleep:
+    description: Seconds between reads of the rule while waiting; a finite number above 0.
     type: float
     default: 2.0
+    aliases: [poll_interval]
 notes:
   - Pods whose claims tolerate the taint with C(effect=NoExecute) and C(tolerationSeconds) are evicted that many
     seconds after the taint's C(timeAdded) (the server resets it when the effect changes), so O(wait) waits for them
@@ -263,7 +264,7 @@ from ansible_collections.dra.admin.plugins.module_utils.device_taints import (
 from ansible_collections.dra.admin.plugins.module_utils._device_taints import (
     DEFAULT_KEY, EFFECT_NONE, NO_EXECUTE, NO_SCHEDULE, DeviceTaintError, input_errors,
 )
-from ansible_collections.dra.admin.plugins.module_utils._waits import wait_parameter_errors
+from ansible_collections.dra.admin.plugins.module_utils._waits import wait_options, wait_parameter_errors
 
 
 def argument_spec():
@@ -280,9 +281,8 @@ def argument_spec():
         labels=dict(type="dict", default={}),
         annotations=dict(type="dict", default={}),
         wait=dict(type="bool", default=True),
-        wait_timeout=dict(type="int", default=300),
-        poll_interval=dict(type="float", default=2.0),
     )
+    spec.update(wait_options(300, 2.0, sleep_aliases=["poll_interval"]))
     return spec
 
 
@@ -291,7 +291,7 @@ def parameter_errors(params):
     errors = input_errors(checked)
     if params["state"] == ABSENT and params["name"]:
         errors = [e for e in errors if not e.startswith("driver is required")]
-    return errors + wait_parameter_errors(params, timeouts=("wait_timeout",))
+    return errors + wait_parameter_errors(params, spec=argument_spec())
 
 
 def main():
@@ -300,7 +300,7 @@ def main():
     if errors:
         module.fail_json(msg="; ".join(errors) + "; nothing was changed")
     api = DraApi(module)
-    run = DeviceTaint(api, module.params, check_mode=module.check_mode)
+    run = DeviceTaint(api, dict(module.params, poll_interval=module.params["wait_sleep"]), check_mode=module.check_mode)
     try:
         result = run.run()
     except (DeviceTaintError, DraApiError, ClaimsError) as exc:

@@ -32,13 +32,16 @@ options:
   driver: {description: Driver name in the ResourceSlices., type: str, required: true}
   namespace: {description: Namespace of the DaemonSet., type: str, required: true}
   daemonset_name: {description: Name of the DaemonSet., type: str, required: true}
-  exclusion_label: {description: Node label every node affinity term must exclude., type: str, default: dra.admin/driver-excluded}
+  exclusion_label:
+    description: Node label key every node affinity term must exclude (C([prefix/]name), as Kubernetes defines label keys).
+    type: str
+    default: dra.admin/driver-excluded
   health_ports: {description: Ports that must carry a gRPC liveness probe (service C(liveness))., type: list, elements: int, default: []}
   require_startup_probe: {description: Also require a gRPC startup probe on each health port., type: bool, default: false}
   expected_strategy: {description: The updateStrategy the DaemonSet must have., type: dict}
   wait: {description: Wait for the rollout and the slices., type: bool, default: false}
-  timeout: {description: Seconds to wait., type: int, default: 300}
-  poll_interval: {description: Seconds between polls., type: float, default: 2.0}
+  wait_timeout: {description: Seconds to wait; a finite number above 0., type: int, default: 300, aliases: [timeout]}
+  wait_sleep: {description: Seconds between polls; a finite number above 0., type: float, default: 2.0, aliases: [poll_interval]}
   fail_on_problems: {description: Fail when the DaemonSet check finds a problem or (after waiting) nodes lack slices., type: bool, default: true}
 requirements:
   - kubernetes >= 24.2.0
@@ -53,7 +56,7 @@ EXAMPLES = r"""
     daemonset_name: gpu-example-com-kubeletplugin
     health_ports: [51515]
     wait: true
-    timeout: 600
+    wait_timeout: 600
   register: status
 
 - name: Show progress
@@ -90,9 +93,13 @@ from ansible_collections.dra.admin.plugins.module_utils.api import (
     AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
 )
 from ansible_collections.dra.admin.plugins.module_utils._driver_checks import check_daemonset, rollout_state
+from ansible_collections.dra.admin.plugins.module_utils._driver_inputs import port_problem
 from ansible_collections.dra.admin.plugins.module_utils._driver_nodes import select_nodes_for_daemonset
+from ansible_collections.dra.admin.plugins.module_utils._k8s_names import dns_label_error, subdomain_error
+from ansible_collections.dra.admin.plugins.module_utils._node_selection import exclusion_label_error
 from ansible_collections.dra.admin.plugins.module_utils._node_selection import DEFAULT_EXCLUSION_LABEL, node_label_map
 from ansible_collections.dra.admin.plugins.module_utils._slices import nodes_with_complete_slices
+from ansible_collections.dra.admin.plugins.module_utils._waits import wait_options, wait_parameter_errors
 
 
 def argument_spec():
@@ -106,11 +113,21 @@ def argument_spec():
         require_startup_probe=dict(type="bool", default=False),
         expected_strategy=dict(type="dict"),
         wait=dict(type="bool", default=False),
-        timeout=dict(type="int", default=300),
-        poll_interval=dict(type="float", default=2.0),
         fail_on_problems=dict(type="bool", default=True),
     )
+    spec.update(wait_options(300, 2.0, timeout_aliases=["timeout"], sleep_aliases=["poll_interval"]))
     return spec
+
+
+def input_errors(params, spec=None):
+    """Every problem of the parameters, each naming the option and the fix; checked before any request."""
+    errors = wait_parameter_errors(params, spec=spec)
+    errors.append(subdomain_error("driver", params["driver"]))
+    errors.append(dns_label_error("namespace", params["namespace"]))
+    errors.append(subdomain_error("daemonset_name", params["daemonset_name"], "gpu-example-com-kubeletplugin"))
+    errors.append(exclusion_label_error(params["exclusion_label"]))
+    errors.extend(port_problem(port, "health_ports entry") for port in params["health_ports"])
+    return [e for e in errors if e]
 
 
 def observe(api, params):
@@ -157,12 +174,12 @@ def run(api, params, clock=time.time, sleep=time.sleep):
         if state != last_text:
             progress.append("%ds %s" % (int(elapsed), state))
             last_text = state
-        if not params["wait"] or is_done(seen) or elapsed >= params["timeout"]:
+        if not params["wait"] or is_done(seen) or elapsed >= params["wait_timeout"]:
             break
-        sleep(params["poll_interval"])
+        sleep(params["wait_sleep"])
     if params["wait"]:
         progress.append("%ds %s" % (int(clock() - started), "done: rolled out, every selected node publishes its "
-                                    "slices" if is_done(seen) else "stopped waiting (timeout %ss)" % params["timeout"]))
+                                    "slices" if is_done(seen) else "stopped waiting (wait_timeout %ss)" % params["wait_timeout"]))
     daemonset = seen.pop("daemonset")
     seen["daemonset_problems"] = check_daemonset(daemonset, params["exclusion_label"], params["health_ports"],
                                                  params.get("expected_strategy"), params["require_startup_probe"])
@@ -188,12 +205,16 @@ def failure(params, result):
                          % (params["driver"], ", ".join(result["nodes_without_slices"])))
         return ("driver %s not ready after %ss: %s. Check the driver pods on those nodes (kubectl -n %s get pods -o "
                 "wide; their logs and liveness probe) and that they reach the API server"
-                % (params["driver"], params["timeout"], "; ".join(parts), params["namespace"]))
+                % (params["driver"], params["wait_timeout"], "; ".join(parts), params["namespace"]))
     return None
 
 
 def main():
-    module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
+    spec = argument_spec()
+    module = AnsibleK8SModule(argument_spec=spec, supports_check_mode=True)
+    errors = input_errors(module.params, spec)
+    if errors:
+        module.fail_json(msg="; ".join(errors))
     api = DraApi(module)
     try:
         result = run(api, module.params)

@@ -99,11 +99,12 @@ options:
       - Seconds between the two scrapes in O(scrape) mode. Rates and quantiles cover this interval instead
         of the page's 5m; it should be long enough to see work (at least one scrape interval of your
         workload).
+      - A finite number above 0.
     type: float
     default: 30
   timeout:
     description:
-      - Seconds to wait for each HTTP request.
+      - Seconds to wait for each HTTP request; a finite number above 0.
     type: float
     default: 10
   checks:
@@ -278,6 +279,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.dra.admin.plugins.module_utils import _metrics
 from ansible_collections.dra.admin.plugins.module_utils.http_endpoints import Http, SourceError
+from ansible_collections.dra.admin.plugins.module_utils._waits import wait_parameter_errors
 
 
 def argument_spec():
@@ -472,6 +474,9 @@ def main():
                            mutually_exclusive=[("prometheus_url", "scrape")],
                            required_one_of=[("prometheus_url", "scrape")])
     params = module.params
+    errors = wait_parameter_errors(params, timeouts=("timeout",), intervals=("interval",))
+    if errors:
+        module.fail_json(msg="; ".join(errors))
     if params["scrape"] is not None and not params["scrape"]:
         module.fail_json(msg="scrape is empty: give at least one metrics endpoint, or prometheus_url")
     unknown = set(params["thresholds"]) - set(_metrics.DEFAULT_THRESHOLDS)

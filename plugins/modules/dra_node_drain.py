@@ -16,7 +16,7 @@ description:
   - O(state=drained) drains a node in the order the DRA good-practices page asks for
     (1) cordon, remembering whether the node was already cordoned (annotation C(dra.admin/cordoned-before-drain));
     (2) evict the pods that consume ResourceClaims through the Eviction API, concurrently, retrying
-    PodDisruptionBudget refusals (HTTP 429) with backoff until O(timeout); a pod whose namespace is being deleted
+    PodDisruptionBudget refusals (HTTP 429) with backoff until O(wait_timeout); a pod whose namespace is being deleted
     cannot be evicted (HTTP 403, cause C(NamespaceTerminating)), so it is retried the same way until the namespace
     controller marks it for deletion, then waited for;
     (3) evict the remaining evictable pods under C(kubectl drain) rules;
@@ -81,18 +81,36 @@ options:
     type: list
     elements: str
     default: []
+  drivers_not_in_pods:
+    description:
+      - Drivers that publish devices of the node but do not run in a pod on it (a service on the host, say). The
+        drain cannot take them off the node and leaves them there.
+      - Every other driver publishing the node's own devices (a ResourceSlice bound to the node by name) needs a pod
+        on the node among the driver pods (O(driver_daemonsets), O(driver_pod_labels), or the DaemonSets found
+        through O(exclusion_label)); otherwise O(state=drained) fails before changing anything, naming the drivers,
+        rather than end with a driver still on the node. Not checked once the node carries O(exclusion_label).
+    type: list
+    elements: str
+    default: []
   exclusion_label:
-    description: Node label key (value V(true)) that keeps the driver DaemonSet off the node.
+    description:
+      - Node label key (value V(true)) that keeps the driver DaemonSet off the node.
+      - Must be a label key as Kubernetes defines it (C([prefix/]name)); anything else is refused before the node
+        is touched.
     type: str
     default: dra.admin/driver-excluded
-  timeout:
-    description: Seconds the whole operation may take.
+  wait_timeout:
+    description:
+      - Seconds the whole operation may take; a finite number above 0.
     type: int
     default: 600
-  poll_interval:
-    description: Seconds between polls of pods and claims.
+    aliases: [timeout]
+  wait_sleep:
+    description:
+      - Seconds between polls of pods and claims; a finite number above 0.
     type: float
     default: 1.0
+    aliases: [poll_interval]
   grace_period:
     description: Grace period for evicted pods, in seconds. Default is each pod's own.
     type: int
@@ -143,7 +161,7 @@ EXAMPLES = r"""
   dra.admin.dra_node_drain:
     node: gpu-node-7
     driver_daemonsets: [dra-system/gpu-driver]
-    timeout: 900
+    wait_timeout: 900
   register: drain
 
 - name: Time of each phase
@@ -255,8 +273,9 @@ from ansible_collections.dra.admin.plugins.module_utils.claims import ClaimsErro
 from ansible_collections.dra.admin.plugins.module_utils.device_taints import drain_devices
 from ansible_collections.dra.admin.plugins.module_utils.drain import DrainError, NodeDrain
 from ansible_collections.dra.admin.plugins.module_utils._device_taints import DeviceTaintError
-from ansible_collections.dra.admin.plugins.module_utils._node_selection import DEFAULT_EXCLUSION_LABEL
-from ansible_collections.dra.admin.plugins.module_utils._waits import wait_parameter_errors
+from ansible_collections.dra.admin.plugins.module_utils._k8s_names import label_errors, object_ref_error, subdomain_error
+from ansible_collections.dra.admin.plugins.module_utils._node_selection import DEFAULT_EXCLUSION_LABEL, exclusion_label_error
+from ansible_collections.dra.admin.plugins.module_utils._waits import wait_options, wait_parameter_errors
 
 
 def argument_spec():
@@ -267,9 +286,8 @@ def argument_spec():
         driver_daemonsets=dict(type="list", elements="str", default=[]),
         driver_pod_labels=dict(type="dict", default={}),
         drivers=dict(type="list", elements="str", default=[]),
+        drivers_not_in_pods=dict(type="list", elements="str", default=[]),
         exclusion_label=dict(type="str", default=DEFAULT_EXCLUSION_LABEL),
-        timeout=dict(type="int", default=600),
-        poll_interval=dict(type="float", default=1.0),
         grace_period=dict(type="int"),
         evict_daemonset_pods=dict(type="bool", default=False),
         delete_emptydir_data=dict(type="bool", default=False),
@@ -279,37 +297,46 @@ def argument_spec():
         device_pool=dict(type="str"),
         device=dict(type="str"),
     )
+    spec.update(wait_options(600, 1.0, timeout_aliases=["timeout"], sleep_aliases=["poll_interval"]))
     return spec
 
 
-def input_errors(params):
-    errors = wait_parameter_errors(params, timeouts=("timeout",))
+def input_errors(params, spec=None):
+    """Every problem of the parameters, each naming the option and the fix; checked before anything is read
+    or written."""
+    errors = wait_parameter_errors(params, spec=spec)
+    errors.append(subdomain_error("node", params["node"], "gpu-node-7"))
+    errors.append(exclusion_label_error(params["exclusion_label"]))
     if params["grace_period"] is not None and params["grace_period"] < 0:
         errors.append("grace_period must be 0 or more seconds, got %s" % params["grace_period"])
     if (params["device_pool"] or params["device"]) and not params["device_driver"]:
         errors.append("device_pool and device need device_driver (the driver whose devices to drain)")
-    for ref in params["driver_daemonsets"]:
-        if ref.count("/") != 1 or not all(ref.split("/")):
-            errors.append("driver_daemonsets entry %r must be namespace/name" % ref)
-    return errors
+    if params["device_driver"]:
+        errors.append(subdomain_error("device_driver", params["device_driver"]))
+    errors.extend(object_ref_error("driver_daemonsets", ref) for ref in params["driver_daemonsets"])
+    errors.extend(label_errors("driver_pod_labels", params["driver_pod_labels"]))
+    for option in ("drivers", "drivers_not_in_pods"):
+        errors.extend(subdomain_error("%s entry" % option, name) for name in params[option])
+    return [e for e in errors if e]
 
 
 def device_mode(module, api, params):
     """One pool or device of the node through a NoExecute DeviceTaintRule (module_utils.device_taints)."""
     try:
         result = drain_devices(api, params["node"], params["state"], params["device_driver"], params["device_pool"],
-                               params["device"], params["timeout"], params["poll_interval"], module.check_mode)
+                               params["device"], params["wait_timeout"], params["wait_sleep"], module.check_mode)
     except (DeviceTaintError, DraApiError, ClaimsError) as exc:
         module.fail_json(msg=str(exc), api_requests=api.requests, details=getattr(exc, "details", {}))
     module.exit_json(node=params["node"], api_requests=api.requests, **result)
 
 
 def main():
-    module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
+    spec = argument_spec()
+    module = AnsibleK8SModule(argument_spec=spec, supports_check_mode=True)
     params = module.params
-    errors = input_errors(params)
+    errors = input_errors(params, spec)
     if errors:
-        module.fail_json(msg="; ".join(errors))
+        module.fail_json(msg="; ".join(errors) + "; nothing was changed", changed=False)
     api = DraApi(module)
     if params["device_driver"]:
         device_mode(module, api, params)

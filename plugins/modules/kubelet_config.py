@@ -22,6 +22,9 @@ description:
   - With O(kubernetes_version), the feature gates are checked against the collection's version catalog
     first; an unknown gate, a removed gate or a gate locked to the other value fails the task and
     nothing is written.
+  - Without O(kubernetes_version), only gates every release of the catalog accepts are written; a value
+    that is not a boolean, a gate no catalogued release knows, or a gate some release refuses fails the
+    task and nothing is written.
   - C(kubeAPIQPS) and C(kubeAPIBurst) in O(merge) are checked first (QPS above 0, Burst a whole number
     not below QPS; a value not given is taken from the file, else the kubelet's default 50/100).
   - Writes atomically after a backup. The kubelet reads the file only at start; restarting it is the
@@ -52,7 +55,8 @@ options:
   kubernetes_version:
     description:
       - Version of the kubelet (for example V(v1.33.13)). When given, O(feature_gates) are validated
-        against that release before anything is written.
+        against that release before anything is written; without it, they are accepted only when every
+        release the collection's catalog knows accepts them.
     type: str
   enable_dra:
     description:
@@ -146,7 +150,9 @@ from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.dra.admin.plugins.module_utils import _config_file, _manifest, _tuning
 from ansible_collections.dra.admin.plugins.module_utils.files import backup_file, read_regular_file, write_atomically
-from ansible_collections.dra.admin.plugins.module_utils._gates import KUBELET, dra_additions, validate_dra_gates, validate_gates
+from ansible_collections.dra.admin.plugins.module_utils._gates import (
+    KUBELET, dra_additions, validate_dra_gates, validate_gates, validate_without_version,
+)
 
 KIND = "KubeletConfiguration"
 
@@ -179,6 +185,10 @@ def plan(params):
     added = dra_additions(version, KUBELET)[0] if params["enable_dra"] else {}
     feature_gates = dict(params["feature_gates"])
     merge = dict(params["merge"])
+    if merge.get("featureGates") is not None and not isinstance(merge["featureGates"], dict):
+        raise _manifest.ManifestError("%s: nothing written: merge.featureGates must be a mapping of gate names to true "
+                                      "or false (for example {DRADeviceTaints: true}), got %r"
+                                      % (path, merge["featureGates"]))
     target = merge["featureGates"] if isinstance(merge.get("featureGates"), dict) else feature_gates
     for name, value in added.items():
         target.setdefault(name, value)
@@ -188,8 +198,10 @@ def plan(params):
     if version:
         check = validate_dra_gates if params["enable_dra"] else validate_gates
         errors = check(version, dict((k, v) for k, v in gates.items() if v is not None), KUBELET)
-        if errors:
-            raise _manifest.ManifestError("%s: nothing written: %s" % (path, "; ".join(errors)))
+    else:
+        errors = validate_without_version(gates, component=KUBELET)
+    if errors:
+        raise _manifest.ManifestError("%s: nothing written: %s" % (path, "; ".join(errors)))
     text = read_kubelet_config(path)
     new_text, changed, before, after = _config_file.edit_config_text(text, KIND, merge, feature_gates, where=path)
     if "kubeAPIQPS" in merge or "kubeAPIBurst" in merge:

@@ -367,5 +367,5 @@ def test_bad_input_changes_nothing(cluster, drain_node):
                                 expect_failure=True)
     assert "does not keep its pods off nodes labelled other/key" in failed["msg"]
     failed = cluster.run_module("dra.admin.dra_node_drain", drain_args(node, timeout=0), expect_failure=True)
-    assert "timeout must be a positive number" in failed["msg"]
+    assert "wait_timeout (alias timeout) must be a finite number of seconds above 0" in failed["msg"]
     assert node_state(cluster, node) == before

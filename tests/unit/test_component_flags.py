@@ -92,9 +92,11 @@ def test_runtime_config_with_a_version_the_release_lacks_is_refused(capsys, node
 
 def test_removing_a_gate_is_allowed_even_when_the_release_no_longer_knows_it(capsys, node):
     path = node["manifests"] / "kube-scheduler.yaml"
-    run_module(capsys, {"path": str(path), "backup": False, "feature_gates": {"DRAControlPlaneController": True}})
+    run_module(capsys, {"path": str(path), "backup": False, "kubernetes_version": "1.31",
+                        "feature_gates": {"DRAControlPlaneController": True, "DynamicResourceAllocation": True}})
+    assert "DRAControlPlaneController=true" in read(path)
     result = run_module(capsys, {"path": str(path), "backup": False, "kubernetes_version": "1.36",
-                                 "feature_gates": {"DRAControlPlaneController": None}})
+                                 "feature_gates": {"DRAControlPlaneController": None, "DynamicResourceAllocation": None}})
     assert result["changed"] is True and result["feature_gates"] == {}
     assert read(path) == read(os.path.join(SOURCE, "kube-scheduler.yaml"))
 

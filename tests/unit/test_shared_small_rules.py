@@ -31,7 +31,8 @@ def test_v1beta1_devices_keep_their_fields_and_node_under_basic():
 
 def test_wait_parameters_must_be_above_zero():
     from ansible_collections.dra.admin.plugins.module_utils._waits import wait_parameter_errors
-    params = {"timeout": 0, "poll_interval": -1.0, "pool_status_timeout": 30}
-    assert wait_parameter_errors(params, timeouts=("timeout",)) == [
-        "timeout must be a positive number of seconds, got 0", "poll_interval must be positive, got -1.0"]
+    params = {"wait_timeout": 0, "wait_sleep": -1.0, "pool_status_timeout": 30}
+    assert wait_parameter_errors(params) == [
+        "wait_timeout must be a finite number of seconds above 0, got 0: give for example wait_timeout: 300",
+        "wait_sleep must be a finite number of seconds above 0, got -1.0: give for example wait_sleep: 2"]
     assert wait_parameter_errors(params, timeouts=("pool_status_timeout",), intervals=()) == []
