@@ -129,7 +129,8 @@ actions:
       V(mark-healthy), V(unmark), V(wait), V(lift), V(unpublished)), C(id), C(driver), C(pool), C(device), C(rule)
       (its name), C(effect) (the rule's, before this run), and per action C(reasons), C(in_use), C(want_effect),
       C(healthy_since), C(seconds_left), C(changed), and for taints the pods that C(NoExecute) would evict or
-      evicted (C(would_evict), C(evicted), C(still_holding)).
+      evicted (C(would_evict), C(evicted), C(still_holding)); for lifts C(other_rules_in_force), the names of the
+      other rules (any tool's or dra.admin operation's) that still keep the device out of service.
   returned: success
   type: list
   elements: dict

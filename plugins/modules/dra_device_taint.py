@@ -16,16 +16,19 @@ description:
   - Device-level maintenance, for example for one faulty GPU, instead of draining a whole node. Writes one
     C(DeviceTaintRule) (C(resource.k8s.io)) that taints the devices its selector matches (every device of a
     driver, of one pool of it (for a node-local driver usually one node), or one device of a pool).
-  - O(state=dry_run) writes the rule with effect C(None), which changes nothing for pods, and returns by name the
-    pods and claims that a C(NoExecute) taint would evict (RV(would_evict), RV(would_evict_claims)), and those
-    whose claims tolerate it (RV(tolerating)).
+  - O(state=dry_run) only reads; it writes no rule and changes none, whatever rules already exist on the devices
+    (of dra.admin or of any other tool, of the same name or not), and returns by name the pods and claims that a
+    C(NoExecute) taint of O(key) and O(value) would evict (RV(would_evict), RV(would_evict_claims)), those whose
+    claims tolerate it (RV(tolerating)), the rule of O(name) as it is (RV(rule)), and the rules already keeping the
+    devices out of service (RV(other_rules_in_force)). It never reports C(changed).
   - O(state=tainted) with O(effect=NoSchedule) keeps new claims from being allocated the devices, and pods using
     them keep running; with O(effect=NoExecute) kube-controller-manager's device-taint-eviction controller also
     deletes the pods using them. The module waits (O(wait)) until the rule's C(EvictionInProgress) condition is
     false for its current generation, up to O(wait_timeout), and returns the pods evicted (RV(evicted)), those that
     tolerate the taint and until when (RV(tolerating)), and the pods still using the devices (RV(still_holding)).
   - O(state=absent) deletes the rule (lifts the taint); evicted pods are not brought back (their controllers make
-    new ones).
+    new ones). Other rules on the same devices stay; those that still keep them out of service are returned in
+    RV(other_rules_in_force).
   - Who is affected is computed from the ResourceClaims' allocation results and the ResourceSlices, not from the
     rule's status, which only counts pods (and, for effect C(None), is computed once when the rule is created or
     changed).
@@ -37,8 +40,14 @@ description:
     other cluster the module fails naming the version and what would switch the API on, and changes nothing.
   - The selector can name a driver, a pool and a device only. The API dropped DeviceClass and CEL selectors in
     1.35; select the devices of a class by their driver and pool instead.
-  - The rule carries the label C(app.kubernetes.io/managed-by=dra.admin); the module changes and deletes only rules
-    with it, so a rule of the same name made by another tool is refused.
+  - The rule carries the labels C(app.kubernetes.io/managed-by=dra.admin) and C(dra.admin/purpose=maintenance), so
+    it belongs to this module's maintenance operation. The module changes and deletes only rules of that operation, so
+    a rule of the same name made by another tool, by the device mode of M(dra.admin.dra_node_drain)
+    (C(dra.admin/purpose=device-drain)) or by M(dra.admin.dra_device_remediation)
+    (C(dra.admin/purpose=device-health-remediation)) is refused and nothing is changed. Those operations name their
+    rules differently (C(dra-admin-drain-...), C(dra-admin-unhealthy-...)), so they coexist with a maintenance rule
+    on the same devices. A rule of dra.admin without C(dra.admin/purpose) (written before operations were labelled)
+    is taken as a maintenance rule.
   - The eviction controller deletes pods (with their grace period); it does not use the Eviction API, so
     PodDisruptionBudgets do not hold it back. Use M(dra.admin.dra_node_drain) for PDB-respecting evictions.
 author:
@@ -51,7 +60,8 @@ attributes:
   check_mode:
     support: full
     details:
-      - Checks the selector, reads who would be affected and reports whether it would change without writing the rule or waiting.
+      - Checks the selector and the rule's owner, reads who would be affected and reports whether it would change,
+        without writing the rule or waiting.
   diff_mode:
     support: full
     details:
@@ -59,7 +69,8 @@ attributes:
 options:
   state:
     description:
-      - V(dry_run) writes the rule with effect C(None) and reports who would be evicted.
+      - V(dry_run) reads only; it reports who a C(NoExecute) taint would evict and which rules are in force, and
+        writes nothing.
       - V(tainted) writes it with O(effect).
       - V(absent) deletes it.
     type: str
@@ -70,6 +81,8 @@ options:
       - Name of the C(DeviceTaintRule). Default is derived from the selector,
         C(dra-admin-<driver>-<pool>-<device>), so runs with the same selector find the same rule.
       - Choose one to keep several rules on the same devices apart (for example one per reason).
+      - A rule of that name that another tool or another dra.admin operation wrote is refused (O(state=dry_run)
+        only reports it).
     type: str
   driver:
     description:
@@ -95,14 +108,15 @@ options:
   effect:
     description:
       - The taint's effect with O(state=tainted). V(NoSchedule) keeps new allocations off the devices;
-        V(NoExecute) also evicts the pods using them. O(state=dry_run) always writes V(None).
+        V(NoExecute) also evicts the pods using them. O(state=dry_run) reports as for V(NoExecute) and writes
+        nothing.
     type: str
     choices: [NoSchedule, NoExecute]
     default: NoSchedule
   labels:
     description:
       - Extra labels for the rule, for example to mark why it exists. C(app.kubernetes.io/managed-by) is always
-        V(dra.admin).
+        V(dra.admin) and C(dra.admin/purpose) always V(maintenance); leave both out.
     type: dict
     default: {}
   annotations:
@@ -112,7 +126,8 @@ options:
     default: {}
   wait:
     description:
-      - Wait for kube-controller-manager's report on the rule; with V(NoExecute), until eviction is finished.
+      - With O(state=tainted) and V(NoExecute), wait until eviction is finished (kube-controller-manager's report
+        on the rule). O(state=dry_run) never waits.
     type: bool
     default: true
   wait_timeout:
@@ -138,7 +153,7 @@ seealso:
 """
 
 EXAMPLES = r"""
-- name: Which pods would one faulty GPU take down?
+- name: Which pods would one faulty GPU take down? (reads only)
   dra.admin.dra_device_taint:
     state: dry_run
     driver: gpu.example.com
@@ -162,12 +177,17 @@ EXAMPLES = r"""
       dra.admin/reason: "ECC errors, ticket 4711"
     wait_timeout: 600
 
-- name: Return it to service
+- name: Return it to service (other rules on it stay)
   dra.admin.dra_device_taint:
     state: absent
     driver: gpu.example.com
     pool: node-1
     device: gpu-3
+  register: lifted
+
+- name: Say which other rules still keep it out of service
+  ansible.builtin.debug:
+    msg: "{{ lifted.other_rules_in_force | map(attribute='name') | list }}"
 """
 
 RETURN = r"""
@@ -189,9 +209,31 @@ api_version:
 rule:
   description:
     - The rule as last read (empty when there is none); C(condition) is its C(EvictionInProgress) condition (with
-      C(current), whether it describes the rule's current generation), or null before the controller wrote it.
+      C(current), whether it describes the rule's current generation), or null before the controller wrote it;
+      C(operation) is the dra.admin operation it belongs to (null for another tool's rule).
+    - With O(state=dry_run), the rule of RV(name) as it is, untouched (empty when there is none); with
+      O(state=absent), the rule as it was before it was deleted.
   returned: always
   type: dict
+other_rules_in_force:
+  description:
+    - The DeviceTaintRules other than RV(name), of any tool or dra.admin operation, whose selector can select a
+      device this run selects and whose effect is C(NoSchedule) or C(NoExecute), as read at the start of the run.
+      After a lift, they still keep (some of) the devices out of service.
+    - Each with C(name), C(operation) (the dra.admin operation that owns it, one of V(maintenance), V(device-drain),
+      V(device-health-remediation); null for another tool's rule), C(managed), C(effect), C(key), C(value) and
+      C(device_selector).
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - name: dra-admin-drain-gpu.example.com-node-1-gpu-3
+      operation: device-drain
+      managed: true
+      effect: NoExecute
+      key: dra.admin/maintenance
+      value: drained
+      device_selector: {driver: gpu.example.com, pool: node-1, device: gpu-3}
 lifted:
   description: Whether a rule was deleted (or would be, in check mode).
   returned: when O(state=absent)
