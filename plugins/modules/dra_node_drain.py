@@ -49,6 +49,11 @@ author:
 extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - dra.admin.attributes
+  - The device mode's rule is the drain's own, C(dra-admin-drain-<driver>-<pool>-<device>) with the label
+    C(dra.admin/purpose=device-drain). It never changes or lifts another rule on the same devices (a maintenance
+    rule of M(dra.admin.dra_device_taint), a remediation rule, another tool's rule); a rule of its name that is not
+    the drain's is refused and nothing is changed. Both O(state)s return in RV(other_rules_in_force) the other
+    rules that keep the devices out of service, so a lift says when the devices are not back in service yet.
   - dra.admin.attributes.actiongroup_k8s
 options:
   node:
@@ -257,10 +262,27 @@ claims_released:
   returned: device mode, state=drained, not in check mode
   type: bool
 details:
+name:
+  description: Device mode, the name of the drain's DeviceTaintRule.
+  returned: device mode
+  type: str
+  sample: dra-admin-drain-gpu.example.com-gpu-node-7-gpu-3
   description: On failure, the blocking pods, PodDisruptionBudgets or claims.
   returned: failure
   type: dict
 api_requests:
+lifted:
+  description: Device mode, whether the drain's rule was deleted (or would be, in check mode).
+  returned: device mode, state=in_service
+  type: bool
+other_rules_in_force:
+  description:
+    - Device mode, the other DeviceTaintRules (any tool's or dra.admin operation's) that keep some of the devices
+      out of service (effect C(NoSchedule) or C(NoExecute)), as in M(dra.admin.dra_device_taint); after
+      O(state=in_service) the devices are back in service only when this is empty.
+  returned: device mode
+  type: list
+  elements: dict
   description: Number of API requests the module made.
   returned: always
   type: int
