@@ -44,16 +44,16 @@ description:
     through the Eviction API, so PodDisruptionBudgets do not hold it back, and C(force), C(delete_emptydir_data)
     and the DaemonSet rules do not apply; claims that tolerate the taint keep their pods for their
     C(tolerationSeconds), or for ever.
-author:
-  - dra.admin maintainers (@dra-admin)
-extends_documentation_fragment:
-  - kubernetes.core.k8s_auth_options
-  - dra.admin.attributes
   - The device mode's rule is the drain's own, C(dra-admin-drain-<driver>-<pool>-<device>) with the label
     C(dra.admin/purpose=device-drain). It never changes or lifts another rule on the same devices (a maintenance
     rule of M(dra.admin.dra_device_taint), a remediation rule, another tool's rule); a rule of its name that is not
     the drain's is refused and nothing is changed. Both O(state)s return in RV(other_rules_in_force) the other
     rules that keep the devices out of service, so a lift says when the devices are not back in service yet.
+author:
+  - dra.admin maintainers (@dra-admin)
+extends_documentation_fragment:
+  - kubernetes.core.k8s_auth_options
+  - dra.admin.attributes
   - dra.admin.attributes.actiongroup_k8s
 options:
   node:
@@ -248,29 +248,15 @@ events:
   returned: success, not in check mode
   type: list
   elements: str
-rule:
-  description: Device mode, the DeviceTaintRule (see M(dra.admin.dra_device_taint)).
-  returned: device mode
-  type: dict
-evicted:
-  description: Device mode, pods evicted from the devices.
-  returned: device mode, state=drained
-  type: list
-  elements: str
-claims_released:
-  description: Device mode, whether no claim is allocated the devices any more.
-  returned: device mode, state=drained, not in check mode
-  type: bool
-details:
 name:
   description: Device mode, the name of the drain's DeviceTaintRule.
   returned: device mode
   type: str
   sample: dra-admin-drain-gpu.example.com-gpu-node-7-gpu-3
-  description: On failure, the blocking pods, PodDisruptionBudgets or claims.
-  returned: failure
+rule:
+  description: Device mode, the DeviceTaintRule (see M(dra.admin.dra_device_taint)).
+  returned: device mode
   type: dict
-api_requests:
 lifted:
   description: Device mode, whether the drain's rule was deleted (or would be, in check mode).
   returned: device mode, state=in_service
@@ -283,6 +269,20 @@ other_rules_in_force:
   returned: device mode
   type: list
   elements: dict
+evicted:
+  description: Device mode, pods evicted from the devices.
+  returned: device mode, state=drained
+  type: list
+  elements: str
+claims_released:
+  description: Device mode, whether no claim is allocated the devices any more.
+  returned: device mode, state=drained, not in check mode
+  type: bool
+details:
+  description: On failure, the blocking pods, PodDisruptionBudgets or claims.
+  returned: failure
+  type: dict
+api_requests:
   description: Number of API requests the module made.
   returned: always
   type: int
