@@ -344,14 +344,17 @@ def test_recorded_per_device_claim_is_not_called_gone():
 def test_a_node_is_ready_for_a_driver_when_every_pool_covering_it_is_complete():
     """dra_driver_status_info's wait: covered by the driver, and no covering pool short of resourceSliceCount."""
     nodes = {"node-a": {"zone": "1"}, "node-b": {"zone": "2"}, "node-c": {}}
-    own = {"metadata": {"name": "own"}, "spec": {"driver": "d", "nodeName": "node-a", "pool": {"name": "node-a", "generation": 1}}}
-    zone = {"metadata": {"name": "zone-0"}, "spec": {"driver": "d", "pool": {"name": "zone", "generation": 1, "resourceSliceCount": 2},
+    own = {"metadata": {"name": "own"},
+           "spec": {"driver": "d", "nodeName": "node-a", "pool": {"name": "node-a", "generation": 1}}}
+    zone = {"metadata": {"name": "zone-0"},
+            "spec": {"driver": "d", "pool": {"name": "zone", "generation": 1, "resourceSliceCount": 2},
                      "nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [
                          {"key": "zone", "operator": "Exists"}]}]}}}
     assert _slices.nodes_with_complete_slices([own, zone], "d", nodes) == []  # zone pool: 1 of 2 slices
     second = copy.deepcopy(zone)
     second["metadata"]["name"] = "zone-1"
     assert _slices.nodes_with_complete_slices([own, zone, second], "d", nodes) == ["node-a", "node-b"]
-    everywhere = {"metadata": {"name": "fabric"}, "spec": {"driver": "d", "allNodes": True, "pool": {"name": "fabric", "generation": 1}}}
+    everywhere = {"metadata": {"name": "fabric"},
+                  "spec": {"driver": "d", "allNodes": True, "pool": {"name": "fabric", "generation": 1}}}
     assert _slices.nodes_with_complete_slices([everywhere], "d", nodes) == sorted(nodes)
     assert _slices.nodes_with_complete_slices([everywhere], "other", nodes) == []
