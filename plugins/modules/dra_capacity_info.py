@@ -267,10 +267,10 @@ def main():
         changed=False, resource_api_version=report["version"], totals=report["totals"],
         by_driver=report["by_driver"], by_pool=report["by_pool"], by_node=report["by_node"],
         by_device_class=report["by_device_class"], unpublished_allocations=report["unpublished_allocations"],
+        allocator=report["allocator"],
         summary=report["summary"], pool_status_served=report["pool_status_served"],
         pool_status=report["pool_status"], metrics_text=report["metrics_text"], api_requests=api.requests)
 
 
 if __name__ == "__main__":
     main()
-        allocator=report["allocator"],
