@@ -126,7 +126,9 @@ nodes_without_slices:
   type: list
   elements: str
 drivers:
-  description: Per driver, how many nodes publish it and the total device count.
+  description: >-
+    Per driver, how many selected nodes it publishes for (the rule of RV(nodes_without_slices)), and its device
+    and pool counts over the locations in RV(nodes).
   returned: always
   type: dict
   sample: {gpu.example.com: {nodes: 3, devices: 24, pools: 3}}
@@ -142,7 +144,7 @@ from ansible_collections.dra.admin.plugins.module_utils.api import (
 from ansible_collections.dra.admin.plugins.module_utils._locations import is_marker
 from ansible_collections.dra.admin.plugins.module_utils._node_selection import node_label_map
 from ansible_collections.dra.admin.plugins.module_utils._slices import (
-    devices_by_node, node_publishers, nodes_without_slices, summarize_pools,
+    devices_by_node, drivers_by_node, node_publishers, nodes_without_slices, summarize_pools,
 )
 
 
@@ -155,14 +157,18 @@ def argument_spec():
     return spec
 
 
-def driver_totals(by_node):
+def driver_totals(by_node, presence):
+    """Per driver: the selected nodes it publishes for (presence: {node: drivers}), its devices and pools at
+    the reported locations (by_node: devices_by_node, markers included)."""
     totals = {}
     for drivers in by_node.values():
         for name, info in drivers.items():
             entry = totals.setdefault(name, {"nodes": 0, "devices": 0, "pools": 0})
-            entry["nodes"] += 1
             entry["devices"] += info["devices"]
             entry["pools"] += len(info["pools"])
+    for drivers in presence.values():
+        for name in drivers:
+            totals.setdefault(name, {"nodes": 0, "devices": 0, "pools": 0})["nodes"] += 1
     return totals
 
 
@@ -194,7 +200,7 @@ def gather(api, require_dra, node_selector):
     result["pools"] = pools
     result["nodes"] = dict((k, v) for k, v in by_node.items() if k in selected or is_marker(k))
     result["nodes_without_slices"] = nodes_without_slices(labels, node_publishers(slices))
-    result["drivers"] = driver_totals(result["nodes"])
+    result["drivers"] = driver_totals(result["nodes"], drivers_by_node(slices, labels))
     return result
 
 
