@@ -132,8 +132,6 @@ by_pool:
       the pool's slices), before by C(<slice>/<set>).
   returned: always
   type: dict
-by_node:
-  description: The same counts per node, or C(<all-nodes>) / C(<node-selector>) for devices offered to several nodes.
   sample:
     gpu.example.com/node-000000:
       total: 3
@@ -145,6 +143,8 @@ by_node:
       complete: true
       problem: null
       counters: {gpu-0: {memory: {capacity: 85899345920, consumed: 85899345920, left: 0}}}
+by_node:
+  description: The same counts per node, or C(<all-nodes>) / C(<node-selector>) for devices offered to several nodes.
   returned: always
   type: dict
 by_device_class:
@@ -153,9 +153,6 @@ by_device_class:
     C(device.driver == "<driver>"), and then C(total), C(tainted), C(free) and C(unavailable) are null.
   returned: always
   type: dict
-unpublished_allocations:
-  description: Allocated devices (driver/pool/device) that no current ResourceSlice publishes (they consume no
-    shared counter).
 allocator:
   description: >-
     The allocation rules applied - C(release) (the cluster's minor version, null when unreadable: the newest
@@ -164,6 +161,9 @@ allocator:
   returned: always
   type: dict
   sample: {release: 37, counters_per_pool: true, incomplete_pools_allocated: false}
+unpublished_allocations:
+  description: Allocated devices (driver/pool/device) that no current ResourceSlice publishes (they consume no
+    shared counter).
   returned: always
   type: list
   elements: str
