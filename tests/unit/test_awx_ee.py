@@ -255,9 +255,11 @@ def test_every_example_inventory_variable_is_declared_and_valid():
     variables = inventory()["all"]["vars"]
     specs = {}
     for spec_file in (ROOT / "roles").glob("*/meta/argument_specs.yml"):
-        specs.update(yaml.safe_load(spec_file.read_text())["argument_specs"]["main"]["options"])
+        for entry_point in yaml.safe_load(spec_file.read_text())["argument_specs"].values():
+            specs.update(entry_point["options"])
     playbook_text = "".join((ROOT / "playbooks" / name).read_text()
-                            for name in ("site.yml", "maintenance.yml", "health.yml"))
+                            for name in ("site.yml", "maintenance.yml", "health.yml", "upgrade_check.yml",
+                                         "device_maintenance.yml", "device_remediation.yml", "driver_upgrade.yml"))
     undeclared = []
     for name, value in variables.items():
         assert name.startswith("dra_"), name
