@@ -82,7 +82,10 @@ options:
     type: dict
     default: {}
   drivers:
-    description: Driver names whose ResourceSlices must be published again before O(state=in_service) uncordons.
+    description:
+      - Driver names that must publish for the node again before O(state=in_service) uncordons - a current
+        ResourceSlice of the driver covers the node through its C(nodeName), C(allNodes) or a C(nodeSelector)
+        admitting the node's labels (at slice level, or per device with C(perDeviceNodeSelection)).
     type: list
     elements: str
     default: []
