@@ -25,7 +25,7 @@ import copy
 from ansible_collections.dra.admin.plugins.module_utils._command_line import flag_name, flag_text, render_map
 from ansible_collections.dra.admin.plugins.module_utils._config_file import load_config, render_config
 from ansible_collections.dra.admin.plugins.module_utils._gates import (
-    KUBE_APISERVER, KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER,
+    KUBE_APISERVER, KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER, gate_value,
 )
 from ansible_collections.dra.admin.plugins.module_utils._manifest import ManifestError
 
@@ -62,6 +62,22 @@ def arg_value(name, value):
     return flag_text(value), False
 
 
+# Map flags whose every value must be true or false (a component refuses to start otherwise).
+BOOLEAN_MAP_FLAGS = ("feature-gates", "runtime-config")
+
+
+def map_value_error(component, flag, key, value):
+    """Why one entry of a map flag (feature-gates, runtime-config) cannot be written, or None."""
+    if value is None or flag not in BOOLEAN_MAP_FLAGS:
+        return None
+    try:
+        gate_value(value)
+    except ValueError:
+        return ("extra_args.%s.%s: %s=%r, the value must be true or false (a null value removes the entry)"
+                % (component, flag, key, value))
+    return None
+
+
 def normalize_args(extra_args):
     """{component: {flag: value}} checked: {component: ([(flag, text)], [flags to remove])}."""
     result = {}
@@ -72,6 +88,10 @@ def normalize_args(extra_args):
         sets, removes = [], []
         for name, value in flags.items():
             bare = flag_name(name)
+            for key, entry in (value.items() if isinstance(value, dict) else ()):
+                error = map_value_error(component, bare, key, entry)
+                if error:
+                    raise ManifestError(error)
             text, remove = arg_value(bare, value)
             if remove:
                 removes.append(bare)
