@@ -14,7 +14,7 @@ from ansible_collections.dra.admin.plugins.modules import kubeadm_config
 
 from conftest import FIXTURES
 
-VERSIONS = ("kubeadm-v1.36.3", "kubeadm-v1.33.13")
+VERSIONS = ("kubeadm-v1.37.2", "kubeadm-v1.36.3", "kubeadm-v1.33.13")
 SCHEDULER_VOLUME = {"name": "kube-scheduler-config", "hostPath": "/etc/kubernetes/s.yaml",
                     "mountPath": "/etc/kubernetes/s.yaml", "readOnly": True, "pathType": "File"}
 
