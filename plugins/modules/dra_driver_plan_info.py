@@ -197,7 +197,9 @@ from ansible_collections.dra.admin.plugins.module_utils._driver_upgrade import (
     SeamlessUpgradeError, decide_strategy, kubelet_version,
 )
 from ansible_collections.dra.admin.plugins.module_utils.files import read_text
-from ansible_collections.dra.admin.plugins.module_utils._node_selection import DEFAULT_EXCLUSION_LABEL, with_exclusion
+from ansible_collections.dra.admin.plugins.module_utils._node_selection import (
+    DEFAULT_EXCLUSION_LABEL, exclusion_label_error, with_exclusion,
+)
 from ansible_collections.dra.admin.plugins.module_utils._rbac import granular_status, kubelet_plugin_objects
 
 
@@ -372,6 +374,9 @@ def plan(api, params, warn):
 
 def main():
     module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
+    label_error = exclusion_label_error(module.params["exclusion_label"])
+    if label_error:
+        module.fail_json(msg="invalid driver settings, nothing was installed: %s" % label_error, problems=[label_error])
     api = DraApi(module)
     try:
         result = plan(api, module.params, module.warn)

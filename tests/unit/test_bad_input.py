@@ -294,3 +294,25 @@ def test_a_good_gate_without_a_version_is_still_written(capsys, host):
                                          "feature_gates": {"DynamicResourceAllocation": True}})
     assert done["changed"] is True and done["feature_gates"] == {"DynamicResourceAllocation": "true"}
     assert len(os.listdir(str(host / "backups"))) == 1
+
+
+def test_driver_plan_refuses_an_exclusion_label_kubernetes_would_refuse(capsys):
+    from ansible_collections.dra.admin.plugins.modules import dra_driver_plan_info
+    failed = run(dra_driver_plan_info, capsys, {"driver": "gpu.example.com", "exclusion_label": "dra.admin/driver excluded",
+                                                "kubeconfig": "/nonexistent/kubeconfig"})
+    assert failed["failed"] is True and failed["problems"] == [exclusion_label_error("dra.admin/driver excluded")]
+
+
+@pytest.mark.parametrize("flag,value,refused", [
+    ("feature-gates", "yes", True), ("feature-gates", "True", False), ("feature-gates", False, False),
+    ("runtime-config", "on", True), ("runtime-config", "false", False), ("feature-gates", None, False),
+    ("audit-log-maxage", "7", False),
+])
+def test_kubeadm_config_map_flags_take_true_or_false_only(flag, value, refused):
+    from ansible_collections.dra.admin.plugins.module_utils._kubeadm_config import ManifestError, normalize_args
+    request = {"kube-apiserver": {flag: {"Entry": value}}}
+    if refused:
+        with pytest.raises(ManifestError, match=r"extra_args.kube-apiserver.%s: Entry=" % flag):
+            normalize_args(request)
+    else:
+        normalize_args(request)
