@@ -16,6 +16,12 @@ description:
   - Lists ResourceClaims with their state (C(pending), C(allocated), C(reserved), C(deallocating)), the
     node(s) their devices are on, the devices, the consumers from C(status.reservedFor) and whether each
     still exists, and whether the claim is orphaned (allocated or reserved with no live consumer).
+  - A consumer is a pod, or an object that is not a pod, such as a workload's PodGroup
+    (C(podgroups.scheduling.k8s.io), with the DRAWorkloadResourceClaims feature gate), for which the claim stays
+    reserved while the group exists. Whether such a consumer exists is read from its API when the cluster serves it.
+  - The claim the scheduler makes for a pod's extended resources backed by DRA (a DeviceClass with
+    C(extendedResourceName); the pod's spec does not name it, its C(status.extendedResourceClaimStatus) does) is
+    reported like any other, with the pod as its consumer, and marked RV(claims[].extended_resource_claim).
   - A claim is on the nodes of the pods among its consumers (C(status.reservedFor), each pod placed by its
     C(spec.nodeName)); a claim shared by pods on several nodes is on each of them. Without a live scheduled
     consumer it is on the nodes its allocation is local to (C(nodeSelector) C(matchFields) on C(metadata.name), or
@@ -27,7 +33,9 @@ description:
   - With O(fail_if_any_on_node=true) it is a gate for drains, the same check M(dra.admin.dra_node_drain) makes
     before it removes the driver; it fails listing every claim still allocated or reserved on O(node) and its
     consumers. Claims used on O(node) only by DaemonSet pods do not fail it, because a drain leaves those pods in
-    place; they are listed in RV(daemonset_claims).
+    place; they are listed in RV(daemonset_claims). Nor do claims reserved only for consumers that are not pods
+    once no pod on O(node) uses them (devices are prepared on a node only for its pods); they are listed in
+    RV(non_pod_claims).
   - Read-only; the same answer in check mode.
 author:
   - dra.admin maintainers (@dra-admin)
@@ -137,12 +145,27 @@ claims:
     drivers: {description: Drivers of the allocated devices., type: list, elements: str, returned: always}
     consumers:
       description: >-
-        C(status.reservedFor) entries with C(exists) (true, false, or null when not checkable), C(node) (the
-        pod's node, null when gone or unscheduled) and C(daemonset) (a DaemonSet controls the pod).
+        C(status.reservedFor) entries (C(resource), C(api_group), C(name), C(uid)) with C(kind) (C(pod),
+        C(pod_group) for a workload's PodGroup, C(other)), C(exists) (true, false, or null when not checkable),
+        C(node) (the pod's node, null when gone, unscheduled or not a pod) and C(daemonset) (a DaemonSet controls the
+        pod).
       type: list
       elements: dict
       returned: always
     missing_consumers: {description: Consumers that no longer exist., type: list, elements: dict, returned: always}
+    non_pod_consumers:
+      description: >-
+        The consumers that are not pods and may still exist (a workload's PodGroup): the claim stays reserved
+        while they exist, whatever happens to pods.
+      type: list
+      elements: dict
+      returned: always
+    extended_resource_claim:
+      description: >-
+        The scheduler made the claim for a pod's extended resources backed by DRA (annotation
+        C(resource.kubernetes.io/extended-resource-claim)).
+      type: bool
+      returned: always
     orphaned: {description: Allocated or reserved with no live consumer., type: bool, returned: always}
     deletion_requested: {description: The claim has a deletion timestamp., type: bool, returned: always}
     problems:
@@ -171,6 +194,13 @@ blocking:
   elements: str
 daemonset_claims:
   description: With O(node), claims on it used there only by DaemonSet pods (namespace/name); they do not block.
+  returned: always
+  type: list
+  elements: str
+non_pod_claims:
+  description: >-
+    With O(node), claims on it reserved only for consumers that are not pods (a workload's PodGroup) that no pod on
+    it uses (namespace/name); they do not block. Each stays reserved while its consumer exists.
   returned: always
   type: list
   elements: str
@@ -224,6 +254,7 @@ def main():
         claims=views if params["include_claims"] else [],
         summary=summarize_by_node(views), totals=claim_totals(views),
         blocking=claim_keys(blocking), daemonset_claims=claim_keys(gathered["daemonset_claims"]),
+        non_pod_claims=claim_keys(gathered["non_pod_claims"]),
         api_requests=api.requests,
     )
     if params["fail_if_any_on_node"] and blocking:

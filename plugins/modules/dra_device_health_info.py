@@ -33,6 +33,11 @@ description:
     first saw the device in that condition, given back through O(first_seen). The pod status field has no time;
     without either, the device counts as first seen by this run. Long Unknown means C(unknown) for at least
     O(unknown_after) seconds.
+  - A device is used by the live pods among the consumers (C(status.reservedFor)) of the claims holding it, and by the
+    live pods naming such a claim in any field - their spec, a template's claim in their status, or the claim the
+    scheduler made for their extended resources backed by DRA (C(status.extendedResourceClaimStatus); the kubelet
+    of 1.37 writes no health report for that claim). The pods of a workload's PodGroup use its claims without being
+    in C(reservedFor).
   - Where a source does not exist or is off by default (Kubernetes 1.33 - both gates alpha and off), RV(sources)
     says so and the module still reports what it can.
   - A fixed number of requests however many nodes there are - the server version, C(resource.k8s.io) discovery and

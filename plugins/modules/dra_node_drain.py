@@ -15,7 +15,9 @@ version_added: 0.1.0
 description:
   - O(state=drained) drains a node in the order the DRA good-practices page asks for
     (1) cordon, remembering whether the node was already cordoned (annotation C(dra.admin/cordoned-before-drain));
-    (2) evict the pods that consume ResourceClaims through the Eviction API, concurrently, retrying
+    (2) evict the pods that consume ResourceClaims (whichever field names the claim - the pod's spec, a
+    template's claim in its status, or the claim the scheduler made for its extended resources backed by DRA, which
+    only C(status.extendedResourceClaimStatus) names) through the Eviction API, concurrently, retrying
     PodDisruptionBudget refusals (HTTP 429) with backoff until O(wait_timeout); a pod whose namespace is being deleted
     cannot be evicted (HTTP 403, cause C(NamespaceTerminating)), so it is retried the same way until the namespace
     controller marks it for deletion, then waited for;
@@ -23,7 +25,10 @@ description:
     (4) wait until no ResourceClaim is allocated or reserved on the node (a claim is on the node while a pod there
     uses it, or while it is allocated there and no pod elsewhere uses it, so a claim shared with pods on other nodes
     does not hold the drain once this node's pods are gone; claims used here only by DaemonSet pods, which stay,
-    are listed in RV(daemonset_claims) with a warning and not waited for);
+    are listed in RV(daemonset_claims) with a warning and not waited for; claims reserved only for consumers that
+    are not pods, such as a workload's PodGroup, stay reserved while the group exists whatever happens to its pods,
+    so once no pod on the node uses them they are not waited for either; RV(non_pod_claims) names each with its
+    consumer and what to do, with a warning);
     (5) only then take the DRA driver off the node by labelling it with O(exclusion_label), which the driver
     DaemonSet's node affinity excludes, and wait until the driver pods are gone.
   - O(state=in_service) reverses it, removes the label, waits for a ready driver pod and for the node's
@@ -240,6 +245,15 @@ daemonset_claims:
   returned: state=drained
   type: list
   elements: str
+non_pod_claims:
+  description: >-
+    Claims on the node reserved only for consumers that are not pods (a workload's PodGroup): C(claim)
+    (namespace/name), C(consumers) (for example C(podgroups.scheduling.k8s.io/training)) and C(message) (what to do to
+    free the devices). The drain evicts the node's pods that use them but does not wait for the reservation, which
+    no eviction ends.
+  returned: state=drained
+  type: list
+  elements: dict
 phases:
   description: Seconds spent in each phase.
   returned: success, not in check mode
