@@ -145,23 +145,52 @@ def default_release_name(driver):
     return re.sub(r"[^a-z0-9-]+", "-", str(driver or ""))
 
 
+# kubernetes.core's K8S_AUTH_* environment variables (what AWX's Kubernetes credential injects, and what
+# every dra.admin module reads) and the settings Helm reads instead (as kubernetes.core.helm passes them).
+HELM_ENV_FROM_K8S_AUTH = (
+    ("K8S_AUTH_KUBECONFIG", "KUBECONFIG"),
+    ("K8S_AUTH_CONTEXT", "HELM_KUBECONTEXT"),
+    ("K8S_AUTH_HOST", "HELM_KUBEAPISERVER"),
+    ("K8S_AUTH_API_KEY", "HELM_KUBETOKEN"),
+    ("K8S_AUTH_SSL_CA_CERT", "HELM_KUBECAFILE"),
+)
+
+
+def helm_credentials_script():
+    """A POSIX shell prologue that hands the K8S_AUTH_* variables of the process's own environment to Helm
+    (KUBECONFIG, HELM_KUBEAPISERVER, HELM_KUBETOKEN, ...; K8S_AUTH_VERIFY_SSL false/no/0 as
+    HELM_KUBEINSECURE_SKIP_TLS_VERIFY=true) and then runs its arguments. The values never appear in an
+    argv or a task result (a bearer token would be in both)."""
+    lines = ['if [ -n "${%s:-}" ]; then %s="$%s"; export %s; fi' % (source, target, source, target)
+             for source, target in HELM_ENV_FROM_K8S_AUTH]
+    lines.append('case "${K8S_AUTH_VERIFY_SSL:-}" in [Ff]alse|[Nn]o|0) '
+                 'HELM_KUBEINSECURE_SKIP_TLS_VERIFY=true; export HELM_KUBEINSECURE_SKIP_TLS_VERIFY;; esac')
+    lines.append('exec "$@"')
+    return "\n".join(lines)
+
+
 def helm_template_argv(binary, release, chart_ref, namespace, version=None, repo_url=None, kubeconfig=None,
                        context=None):
     """`helm template` of the chart as `helm install` would render it on the cluster: with --validate,
     Helm reads the cluster's version and API groups (a chart's kubeVersion constraint and its
     .Capabilities checks see the real cluster, not Helm's offline default of Kubernetes 1.20) and
-    validates the manifests against it. The values come on stdin ("--values -")."""
-    argv = [binary or "helm", "template", release, str(chart_ref), "--namespace", namespace, "--values", "-",
+    validates the manifests against it. The values come on stdin ("--values -").
+
+    The cluster is the one the collection's modules reach: the kubeconfig and context given as options
+    (flags, which win), else the K8S_AUTH_* environment variables of the host it runs on, handed to Helm
+    by `/bin/sh -c helm_credentials_script()` (Helm itself reads neither; without them it would ask
+    localhost:8080)."""
+    helm = [binary or "helm", "template", release, str(chart_ref), "--namespace", namespace, "--values", "-",
             "--validate"]
     if version:
-        argv += ["--version", str(version)]
+        helm += ["--version", str(version)]
     if repo_url:
-        argv += ["--repo", repo_url]
+        helm += ["--repo", repo_url]
     if isinstance(kubeconfig, str) and kubeconfig:
-        argv += ["--kubeconfig", kubeconfig]
+        helm += ["--kubeconfig", kubeconfig]
     if context:
-        argv += ["--kube-context", context]
-    return argv
+        helm += ["--kube-context", context]
+    return ["/bin/sh", "-c", helm_credentials_script(), "helm-template"] + helm
 
 
 def chart_device_class_names(manifests):

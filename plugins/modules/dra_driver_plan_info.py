@@ -162,7 +162,9 @@ chart:
   description: For O(method=helm) the chart's C(kind) (a known chart, or null), the C(values) to install with, the
     C(health_ports) its containers probe, the C(release_name), C(render_argv) (C(helm template) with
     C(--validate), so the chart renders against the cluster's version and API groups; the values go on its
-    stdin) and C(device_classes) (the DeviceClasses the rendered chart installs itself).
+    stdin; run through C(/bin/sh -c) with a prologue that hands the C(K8S_AUTH_*) environment variables of
+    the host to Helm, so it reaches the same cluster as the modules, AWX's Kubernetes credential included)
+    and C(device_classes) (the DeviceClasses the rendered chart installs itself).
   returned: always
   type: dict
 health_ports:

@@ -1,5 +1,7 @@
 """Driver DaemonSet logic: inputs, node selection, upgrade strategy, manifests, chart values, checks."""
 import copy
+import os
+import subprocess
 
 import pytest
 
@@ -243,12 +245,43 @@ def test_chart_rendered_against_the_cluster_with_values_on_stdin():
     argv = _driver_charts.helm_template_argv("/opt/helm", "gpu", "/charts/dra-example-driver", "dra-system",
                                              version="0.4.0", repo_url="https://charts.example.com",
                                              kubeconfig="/k/config", context="admin@prod")
-    assert argv == ["/opt/helm", "template", "gpu", "/charts/dra-example-driver", "--namespace", "dra-system",
-                    "--values", "-", "--validate", "--version", "0.4.0", "--repo", "https://charts.example.com",
-                    "--kubeconfig", "/k/config", "--kube-context", "admin@prod"]
+    prologue = ["/bin/sh", "-c", _driver_charts.helm_credentials_script(), "helm-template"]
+    assert argv == prologue + [
+        "/opt/helm", "template", "gpu", "/charts/dra-example-driver", "--namespace", "dra-system",
+        "--values", "-", "--validate", "--version", "0.4.0", "--repo", "https://charts.example.com",
+        "--kubeconfig", "/k/config", "--kube-context", "admin@prod"]
     # No helm path: the one on PATH; a kubeconfig given as a dict (kubernetes.core allows it) is not a path.
     bare = _driver_charts.helm_template_argv("", "gpu", "oci://r/c", "ns", kubeconfig={"clusters": []})
-    assert bare == ["helm", "template", "gpu", "oci://r/c", "--namespace", "ns", "--values", "-", "--validate"]
+    assert bare == prologue + ["helm", "template", "gpu", "oci://r/c", "--namespace", "ns", "--values", "-",
+                               "--validate"]
+
+
+def run_prologue(environment):
+    """What the argv's shell prologue hands to the program it runs: that program's environment (env -0)."""
+    argv = ["/bin/sh", "-c", _driver_charts.helm_credentials_script(), "helm-template", "env", "-0"]
+    out = subprocess.run(argv, env=environment, capture_output=True, check=True).stdout.decode()
+    return dict(item.split("=", 1) for item in out.split("\0") if item)
+
+
+def test_chart_render_gets_the_credentials_awx_injects():
+    """AWX's Kubernetes credential sets K8S_AUTH_HOST, _API_KEY, _VERIFY_SSL and _SSL_CA_CERT (no kubeconfig):
+    Helm must see them as its own settings, or `helm template --validate` asks localhost:8080."""
+    awx = {"PATH": os.environ["PATH"], "K8S_AUTH_HOST": "https://10.0.0.1:6443", "K8S_AUTH_API_KEY": "tok en$1",
+           "K8S_AUTH_VERIFY_SSL": "False", "K8S_AUTH_SSL_CA_CERT": "/run/ca.crt"}
+    seen = run_prologue(awx)
+    assert seen["HELM_KUBEAPISERVER"] == "https://10.0.0.1:6443" and seen["HELM_KUBETOKEN"] == "tok en$1"
+    assert seen["HELM_KUBECAFILE"] == "/run/ca.crt" and seen["HELM_KUBEINSECURE_SKIP_TLS_VERIFY"] == "true"
+    assert "KUBECONFIG" not in seen and "HELM_KUBECONTEXT" not in seen
+    # A kubeconfig and context from the environment (README: export K8S_AUTH_KUBECONFIG); TLS verified.
+    seen = run_prologue({"PATH": os.environ["PATH"], "K8S_AUTH_KUBECONFIG": "/home/u/.kube/config",
+                         "K8S_AUTH_CONTEXT": "prod", "K8S_AUTH_VERIFY_SSL": "true"})
+    assert seen["KUBECONFIG"] == "/home/u/.kube/config" and seen["HELM_KUBECONTEXT"] == "prod"
+    assert "HELM_KUBEINSECURE_SKIP_TLS_VERIFY" not in seen and "HELM_KUBETOKEN" not in seen
+    # Nothing set: nothing added.
+    assert set(run_prologue({"PATH": os.environ["PATH"]})) <= {"PATH", "PWD", "SHLVL", "_"}
+    # The token is in no argv.
+    argv = _driver_charts.helm_template_argv("helm", "gpu", "oci://r/c", "ns")
+    assert not [a for a in argv if "tok" in a]
 
 
 def test_default_release_name_and_the_charts_own_device_classes():
