@@ -13,13 +13,14 @@ import os
 import pytest
 import yaml
 
-from dra_objects import DRIVER, claim
+from dra_objects import DRIVER, EXCLUSION_LABEL, claim
 from test_drain import (  # noqa: F401  pylint: disable=unused-import
     DRIVER_DS, DRIVER_NS, drain_node, driver, node_state, pods_on,
 )
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 KUBEADM_CONFIG = os.path.join(ROOT, "tests", "unit", "fixtures", "kubeadm-v1.36.3", "kubeadm-config.yaml")
+MISTYPED = EXCLUSION_LABEL[:-1]  # a valid label key, but not the one the driver DaemonSet excludes
 
 
 def node_snapshot(cluster, node):
@@ -76,12 +77,12 @@ def test_drain_with_no_driver_pod_to_take_off_fails_before_the_first_write(clust
                  if s["spec"].get("driver") == DRIVER and s["spec"].get("nodeName") == node]
     assert published, f"the example driver publishes no slice for {node}: the test needs one"
     before = node_snapshot(cluster, node)
-    args = {"node": node, "exclusion_label": "dra.admin/driver-exclude", "timeout": 60, "poll_interval": 0.5}
+    args = {"node": node, "exclusion_label": MISTYPED, "timeout": 60, "poll_interval": 0.5}
     for check in (True, False):
         failed = fails_naming(cluster, "dra.admin.dra_node_drain", args,
                               f"driver(s) {DRIVER} publish devices of {node}, but the drain found no driver pod",
                               check=check)
-        assert "no DaemonSet keeps its pods off nodes labelled dra.admin/driver-exclude" in failed["msg"]
+        assert f"no DaemonSet keeps its pods off nodes labelled {MISTYPED}" in failed["msg"]
         assert "drivers_not_in_pods" in failed["msg"] and "Nothing was changed" in failed["msg"]
         assert failed["details"] == {"drivers_left_on_node": [DRIVER]}
     assert node_snapshot(cluster, node) == before

@@ -107,7 +107,7 @@ def test_endpoint_modules_refuse_bad_timeouts_and_intervals(capsys):
 
 # --- Kubernetes names, and the drain's inputs ----------------------------------------------------------
 
-@pytest.mark.parametrize("key", ["dra.admin/driver-excluded", "excluded", "example.com/a_b.c-d", "a" * 63,
+@pytest.mark.parametrize("key", [DEFAULT_EXCLUSION_LABEL, "excluded", "example.com/a_b.c-d", "a" * 63,
                                  "x.example.com/" + "n" * 63])
 def test_label_keys_kubernetes_accepts(key):
     assert exclusion_label_error(key) is None
