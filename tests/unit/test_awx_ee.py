@@ -159,7 +159,12 @@ def job_templates():
 
 
 def maintenance_survey():
-    """The survey spec as AWX receives it (its few templated values rendered with the play's vars)."""
+    assert job_templates()["maintenance"]["survey"] == "{{ dra_awx_maintenance_survey }}"
+    return rendered_var("dra_awx_maintenance_survey")
+
+
+def rendered_var(name):
+    """A play variable as AWX receives it (its few templated values rendered with the play's vars)."""
     play_vars = awx_play()["vars"]
     env = jinja2.Environment(undefined=jinja2.StrictUndefined)
 
@@ -173,17 +178,74 @@ def maintenance_survey():
             return [render(v) for v in value]
         return value
 
-    assert job_templates()["maintenance"]["survey"] == "{{ dra_awx_maintenance_survey }}"
-    return render(play_vars["dra_awx_maintenance_survey"])
+    return render(play_vars[name])
 
 
-def test_job_templates_cover_site_maintenance_and_health_and_their_playbooks_exist():
+def test_every_playbook_has_a_job_template():
     templates = job_templates()
-    assert sorted(templates) == ["health", "maintenance", "site"]
+    playbooks = sorted(p.stem for p in (ROOT / "playbooks").glob("*.yml") if p.stem != "awx_configure")
+    assert sorted(templates) == playbooks == ["device_maintenance", "device_remediation", "driver_upgrade", "health",
+                                              "maintenance", "site", "upgrade_check"]
     for name, template in templates.items():
-        assert (ROOT / template["playbook"]).exists(), template["playbook"]
         assert template["playbook"] == "playbooks/%s.yml" % name
-    assert "survey" not in templates["site"] and "survey" not in templates["health"]
+    # A survey where a run must be told something no inventory holds (the node, the device, the target release).
+    assert sorted(n for n, t in templates.items() if "survey" in t) == ["device_maintenance", "maintenance",
+                                                                         "upgrade_check"]
+
+
+def schedules():
+    task = next(t for t in awx_play()["tasks"] if "awx.awx.schedule" in t)
+    play_vars = awx_play()["vars"]
+    return {s["template"]: jinja2.Environment().from_string(s["rrule"]).render(**play_vars)
+            for s in task["vars"]["dra_awx_schedules"]}
+
+
+def test_health_and_remediation_run_on_a_schedule():
+    rules = schedules()
+    assert sorted(rules) == ["device_remediation", "health"]
+    assert set(rules) <= set(job_templates())
+    for rule in rules.values():
+        assert re.match(r"^DTSTART:\d{8}T\d{6}Z RRULE:FREQ=(MINUTELY|HOURLY|DAILY);INTERVAL=\d+$", rule), rule
+
+
+def test_project_and_execution_environment_are_pinned_to_the_collection_version():
+    play = awx_play()
+    version = load("galaxy.yml")["version"]
+    assert play["vars"]["dra_awx_project_scm_branch"] == "{{ dra_awx_collection_version }}"
+    project = next(t for t in play["tasks"] if "awx.awx.project" in t)["awx.awx.project"]
+    assert project["scm_update_on_launch"] is False
+    assert load("execution-environment.yml")["options"]["tags"] == ["dra-admin-ee:%s" % version]
+    proc = run([BIN / "ansible-playbook", ROOT / "playbooks" / "awx_configure.yml", "-e",
+                "dra_awx_project_scm_url=https://git.example.com/dra-admin.git", "-e", "dra_awx_kubernetes_credential=k8s",
+                "-e", "dra_awx_ee_image=registry.example.com/dra-admin-ee:latest"],
+               env=ansible_env(CONTROLLER_HOST="https://127.0.0.1:9"), check=False)
+    assert proc.returncode != 0
+    assert "must be tagged with the collection version %s" % version in proc.stdout, proc.stdout[-2000:]
+    assert "Check the Kubernetes credential" not in proc.stdout
+
+
+@pytest.mark.parametrize("template,role,entry", [("upgrade_check", None, None),
+                                                  ("device_maintenance", "device_maintenance", "main")])
+def test_every_survey_variable_is_a_variable_of_its_playbook_or_role(template, role, entry):
+    survey_var = job_templates()[template]["survey"].strip("{} ")
+    questions = rendered_var(survey_var)["spec"]
+    playbook = (ROOT / "playbooks" / ("%s.yml" % template)).read_text()
+    options = load("roles/%s/meta/argument_specs.yml" % role)["argument_specs"][entry]["options"] if role else {}
+    for question in questions:
+        assert {"question_name", "variable", "type", "required"} <= set(question)
+        variable = question["variable"]
+        if variable in options:
+            spec = options[variable]
+            if "choices" in spec:
+                assert question["choices"] == spec["choices"] and question["default"] == spec["default"], variable
+            # What the role requires, the survey asks for; a choice with a default may be required too.
+            assert question["required"] or not spec.get("required", False), variable
+        else:
+            assert re.search(r"\b%s\b" % variable, playbook.split("\n- name:")[1]), variable
+    by_name = {q["variable"]: q for q in questions}
+    if template == "upgrade_check":
+        assert by_name["dra_upgrade_target"]["required"] is True
+        assert by_name["dra_upgrade_fail_on"]["choices"] == ["breaking", "warning", "info"]
 
 
 def test_awx_configuration_holds_no_secret():
