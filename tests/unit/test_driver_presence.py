@@ -103,6 +103,13 @@ def placement(draw):
     return {"nodeSelector": selector}, (lambda name, labels, model=model: model_selects(model, name, labels))
 
 
+def any_covers(tests):
+    """The oracle of a per-device slice: one of its devices covers the node."""
+    def covers(name, labels):
+        return any(t(name, labels) for t in tests)
+    return covers
+
+
 @st.composite
 def resource_slice(draw):
     """(slice, oracle entry {driver, pool, generation, covers(name, labels)})."""
@@ -122,7 +129,7 @@ def resource_slice(draw):
             spec["devices"].append({"name": "dev-%d" % i, "basic": fields} if beta_basic
                                    else dict(fields, name="dev-%d" % i))
             tests.append(test)
-        covers = (lambda name, labels, tests=tuple(tests): any(t(name, labels) for t in tests))
+        covers = any_covers(tests)
     item = {"metadata": {"name": "%s-%s-%d" % (driver, pool, draw(st.integers(0, 10 ** 6)))}, "spec": spec}
     return item, {"driver": driver, "pool": pool, "generation": generation, "covers": covers}
 
