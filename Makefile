@@ -109,10 +109,12 @@ integration: venv collection-link build test-deps
 gate-matrix-test: venv collection-link build
 	cd $(ROOT) && $(BIN)/python -m pytest -q tests/integration/test_gate_matrix.py --durations=10
 
-# Tests on real nodes: a kind cluster per Kubernetes version, one after the other (each 3-node cluster
+# Tests on real nodes: a kind cluster per Kubernetes version, one after the other, then one more of the default
+# release for the README and AWX test (test_kind_readme.py) (each 3-node cluster
 # takes about 50 of the host's 128 inotify instances, and `make test` runs molecule's kind cluster beside).
 integration-kind: venv collection-link kind-deps build-kind
-	cd $(ROOT) && $(BIN)/python -m pytest -q tests/integration/test_kind_nodes.py --durations=20
+	cd $(ROOT) && $(BIN)/python -m pytest -q tests/integration/test_kind_nodes.py tests/integration/test_kind_readme.py \
+		--durations=20
 
 molecule: venv collection-link build
 	cd $(ROOT) && PATH=$(KUBE_BIN):$$PATH MOLECULE_KUBECONFIG=$(STATE)/molecule-dra/kubeconfig \
