@@ -44,7 +44,9 @@ __metaclass__ = type
 import re
 from fractions import Fraction
 
-from ansible_collections.dra.admin.plugins.module_utils._gates import VersionError, parse_minor
+from ansible_collections.dra.admin.plugins.module_utils._gates import (
+    VersionError, gate_api_versions, gate_info, parse_minor,
+)
 from ansible_collections.dra.admin.plugins.module_utils._slices import (
     current_slices, device_fields, device_location, pool_key, summarize_pools,
 )
@@ -457,9 +459,42 @@ def summary_lines(report):
     return lines or ["no driver publishes devices"]
 
 
+POOL_STATUS_GATE = "DRAResourcePoolStatus"
 POOL_STATUS_LIMIT = 1000  # the most pools one ResourcePoolStatusRequest answers for (spec.limit maximum)
 POOL_STATUS_NAME_PREFIX = "dra-admin-capacity-"
-_POOL_STATUS_FIELDS = (("totalDevices", "total"), ("allocatedDevices", "allocated"), ("availableDevices", "free"))
+# A status.pools[] count -> the computed count of the same devices. The controller's availableDevices is
+# total - allocated - unavailable (tainted): it does not look at shared counters nor at the pool's state, so it
+# is compared with the devices neither allocated nor tainted (pool_status_computed's "idle"), not with free.
+# Its unavailableDevices counts the tainted devices (0 on 1.36, which reads no taints).
+_POOL_STATUS_FIELDS = (("totalDevices", "total"), ("allocatedDevices", "allocated"),
+                       ("availableDevices", "not allocated nor tainted"), ("unavailableDevices", "tainted"))
+# From this release each pool's status also has the per-pool views: partitionSummary (with the
+# DRAPartitionableDevicesType gate) and shareableSummary (k8s.io/api v0.37 resource/v1alpha3).
+POOL_STATUS_VIEWS_FROM = 37
+
+
+def pool_status_views(server_version):
+    """Whether the pool status of this release (``gitVersion``) reports the per-pool views (an unreadable
+    version: the newest rules)."""
+    try:
+        return parse_minor(server_version or "") >= POOL_STATUS_VIEWS_FROM
+    except VersionError:
+        return True
+
+
+def pool_status_support():
+    """What serves ResourcePoolStatusRequest, from the catalog: the gate, its components and the
+    --runtime-config entry per release (one sentence for the module's `skipped`)."""
+    needs = gate_api_versions(POOL_STATUS_GATE)
+    info = gate_info("v1.%d" % max(needs), POOL_STATUS_GATE)
+    by_entry = {}
+    for minor in sorted(needs):
+        by_entry.setdefault(needs[minor], []).append("1.%d" % minor)
+    return ("it needs the feature gate %s=true on %s, and on kube-apiserver %s (role dra.admin.feature_gates "
+            "with dra_feature_gates_extra: {%s: true} writes both)" % (
+                POOL_STATUS_GATE, " and ".join(info["components"]), "; ".join(
+                    "--runtime-config=%s=true (Kubernetes %s)" % (entry, ", ".join(releases))
+                    for entry, releases in sorted(by_entry.items())), POOL_STATUS_GATE))
 
 
 def pool_status_request(driver, api_version="resource.k8s.io/v1alpha3"):
@@ -486,10 +521,129 @@ def pool_status_answer(item):
             "pool_count": count, "truncated": len(pools) < count, "pools": pools}
 
 
-def pool_status_comparison(report, pool_statuses, drivers=None):
-    """Differences between our by_pool counts and ResourcePoolStatusRequest's status.pools entries: each count
-    that differs (total, allocated, and available against free), a pool only one side has (of `drivers`, when
-    given), and a pool the controller could not validate."""
+def partition_type(driver, device, attribute):
+    """The string value of `attribute` on a device, or None. An attribute of the driver's own domain may be
+    written without it (as CEL selectors read it); the qualified form wins."""
+    attributes = device_fields(device).get("attributes") or {}
+    value = attributes.get(attribute)
+    if value is None and attribute.startswith(driver + "/"):
+        value = attributes.get(attribute[len(driver) + 1:])
+    return (value or {}).get("string")
+
+
+def device_partition_types(slices, default_attribute=None):
+    """{(driver, pool, device): (attribute, partition type or None)} of the current slices' devices that have a
+    grouping attribute: their slice's ``partitionTypeAttribute`` (1.37, gate DRAPartitionableDevicesType), or
+    `default_attribute` (the request's ``defaultPartitionTypeAttribute``) where no slice of the pool declares one."""
+    by_pool = {}
+    for item in current_slices(slices):
+        by_pool.setdefault(pool_key(item), []).append(item)
+    out = {}
+    for (driver, pool), items in by_pool.items():
+        declared = any((i.get("spec") or {}).get("partitionTypeAttribute") for i in items)
+        for item in items:
+            attribute = (item.get("spec") or {}).get("partitionTypeAttribute") or (
+                None if declared else default_attribute)
+            if not attribute:
+                continue
+            for device in (item.get("spec") or {}).get("devices") or []:
+                out[(driver, pool, device.get("name"))] = (attribute, partition_type(driver, device, attribute))
+    return out
+
+
+def _plus(consumed, consumes):
+    """`consumed` ({set: {counter: Fraction}}) with one more device's consumption added (a new dict)."""
+    out = dict((key, dict(counters)) for key, counters in consumed.items())
+    for key, counters in consumes.items():
+        sums = out.setdefault(key, {})
+        for name, value in counters.items():
+            sums[name] = sums.get(name, Fraction(0)) + value
+    return out
+
+
+def pool_status_computed(slices, claims, server_version=None, default_attribute=None):
+    """What the pool status is compared with that the capacity report does not count, per "driver/pool":
+    {"idle": devices neither allocated nor tainted (the controller's availableDevices leaves counters and the
+    pool's state aside), "partitions": {(attribute, type): {"total", "allocatable"}} or None before
+    POOL_STATUS_VIEWS_FROM}. Partitions: the devices that consume shared counters, grouped by
+    device_partition_types; allocatable is how many more of a type the scheduler could allocate one after another
+    from what the counters have left (the collection's free rule, device_free: not tainted, the pool allocatable,
+    the counters fitting), as the 1.37 partitionSummary reports it. A device without its type's attribute leaves
+    its type out (the controller flags the pool)."""
+    rules = allocator_rules(server_version)
+    slices = list(slices)
+    devices = published_devices(slices, rules)
+    used = allocation_use(claims, devices, None)[0]
+    pools = pool_states(slices, devices, rules)
+    consumed = counters_consumed(devices, used)
+    types = device_partition_types(slices, default_attribute) if pool_status_views(server_version) else None
+    out = dict(("%s/%s" % pool, {"idle": 0, "partitions": None if types is None else {}}) for pool in pools)
+    fresh = {}
+    for key, device in sorted(devices.items(), key=_sort_key):
+        entry = out["%s/%s" % key[:2]]
+        entry["idle"] += 0 if key in used or device["tainted"] else 1
+        if types is None or not device["consumes"] or (types.get(key) or (None, None))[1] is None:
+            continue
+        group = entry["partitions"].setdefault(types[key], {"total": 0, "allocatable": 0})
+        group["total"] += 1
+        if key not in used:
+            fresh.setdefault((key[:2], types[key]), []).append(device)
+    for (pool, group), candidates in sorted(fresh.items()):
+        state, taken = pools[pool], consumed.get(pool, {})
+        for device in candidates:
+            if device_free(device, None, state, counters_left(state["counter_sets"], taken), rules["counters_per_pool"]):
+                out["%s/%s" % pool]["partitions"][group]["allocatable"] += 1
+                taken = _plus(taken, device["consumes"])
+    return out
+
+
+def partition_comparison(key, entries, ours):
+    """Differences between a pool's partitionSummary entries and the computed partition types of the pool."""
+    diffs = []
+    theirs = dict(((e.get("attribute"), e.get("type")), e) for e in entries or [])
+    for group in sorted(set(theirs) | set(ours or {})):
+        name = "%s: partition type %s=%s" % (key, group[0], group[1])
+        if group not in (ours or {}):
+            diffs.append("%s: in the pool status, not computed" % name)
+        elif group not in theirs:
+            diffs.append("%s: computed (%d devices), not in the pool status" % (name, ours[group]["total"]))
+        else:
+            for field in ("total", "allocatable"):
+                if theirs[group].get(field) != ours[group][field]:
+                    diffs.append("%s: %s %s, computed %s" % (name, field, theirs[group].get(field),
+                                                            ours[group][field]))
+    return diffs
+
+
+def shareable_comparison(key, summary, capacity):
+    """Differences between a pool's shareableSummary capacities (quantities) and the computed consumable capacity
+    of its shared devices (total, used, left in base units)."""
+    diffs = []
+    theirs = dict((c.get("name"), c) for c in (summary or {}).get("capacity") or [])
+    for name in sorted(set(theirs) | set(capacity or {})):
+        if name not in (capacity or {}):
+            diffs.append("%s: shared capacity %s in the pool status, not computed" % (key, name))
+            continue
+        if name not in theirs:
+            diffs.append("%s: shared capacity %s computed, not in the pool status" % (key, name))
+            continue
+        for field, mine in (("total", "total"), ("consumed", "used"), ("available", "left")):
+            try:
+                value = plain(quantity(theirs[name].get(field)))
+            except QuantityError:
+                value = theirs[name].get(field)
+            if value != capacity[name][mine]:
+                diffs.append("%s: shared capacity %s %s %s, computed %s %s" % (
+                    key, name, field, theirs[name].get(field), mine, capacity[name][mine]))
+    return diffs
+
+
+def pool_status_comparison(report, pool_statuses, drivers=None, computed=None):
+    """Differences between our counts and ResourcePoolStatusRequest's status.pools entries: each count that differs
+    (_POOL_STATUS_FIELDS; availableDevices only given `computed`), a pool only one side has (of `drivers`, when
+    given), a pool without counts (an incomplete pool), a validationError beside counts (1.37: a view the controller
+    could not compute), and where `computed` (pool_status_computed) has the views (1.37), each partition type and
+    each shared capacity that differs."""
     diffs = []
     seen = set()
     for status in pool_statuses:
@@ -499,12 +653,21 @@ def pool_status_comparison(report, pool_statuses, drivers=None):
         if ours is None:
             diffs.append("%s: in the pool status, not in the slices read" % key)
             continue
-        if status.get("validationError"):
+        if status.get("validationError") and status.get("totalDevices") is None:
             diffs.append("%s: the pool status has no counts: %s" % (key, status["validationError"]))
             continue
+        if status.get("validationError"):
+            diffs.append("%s: the pool status flags the pool: %s" % (key, status["validationError"]))
+        extra = (computed or {}).get(key) or {}
+        counts = dict(ours)
+        if "idle" in extra:
+            counts["not allocated nor tainted"] = extra["idle"]
         for theirs, mine in _POOL_STATUS_FIELDS:
-            if status.get(theirs) is not None and status[theirs] != ours[mine]:
-                diffs.append("%s: %s %s, computed %s %s" % (key, theirs, status[theirs], mine, ours[mine]))
+            if status.get(theirs) is not None and mine in counts and status[theirs] != counts[mine]:
+                diffs.append("%s: %s %s, computed %s %s" % (key, theirs, status[theirs], mine, counts[mine]))
+        if extra.get("partitions") is not None and not status.get("validationError"):
+            diffs += partition_comparison(key, status.get("partitionSummary"), extra["partitions"])
+            diffs += shareable_comparison(key, status.get("shareableSummary"), ours.get("capacity"))
     if drivers is not None:
         for key in sorted(report["by_pool"]):
             if key.split("/", 1)[0] in drivers and key not in seen:

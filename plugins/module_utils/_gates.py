@@ -747,6 +747,13 @@ def upgrade_sensitive_gates(current, target):
     return sensitive
 
 
+def gate_api_versions(name):
+    """{minor: "<group>/<version>"}: the API version each release serves the gate's objects from, which
+    --runtime-config must switch on with the gate (empty when the gate has no such objects)."""
+    return dict((minor, version if "/" in version else "%s/%s" % (RESOURCE_GROUP, version))
+                for minor, version in _GATE_API_VERSIONS.get(name, {}).items())
+
+
 def is_catalogued(name):
     """Whether the catalog knows the gate (on any release)."""
     return name in _GATES

@@ -18,7 +18,8 @@ from ansible_collections.dra.admin.plugins.module_utils._claims import (
     daemonset_claims, non_pod_claims, pod_ref, reserved_for,
 )
 from ansible_collections.dra.admin.plugins.module_utils._capacity import (
-    capacity_report, metrics_text, pool_status_answer, pool_status_comparison, pool_status_request, summary_lines,
+    capacity_report, metrics_text, pool_status_answer, pool_status_comparison, pool_status_computed,
+    pool_status_request, pool_status_support, summary_lines,
 )
 from ansible_collections.dra.admin.plugins.module_utils._slices import device_index
 
@@ -151,8 +152,9 @@ def gather_capacity(api, driver=None, pool_status=False, timeout=30, check_mode=
     (created, read until the controller answers, deleted) and the differences from the computed counts."""
     version = api.resource_api_version()
     server_version = (api.server_version() or {}).get("gitVersion")
-    report = capacity_report(api.list_items(api.resource_path("resourceslices", version=version)),
-                             api.list_items(api.resource_path("resourceclaims", version=version)),
+    slices = list(api.list_items(api.resource_path("resourceslices", version=version)))
+    claims = list(api.list_items(api.resource_path("resourceclaims", version=version)))
+    report = capacity_report(slices, claims,
                              api.list_items(api.resource_path("deviceclasses", version=version)), driver=driver,
                              server_version=server_version)
     report["summary"] = summary_lines(report)
@@ -161,19 +163,21 @@ def gather_capacity(api, driver=None, pool_status=False, timeout=30, check_mode=
     report["pool_status_served"] = bool(served) if pool_status else POOL_STATUS_RESOURCE in api.served_resources()
     report["pool_status"] = None
     if pool_status:
-        report["pool_status"] = read_pool_status(api, report, served, driver, timeout, check_mode, clock, sleep)
+        report["pool_status"] = read_pool_status(api, report, served, driver, timeout, check_mode, clock, sleep,
+                                                 (slices, claims, server_version))
     answered = report["pool_status"] and report["pool_status"]["source"] != "computed"
     report["metrics_text"] = metrics_text(report, report["pool_status"]["disagreements"] if answered else None)
     return report
 
 
-def read_pool_status(api, report, served, driver, timeout, check_mode, clock, sleep):
-    """{source, skipped, pools, disagreements, requests}: the controller's counts per pool and how they differ."""
+def read_pool_status(api, report, served, driver, timeout, check_mode, clock, sleep, listed=((), (), None)):
+    """{source, skipped, pools, disagreements, requests}: the controller's counts per pool and how they differ.
+    `served`: the resource.k8s.io versions serving the request, newest first (the request is made in the first);
+    `listed`: (slices, claims, server version) the report was computed from, for the per-pool views (1.37)."""
     drivers = [driver] if driver else sorted(report["by_driver"])
     out = {"source": "computed", "skipped": None, "pools": {}, "disagreements": [], "requests": []}
     if not served:
-        out["skipped"] = "resourcepoolstatusrequests is not served (Kubernetes 1.36+, feature gate " \
-                         "DRAResourcePoolStatus, --runtime-config=resource.k8s.io/v1alpha3=true)"
+        out["skipped"] = "%s is not served: %s" % (POOL_STATUS_RESOURCE, pool_status_support())
         return out
     if check_mode:
         out["skipped"] = "check mode: no ResourcePoolStatusRequest created"
@@ -192,7 +196,7 @@ def read_pool_status(api, report, served, driver, timeout, check_mode, clock, sl
         out["pools"].update(answer["pools"])
     out["source"] = "ResourcePoolStatusRequest"
     out["disagreements"] += pool_status_comparison(report, [out["pools"][k] for k in sorted(out["pools"])],
-                                                   drivers=drivers)
+                                                   drivers=drivers, computed=pool_status_computed(*listed))
     return out
 
 

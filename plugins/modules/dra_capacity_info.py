@@ -38,9 +38,11 @@ description:
     expressions are not evaluated, and the class's C(total), C(tainted) and C(free) are null. Its C(allocated)
     counts the devices allocated for requests naming the class.
   - Computed from three paginated LISTs (slices, claims, DeviceClasses), C(/version) and discovery, however many
-    nodes there are. Kubernetes 1.36 can also count devices per pool through C(ResourcePoolStatusRequest) (alpha,
-    feature gate C(DRAResourcePoolStatus), C(resource.k8s.io/v1alpha3)), which needs an object to be created and a
-    controller to answer. Only with O(pool_status=true) does this module create one such request per driver, read it
+    nodes there are. Kubernetes 1.36 and 1.37 can also count devices per pool through C(ResourcePoolStatusRequest)
+    (alpha, feature gate C(DRAResourcePoolStatus), C(resource.k8s.io/v1alpha3) on both, and the module uses the newest
+    version discovery lists it in), which needs an object to be created and a controller to answer; from 1.37 each
+    pool also reports its partition types (C(partitionSummary), with the C(DRAPartitionableDevicesType) gate and
+    slices that name a C(partitionTypeAttribute)) and its shared devices' capacity (C(shareableSummary)). Only with O(pool_status=true) does this module create one such request per driver, read it
     until kube-controller-manager answers, delete it (also on failure), and return the controller's counts and every
     difference from the computed ones in RV(pool_status). Without it, it only reads, and says in
     RV(pool_status_served) whether the cluster serves it.
@@ -65,7 +67,9 @@ options:
       - Needs permission to create, get and delete C(resourcepoolstatusrequests). Where they are not served, the
         computed counts are returned and RV(pool_status.skipped) says why.
       - Kubernetes 1.36.3's controller counts each allocation result (admin access and each share of a shared device
-        too) and no device taints, so pools with such devices show as disagreements.
+        too) and no device taints, so pools with such devices show as disagreements. 1.37's counts each device once,
+        without admin access, and counts tainted devices (DeviceTaintRules too, which the computed counts do not
+        read) as unavailable.
     type: bool
     default: false
   wait_timeout:
@@ -93,7 +97,7 @@ EXAMPLES = r"""
   dra.admin.dra_capacity_info:
     driver: gpu.example.com
 
-- name: Compare with the controller's pool status (Kubernetes 1.36, gate DRAResourcePoolStatus)
+- name: Compare with the controller's pool status (Kubernetes 1.36+, gate DRAResourcePoolStatus)
   dra.admin.dra_capacity_info:
     pool_status: true
   register: checked
@@ -175,7 +179,7 @@ summary:
   elements: str
   sample: ["devices of gpu.example.com: 14 free of 16 (2 allocated, 0 tainted)"]
 pool_status_served:
-  description: Whether the cluster serves C(resourcepoolstatusrequests) (Kubernetes 1.36, alpha).
+  description: Whether the cluster serves C(resourcepoolstatusrequests) (Kubernetes 1.36 and 1.37, alpha).
   returned: always
   type: bool
 pool_status:
@@ -183,7 +187,9 @@ pool_status:
     - With O(pool_status) only (null otherwise). C(source) is C(ResourcePoolStatusRequest) when the controller
       answered, else C(computed) with the reason in C(skipped); C(pools) the controller's C(status.pools) entries
       keyed C(driver/pool); C(disagreements) one line per count that differs from RV(by_pool) (total, allocated,
-      available against free), per pool only one side has, and per pool the controller could not validate;
+      available against the devices neither allocated nor tainted, unavailable against tainted), per pool only one
+      side has, per pool the controller could not count or flags with a C(validationError), and from 1.37 per
+      partition type (total, allocatable) and per shared capacity (total, consumed, available) that differs;
       C(requests) the names of the requests made (all deleted).
   returned: always
   type: dict

@@ -1,5 +1,6 @@
 """dra_upgrade_check_info on the real local cluster: one cluster state that makes several findings happen,
-each found, then fixed and checked gone; bad input fails naming the field.
+each found, then fixed and checked gone; bad input fails naming the field; and on a fresh cluster of the test's
+own, the check for the next release names exactly the findings that are real there.
 
 The state: a namespace with only the 1.33 admin-access label, a driver DaemonSet whose service account
 lacks the 1.36 resourceclaims/driver permission, and a Node whose kubelet reports v1.32.0 (a Node object
@@ -8,15 +9,20 @@ then show; its counter stays until kube-apiserver restarts, so that finding is n
 """
 import pytest
 
-from clusterlib import collection_module
+from clusterlib import collection_module, supported_k8s_versions
+from conftest import own_cluster
 
 DRIVER = "it-upgrade.example.com"
 OLD_LABEL = "resource.k8s.io/admin-access"
 NEW_LABEL = "resource.kubernetes.io/admin-access"
 OLD_NODE = "it-upgrade-old-kubelet"
 ACCOUNT = "it-upgrade-driver"
-# The next release with the 1.36 claim status authorization: from 1.33 three steps ahead, from 1.36 one.
-TARGETS = {33: "v1.36", 36: "v1.37"}
+_gates = collection_module("_gates")
+
+
+def target_for(minor):
+    """The next release with the 1.36 claim status authorization: from 1.33 three steps ahead, later one."""
+    return "v1.%d" % max(36, minor + 1)
 
 
 def by_id(result):
@@ -53,7 +59,7 @@ def upgrade_state(cluster, namespace):
 
 def test_upgrade_findings_found_and_fixed(cluster, upgrade_state):
     namespace, rbac = upgrade_state
-    target = TARGETS[cluster.minor]
+    target = target_for(cluster.minor)
     if cluster.minor == 33:  # a client of a version 1.34+ serves only with --runtime-config
         cluster.kubectl("get", "--raw", "/apis/resource.k8s.io/v1beta1/deviceclasses")
 
@@ -72,6 +78,13 @@ def test_upgrade_findings_found_and_fixed(cluster, upgrade_state):
     assert OLD_NODE in found["seamless-driver-upgrade"][0]["evidence"]["nodes"]
     assert result["sources"]["feature_gates"] == "kubernetes_feature_enabled"
     assert f"{namespace}/{ACCOUNT}" in result["sources"]["driver_service_accounts"]
+    # No node has a kubelet behind it (KWOK nodes, and the Node object made here): each is named with the reason.
+    nodes = sorted(n["metadata"]["name"] for n in cluster.get_json("nodes")["items"])
+    assert result["sources"]["kubelet_feature_gates"]["unread"] == nodes
+    assert result["sources"]["kubelet_feature_gates"]["read"] == []
+    (unread,) = found["kubelet-gates-unread"]
+    assert unread["severity"] == "warning" and sorted(unread["evidence"]["nodes"]) == nodes
+    assert all("/proxy/configz" in why for why in unread["evidence"]["nodes"].values()), unread
     if cluster.minor == 33:
         in_use = dict(((f["evidence"]["version"], f["evidence"]["resource"]), f)
                       for f in found["api-version-in-use"])
@@ -124,3 +137,59 @@ def test_upgrade_check_bad_input(cluster):
                                     expect_failure=True)
         assert all(w in result["msg"] for w in words), result["msg"]
         assert result["api_requests"] == 1
+
+
+def test_kubelet_gates_not_asked(cluster):
+    """kubelet_gates=false asks no node: one request fewer per node, no kubelet finding, and the sources say so."""
+    target = target_for(cluster.minor)
+    nodes = cluster.get_json("nodes")["items"]
+    asked = cluster.run_module("dra.admin.dra_upgrade_check_info", {"target_version": target})
+    skipped = cluster.run_module("dra.admin.dra_upgrade_check_info", {"target_version": target,
+                                                                      "kubelet_gates": False})
+    assert asked["api_requests"] - skipped["api_requests"] == len(nodes)
+    assert skipped["sources"]["kubelet_feature_gates"]["source"].startswith("not read")
+    assert "kubelet-gates-unread" not in by_id(skipped) and "kubelet-gates-unread" in by_id(asked)
+
+
+def expected_on_fresh_cluster(minor, target):
+    """What a cluster just made by hack/cluster/up (KWOK nodes, the example driver as host processes, DRA switched
+    on as the feature_gates role does) has that an upgrade to `target` concerns: finding id -> severity."""
+    target_minor = _gates.parse_minor(target)
+    expected = {
+        # No static pods: kube-controller-manager's and kube-scheduler's gates are not visible through the API.
+        "feature-gates-unread": "warning",
+        # KWOK nodes: no kubelet answers /configz, and the kubelet version is KWOK's own.
+        "kubelet-gates-unread": "warning", "kubelet-version-unknown": "warning",
+    }
+    if target_minor in _gates.PLANNED_MINORS:
+        expected["planned-release"] = "info"
+    if target_minor - minor > 1:
+        expected["upgrade-path"] = "warning"
+    removed = [g for g in _gates.gate_catalog("v1.%d" % minor) if (_gates.gate_removed_in(g) or 99) <= target_minor]
+    if removed and minor >= 34:
+        # kube-apiserver runs them at their defaults: its metrics cannot tell whether --feature-gates names them
+        expected["feature-gate-unknown"] = "warning"
+    if minor < 34:
+        # 1.33: up sets DynamicResourceAllocation=true (locked on from 1.35), stores DRA objects as v1beta1
+        # (v1 from 1.35), and the example driver (and kube-scheduler, kube-controller-manager) use the betas,
+        # which 1.34+ serves only with --runtime-config.
+        expected.update({"feature-gate-locked": "info", "storage-version": "warning",
+                         "api-version-in-use": "warning"})
+    return expected
+
+
+@pytest.mark.parametrize("version", supported_k8s_versions())
+def test_next_release_names_every_finding_real_on_a_fresh_cluster(version):
+    """1.37 -> 1.38 (and 1.33 -> the next release with the claim status authorization) on a fresh one-node
+    cluster: exactly the findings that are real there, each with its severity."""
+    minor = _gates.parse_minor(version)
+    target = target_for(minor)
+    with own_cluster("it-upgrade", version, 1, 700) as cluster:
+        result = cluster.run_module("dra.admin.dra_upgrade_check_info", {"target_version": target})
+        found = dict((f["id"], f["severity"]) for f in result["findings"])
+        print(version, "->", target, [(f["id"], f["subject"]) for f in result["findings"]])
+        assert found == expected_on_fresh_cluster(minor, target), result["findings"]
+        assert result["summary"]["breaking"] == 0
+        if "feature-gates-unread" in found:
+            unread = [f for f in result["findings"] if f["id"] == "feature-gates-unread"][0]
+            assert sorted(unread["evidence"]["gates"]) == sorted(_gates.upgrade_sensitive_gates(version, target))
