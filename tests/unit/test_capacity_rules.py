@@ -9,9 +9,13 @@ no free device from 1.35 (and the same free devices as a complete one before); t
 counters left are capacity minus what the allocated published devices consume."""
 import copy
 
+import pytest
 from hypothesis import assume, given, settings, strategies as st
 
 from ansible_collections.dra.admin.plugins.module_utils import _capacity
+from ansible_collections.dra.admin.plugins.module_utils.claims import gather_capacity
+
+from test_claims_doctor import ReplayApi
 
 DRIVER = "part.example.com"
 NEW, OLD = "v1.37.2", "v1.33.13"
@@ -194,3 +198,23 @@ def test_allocator_rules_by_release():
     assert _capacity.allocator_rules("v1.35.0")["counters_per_pool"] is True
     assert _capacity.allocator_rules(None) == {"release": None, "counters_per_pool": True,
                                                "incomplete_pools_allocated": False}
+
+
+# Recorded by tests/integration/test_capacity_allocatable.py (DRA_IT_RECORD) after the first claims were
+# allocated there, before one more claim per pool was tried: the scheduler allocated that claim for the pools
+# with a free device below and left it unschedulable for the others.
+RECORDED = {"v1.37.2": {"full": (0, 2), "part": (1, 1), "incomplete": (0, 2), "plain": (1, 0)}}
+
+
+@pytest.mark.parametrize("release", sorted(RECORDED))
+def test_recorded_pools_of_partitionable_devices(release):
+    api = ReplayApi("../capacity/partitionable-%s.json" % release)
+    out = gather_capacity(api, driver=DRIVER)
+    got = dict((pool, (out["by_pool"]["%s/%s" % (DRIVER, pool)]["free"],
+                       out["by_pool"]["%s/%s" % (DRIVER, pool)]["unavailable"])) for pool in RECORDED[release])
+    assert got == RECORDED[release]
+    assert out["allocator"]["release"] == int(release.split(".")[1])
+    assert out["by_pool"][DRIVER + "/incomplete"]["problem"] == "incomplete: 1 of 2 slices published"
+    full = out["by_pool"][DRIVER + "/full"]["counters"]
+    assert full == {"gpu-0" if out["allocator"]["counters_per_pool"] else "full/gpu-0": {
+        "mem": {"capacity": 8, "consumed": 8, "left": 0}}}
