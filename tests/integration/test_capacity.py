@@ -57,7 +57,7 @@ def test_capacity_counts(cluster, namespace):
         out = cluster.run_module("dra.admin.dra_capacity_info")
         total, allocated = independent_counts(cluster, DRIVER)
         assert out["by_driver"][DRIVER] == {"total": total, "allocated": allocated, "tainted": 0,
-                                            "free": total - allocated, "capacity": {}}
+                                            "free": total - allocated, "unavailable": 0, "capacity": {}}
         assert allocated >= 3 and out["by_device_class"][DRIVER]["total"] == total
         assert sum(e["total"] for k, e in out["by_pool"].items() if k.startswith(DRIVER + "/")) == total
         assert out["pool_status_served"] is False and out["unpublished_allocations"] == []
