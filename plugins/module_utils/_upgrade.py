@@ -349,18 +349,19 @@ def _dependency_fix(item, values, target):
 def component_gate_findings(component, where, source, settings, target_minor, subject_extra=None):
     """The findings for one component's gates on the target: `settings` {gate: value as written} (the
     component's own settings: its --feature-gates or featureGates, or the values that differ from the defaults);
-    `where` says whose settings they are ("kube-apiserver", "kubelet on node-a, node-b"), `source` where they were
-    read. Each gate the target removes or locks to the other value, and each gate that would be on while one it
-    depends on is off (refused at start-up from 1.35)."""
+    `where` says whose settings they are ("kube-apiserver", "the kubelet on node-a, node-b"), `source` where they
+    were read, `subject_extra` what the subjects name instead of the component (the kubelets' nodes). Each gate
+    the target removes or locks to the other value, and each gate that would be on while one it depends on is off
+    (refused at start-up from 1.35)."""
     target = _v(target_minor)
-    subject = lambda name: "%s: %s" % (subject_extra or component, name)  # noqa: E731
+    prefix = subject_extra or component
     values = _values(settings)
     found = []
     for name in sorted(values):
         verdict = gate_verdict(name, values[name], target_minor)
         if verdict:
             fid, severity, what = verdict
-            found.append(finding(fid, severity, subject(name), "%s %s sets %s" % (where, source, what),
+            found.append(finding(fid, severity, "%s: %s" % (prefix, name), "%s %s sets %s" % (where, source, what),
                                  _gate_fix(name, severity),
                                  {"component": component, "gate": name, "value": values[name], "source": source}))
     if target_minor < _gates.DEPENDENCIES_ENFORCED_FROM:
@@ -370,7 +371,7 @@ def component_gate_findings(component, where, source, settings, target_minor, su
                     if (gate_verdict(name, value, target_minor) or ("", "info"))[1] != "breaking")
     for item in _gates.target_unmet_dependencies(target, accepted):
         found.append(finding(
-            "feature-gate-dependency", "breaking", subject(item["gate"]),
+            "feature-gate-dependency", "breaking", "%s: %s" % (prefix, item["gate"]),
             "%s %s: on Kubernetes %s %s is on (%s) and depends on %s, which %s off; the component refuses to start "
             "(\"%s is enabled, but depends on features that are disabled\")" % (
                 where, source, target, item["gate"], "set" if item["set"] else "by default",
