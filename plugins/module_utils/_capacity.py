@@ -14,8 +14,8 @@ request), as kube-scheduler's allocator (k8s.io/dynamic-resource-allocation/stru
 - allocated: the device appears in a claim's ``status.allocation.devices.results`` without ``adminAccess``
   (admin access does not take the device); a device shared through consumable capacity counts once however
   many claims share it.
-- tainted: the device carries a taint with effect ``NoSchedule`` or ``NoExecute`` in its slice
-  (taints from DeviceTaintRules are not read here).
+- tainted: the device carries a taint with effect ``NoSchedule`` or ``NoExecute`` in its slice, or a
+  DeviceTaintRule with such an effect selects it (by driver, pool and device: ``_device_taints.selector_matches``).
 - free: not tainted; its pool is allocatable (complete, and valid); not allocated, or shared with every
   capacity still holding what a claim without a capacity request takes (``requestPolicy.default``, else the
   whole capacity); and every counter it consumes (``consumesCounters``) still has at least that much left after
@@ -47,6 +47,7 @@ from fractions import Fraction
 from ansible_collections.dra.admin.plugins.module_utils._gates import (
     VersionError, gate_api_versions, gate_info, parse_minor,
 )
+from ansible_collections.dra.admin.plugins.module_utils._device_taints import selector_matches
 from ansible_collections.dra.admin.plugins.module_utils._slices import (
     current_slices, device_fields, device_location, pool_key, summarize_pools,
 )
@@ -152,9 +153,32 @@ def tainted(device):
     return any(t.get("effect") in BLOCKING_EFFECTS for t in device_fields(device).get("taints") or [])
 
 
-def published_devices(slices, rules=None):
-    """{(driver, pool, device): device record} of the current slices."""
+def blocking_rules(taint_rules):
+    """The DeviceTaintRules that keep the scheduler off the devices they select: effect NoSchedule or NoExecute,
+    selecting by driver, pool and device (1.33's alpha rules that also name a DeviceClass or CEL selectors are
+    not evaluated here and left out)."""
+    out = []
+    for rule in taint_rules or ():
+        spec = rule.get("spec") or {}
+        sel = spec.get("deviceSelector")
+        if (spec.get("taint") or {}).get("effect") not in BLOCKING_EFFECTS:
+            continue
+        if sel is not None and (sel.get("deviceClassName") or sel.get("selectors")):
+            continue
+        out.append(rule)
+    return out
+
+
+def tainted_by_rules(rules, driver, pool, name):
+    """Whether one of `rules` (blocking_rules) selects the device (_device_taints.selector_matches)."""
+    return any(selector_matches((r.get("spec") or {}).get("deviceSelector"), driver, pool, name) for r in rules)
+
+
+def published_devices(slices, rules=None, taint_rules=()):
+    """{(driver, pool, device): device record} of the current slices; tainted by a blocking taint in its slice or
+    by one of `taint_rules` (DeviceTaintRules)."""
     per_pool = (rules or allocator_rules(None))["counters_per_pool"]
+    blocking = blocking_rules(taint_rules)
     out = {}
     for item in current_slices(slices):
         driver, pool = pool_key(item)
@@ -162,7 +186,8 @@ def published_devices(slices, rules=None):
             out[(driver, pool, device.get("name"))] = {
                 "driver": driver, "pool": pool, "name": device.get("name"),
                 "location": device_location(item, device),
-                "tainted": tainted(device), "shared": bool(device_fields(device).get("allowMultipleAllocations")),
+                "tainted": tainted(device) or tainted_by_rules(blocking, driver, pool, device.get("name")),
+                "shared": bool(device_fields(device).get("allowMultipleAllocations")),
                 "capacity": device_capacity(device), "takes": capacity_taken_without_request(device),
                 "consumes": device_consumption(item, device, per_pool)}
     return out
@@ -400,13 +425,14 @@ def allocation_use(claims, devices, driver):
     return used, per_class, sorted(set(unpublished))
 
 
-def capacity_report(slices, claims, device_classes=(), driver=None, server_version=None):
+def capacity_report(slices, claims, device_classes=(), driver=None, server_version=None, taint_rules=()):
     """{by_driver, by_pool, by_node, by_device_class, totals, unpublished_allocations, allocator} (of one driver,
-    if given), free devices judged by the allocator rules of `server_version` (``gitVersion``)."""
+    if given), free devices judged by the allocator rules of `server_version` (``gitVersion``); `taint_rules`: the
+    cluster's DeviceTaintRules (their NoSchedule and NoExecute taints count as the slices' own)."""
     rules = allocator_rules(server_version)
     per_pool = rules["counters_per_pool"]
     slices = [s for s in slices if driver is None or (s.get("spec") or {}).get("driver") == driver]
-    devices = published_devices(slices, rules)
+    devices = published_devices(slices, rules, taint_rules)
     used, per_class_allocated, unpublished = allocation_use(claims, devices, driver)
     pools = pool_states(slices, devices, rules)
     consumed = counters_consumed(devices, used)

@@ -418,10 +418,11 @@ def noexecute_toleration(results, taint):
 
 
 def selector_matches(sel, driver, pool, device):
-    """Whether a rule's deviceSelector names this device: each field given must equal the device's (as the
-    device-taint-eviction controller matches allocated devices, whether a slice still publishes them or not)."""
-    return bool(sel) and all(not sel.get(k) or sel[k] == v for k, v in (("driver", driver), ("pool", pool),
-                                                                          ("device", device)))
+    """Whether a rule's deviceSelector names this device: each field given must equal the device's, an empty
+    selector matches every device and none (None) no device (as the device-taint-eviction controller matches
+    allocated devices, whether a slice still publishes them or not)."""
+    return sel is not None and all(not sel.get(k) or sel[k] == v for k, v in (("driver", driver), ("pool", pool),
+                                                                                ("device", device)))
 
 
 def affected_claims(claims, devices, taint, pods_by_uid=None, sel=None):

@@ -21,6 +21,7 @@ from ansible_collections.dra.admin.plugins.module_utils._capacity import (
     capacity_report, metrics_text, pool_status_answer, pool_status_comparison, pool_status_computed,
     pool_status_request, pool_status_support, summary_lines,
 )
+from ansible_collections.dra.admin.plugins.module_utils._device_taints import RESOURCE as TAINT_RULES
 from ansible_collections.dra.admin.plugins.module_utils._slices import device_index
 
 POD_NODE_COLUMN = "Node"
@@ -142,21 +143,37 @@ def gather_claim_views(api, node=None, namespaces=(), driver=None, label_selecto
             "non_pod_claims": non_pod_claims(views, node, used) if on_node else []}
 
 
+def device_taint_rules(api):
+    """(the cluster's DeviceTaintRules from the newest served version that has them, how they were read: "read",
+    "not served", or "forbidden" when these credentials may not list them, then none is counted)."""
+    served = api.versions_serving(TAINT_RULES)
+    if not served:
+        return [], "not served"
+    try:
+        return list(api.list_items(api.resource_path(TAINT_RULES, version=served[0]))), "read"
+    except DraApiError as exc:
+        if exc.status != 403:
+            raise
+        return [], "forbidden"
+
+
 def gather_capacity(api, driver=None, pool_status=False, timeout=30, check_mode=False, clock=time.monotonic,
                     sleep=time.sleep):
-    """Capacity of the cluster from the server's version and three LISTs (slices, claims, DeviceClasses):
-    _capacity.capacity_report (free judged by that release's allocator rules) plus the version used and whether
-    the server serves ResourcePoolStatusRequest (alpha, 1.36).
+    """Capacity of the cluster from the server's version and four LISTs (DeviceTaintRules where served, slices,
+    claims, DeviceClasses): _capacity.capacity_report (free judged by that release's allocator rules) plus the
+    version used and whether the server serves ResourcePoolStatusRequest (alpha, 1.36).
 
     With pool_status, where it is served and not in check mode, also one ResourcePoolStatusRequest per driver
     (created, read until the controller answers, deleted) and the differences from the computed counts."""
     version = api.resource_api_version()
     server_version = (api.server_version() or {}).get("gitVersion")
+    taint_rules, rules_read = device_taint_rules(api)
     slices = list(api.list_items(api.resource_path("resourceslices", version=version)))
     claims = list(api.list_items(api.resource_path("resourceclaims", version=version)))
     report = capacity_report(slices, claims,
                              api.list_items(api.resource_path("deviceclasses", version=version)), driver=driver,
-                             server_version=server_version)
+                             server_version=server_version, taint_rules=taint_rules)
+    report["device_taint_rules"] = rules_read
     report["summary"] = summary_lines(report)
     report["version"] = version
     served = api.versions_serving(POOL_STATUS_RESOURCE) if pool_status else []

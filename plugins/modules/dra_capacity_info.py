@@ -18,7 +18,8 @@ description:
     C(<all-nodes>) or C(<node-selector>)) and per DeviceClass.
   - A device is C(allocated) when a claim's allocation names it without admin access (a device shared through
     consumable capacity counts once), and C(tainted) when its slice gives it a C(NoSchedule) or C(NoExecute) taint
-    (taints from DeviceTaintRules are not read).
+    or a DeviceTaintRule with such an effect selects it (by driver, pool and device; RV(device_taint_rules) says
+    whether the rules could be read).
   - C(free) means kube-scheduler can allocate the device now to one more claim asking for a whole device - not
     tainted; its pool complete (every slice of C(resourceSliceCount) published) and valid (no device name, counter
     set name twice; no device consuming a counter set or counter the pool does not define); not allocated, or
@@ -37,14 +38,15 @@ description:
   - A DeviceClass's devices are counted when each of its selectors is C(device.driver == "<driver>"); other CEL
     expressions are not evaluated, and the class's C(total), C(tainted) and C(free) are null. Its C(allocated)
     counts the devices allocated for requests naming the class.
-  - Computed from three paginated LISTs (slices, claims, DeviceClasses), C(/version) and discovery, however many
-    nodes there are. Kubernetes 1.36 and 1.37 can also count devices per pool through C(ResourcePoolStatusRequest)
-    (alpha, feature gate C(DRAResourcePoolStatus), C(resource.k8s.io/v1alpha3) on both, and the module uses the newest
-    version discovery lists it in), which needs an object to be created and a controller to answer; from 1.37 each
-    pool also reports its partition types (C(partitionSummary), with the C(DRAPartitionableDevicesType) gate and
-    slices that name a C(partitionTypeAttribute)) and its shared devices' capacity (C(shareableSummary)). Only with O(pool_status=true) does this module create one such request per driver, read it
-    until kube-controller-manager answers, delete it (also on failure), and return the controller's counts and every
-    difference from the computed ones in RV(pool_status). Without it, it only reads, and says in
+  - Computed from four paginated LISTs (DeviceTaintRules where served, slices, claims, DeviceClasses), C(/version)
+    and discovery, however many nodes there are. Kubernetes 1.36 and 1.37 can also count devices per pool through
+    C(ResourcePoolStatusRequest) (alpha, feature gate C(DRAResourcePoolStatus), C(resource.k8s.io/v1alpha3) on both,
+    and the module uses the newest version discovery lists it in), which needs an object to be created and a
+    controller to answer; from 1.37 each pool also reports its partition types (C(partitionSummary), with the
+    C(DRAPartitionableDevicesType) gate and slices that name a C(partitionTypeAttribute)) and its shared devices'
+    capacity (C(shareableSummary)). Only with O(pool_status=true) does this module create one such request per
+    driver, read it until kube-controller-manager answers, delete it (also on failure), and return the controller's
+    counts and every difference from the computed ones in RV(pool_status). Without it, it only reads, and says in
     RV(pool_status_served) whether the cluster serves it.
   - Read-only otherwise; in check mode no request is created (RV(pool_status.skipped) says so). C(changed) is
     always false, since a request it creates is deleted before it returns.
@@ -68,8 +70,8 @@ options:
         computed counts are returned and RV(pool_status.skipped) says why.
       - Kubernetes 1.36.3's controller counts each allocation result (admin access and each share of a shared device
         too) and no device taints, so pools with such devices show as disagreements. 1.37's counts each device once,
-        without admin access, and counts tainted devices (DeviceTaintRules too, which the computed counts do not
-        read) as unavailable.
+        without admin access, and counts tainted devices (DeviceTaintRules too, as the computed counts do) as
+        unavailable.
     type: bool
     default: false
   wait_timeout:
@@ -165,6 +167,13 @@ allocator:
   returned: always
   type: dict
   sample: {release: 37, counters_per_pool: true, incomplete_pools_allocated: false}
+device_taint_rules:
+  description: >-
+    How DeviceTaintRules were read for C(tainted) - C(read), C(not served) (the release or its gates do not serve
+    them), or C(forbidden) (these credentials may not list them, and no rule's taint is counted).
+  returned: always
+  type: str
+  sample: read
 unpublished_allocations:
   description: Allocated devices (driver/pool/device) that no current ResourceSlice publishes (they consume no
     shared counter).
@@ -273,7 +282,7 @@ def main():
         changed=False, resource_api_version=report["version"], totals=report["totals"],
         by_driver=report["by_driver"], by_pool=report["by_pool"], by_node=report["by_node"],
         by_device_class=report["by_device_class"], unpublished_allocations=report["unpublished_allocations"],
-        allocator=report["allocator"],
+        allocator=report["allocator"], device_taint_rules=report["device_taint_rules"],
         summary=report["summary"], pool_status_served=report["pool_status_served"],
         pool_status=report["pool_status"], metrics_text=report["metrics_text"], api_requests=api.requests)
 

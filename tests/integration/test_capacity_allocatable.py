@@ -13,6 +13,8 @@ slice before:
   incomplete  two plain devices, resourceSliceCount 2 with one slice published: skipped by the 1.35+ allocator,
               still allocated from by 1.33's
   plain       two plain devices, one allocated
+  ruled       two plain devices under a NoSchedule DeviceTaintRule selecting the pool (where the release serves
+              the rule by default, _gates.device_taint_rule_support: 1.37)
 
 The module's report is taken first; then per pool one more claim pinned to it, and for each the scheduler's
 answer: the claim allocated, or its pod's PodScheduled condition false with reason Unschedulable. With
@@ -80,12 +82,21 @@ def partitioned_pool(v, pool, per_pool):
     return [resource_slice(v, pool, pool, devices, counters=True)]
 
 
-def slices(v, per_pool):
-    plain = [device(v, p, f"d{i}") for p in ("plain",) for i in range(2)]
+def slices(v, per_pool, ruled):
     half_published = [device(v, "incomplete", f"d{i}") for i in range(2)]
-    return (partitioned_pool(v, "full", per_pool) + partitioned_pool(v, "part", per_pool)
-            + [resource_slice(v, "incomplete-0", "incomplete", half_published, count=2),
-               resource_slice(v, "plain", "plain", plain)])
+    out = (partitioned_pool(v, "full", per_pool) + partitioned_pool(v, "part", per_pool)
+           + [resource_slice(v, "incomplete-0", "incomplete", half_published, count=2),
+              resource_slice(v, "plain", "plain", [device(v, "plain", f"d{i}") for i in range(2)])])
+    if ruled:
+        out.append(resource_slice(v, "ruled", "ruled", [device(v, "ruled", f"d{i}") for i in range(2)]))
+    return out
+
+
+def taint_rule(api_version, pool):
+    return {"apiVersion": f"resource.k8s.io/{api_version}", "kind": "DeviceTaintRule",
+            "metadata": {"name": f"capacity-{pool}"},
+            "spec": {"deviceSelector": {"driver": DRIVER, "pool": pool},
+                     "taint": {"key": "example.com/maintenance", "effect": "NoSchedule"}}}
 
 
 def pool_class(v, pool):
@@ -129,9 +140,14 @@ def record(cluster):
         return
     v = cluster.resource_version
     out = {}
-    for path in ["/version", "/apis/resource.k8s.io", f"/apis/resource.k8s.io/{v}",
-                 f"/apis/resource.k8s.io/{v}/resourceslices", f"/apis/resource.k8s.io/{v}/resourceclaims",
-                 f"/apis/resource.k8s.io/{v}/deviceclasses"]:
+    paths = ["/version", "/apis/resource.k8s.io"]
+    for version in [e["version"] for e in json.loads(cluster.kubectl("get", "--raw", paths[1]).stdout)["versions"]]:
+        paths.append(f"/apis/resource.k8s.io/{version}")
+        served = json.loads(cluster.kubectl("get", "--raw", paths[-1]).stdout)["resources"]
+        if any(r["name"] == "devicetaintrules" for r in served):
+            paths.append(f"/apis/resource.k8s.io/{version}/devicetaintrules")
+    paths += [f"/apis/resource.k8s.io/{v}/{plural}" for plural in ("resourceslices", "resourceclaims", "deviceclasses")]
+    for path in paths:
         out[path] = json.loads(cluster.kubectl("get", "--raw", path).stdout)
     os.makedirs(target, exist_ok=True)
     with open(os.path.join(target, f"partitionable-{cluster.version}.json"), "w") as fh:
@@ -146,8 +162,11 @@ def test_free_devices_are_what_the_scheduler_allocates(part_cluster):
     cluster.kubectl("create", "namespace", namespace)
     cluster.wait_until(lambda: cluster.kubectl("get", "serviceaccount", "default", "-n", namespace,
                                                check=False).returncode == 0, 30, "ServiceAccount parts/default")
-    pools = ["full", "part", "incomplete", "plain"]
-    cluster.apply(slices(v, rules["counters_per_pool"]) + [pool_class(v, p) for p in pools])
+    support = _gates.device_taint_rule_support(cluster.version)
+    ruled = support["default_on"]
+    pools = ["full", "part", "incomplete", "plain"] + (["ruled"] if ruled else [])
+    cluster.apply(slices(v, rules["counters_per_pool"], ruled) + [pool_class(v, p) for p in pools]
+                  + ([taint_rule(support["api_version"], "ruled")] if ruled else []))
     first = []
     for pool, dev in HELD.items():
         first += [pinned_claim(v, namespace, f"held-{pool}", pool, dev), claim_pod(namespace, f"held-{pool}",
@@ -171,6 +190,9 @@ def test_free_devices_are_what_the_scheduler_allocates(part_cluster):
     assert by_pool["plain"]["free"] == 1 and by_pool["plain"]["counters"] == {}
     assert by_pool["incomplete"]["complete"] is False
     assert by_pool["incomplete"]["free"] == (0 if rules["counters_per_pool"] else 2)
+    if ruled:
+        assert out["device_taint_rules"] == "read"
+        assert (by_pool["ruled"]["free"], by_pool["ruled"]["tainted"]) == (0, 2)
     sets = "gpu-0" if rules["counters_per_pool"] else "full/gpu-0"
     assert by_pool["full"]["counters"] == {sets: {"mem": {"capacity": 8, "consumed": 8, "left": 0}}}
     for pool in pools:

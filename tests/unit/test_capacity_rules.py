@@ -203,7 +203,7 @@ def test_allocator_rules_by_release():
 # Recorded by tests/integration/test_capacity_allocatable.py (DRA_IT_RECORD) after the first claims were
 # allocated there, before one more claim per pool was tried: the scheduler allocated that claim for the pools
 # with a free device below and left it unschedulable for the others.
-RECORDED = {"v1.37.2": {"full": (0, 2), "part": (1, 1), "incomplete": (0, 2), "plain": (1, 0)}}
+RECORDED = {"v1.37.2": {"full": (0, 2), "part": (1, 1), "incomplete": (0, 2), "plain": (1, 0), "ruled": (0, 0)}}
 
 
 @pytest.mark.parametrize("release", sorted(RECORDED))
@@ -215,6 +215,27 @@ def test_recorded_pools_of_partitionable_devices(release):
     assert got == RECORDED[release]
     assert out["allocator"]["release"] == int(release.split(".")[1])
     assert out["by_pool"][DRIVER + "/incomplete"]["problem"] == "incomplete: 1 of 2 slices published"
+    if "ruled" in RECORDED[release]:  # a NoSchedule DeviceTaintRule selects the pool
+        assert out["device_taint_rules"] == "read" and out["by_pool"][DRIVER + "/ruled"]["tainted"] == 2
     full = out["by_pool"][DRIVER + "/full"]["counters"]
     assert full == {"gpu-0" if out["allocator"]["counters_per_pool"] else "full/gpu-0": {
         "mem": {"capacity": 8, "consumed": 8, "left": 0}}}
+
+
+def test_device_taint_rules_taint_what_they_select():
+    slices = [resource_slice("a", "p", [device("d0"), device("d1")]), resource_slice("b", "q", [device("d0")])]
+
+    def rule(effect, **sel):
+        return {"spec": {"deviceSelector": sel, "taint": {"key": "k", "effect": effect}}}
+
+    def free(*rules):
+        out = _capacity.capacity_report(slices, [], server_version=NEW, taint_rules=rules)["by_pool"]
+        return out[DRIVER + "/p"]["free"], out[DRIVER + "/q"]["free"]
+    assert free() == (2, 1)
+    assert free(rule("NoSchedule", driver=DRIVER, pool="p")) == (0, 1)
+    assert free(rule("NoExecute", device="d0")) == (1, 0)  # the device name alone matches in every pool
+    assert free(rule("None", driver=DRIVER)) == (2, 1)  # a dry run keeps nothing off
+    assert free(rule("NoSchedule")) == (0, 0)  # the empty selector matches every device
+    assert free({"spec": {"taint": {"effect": "NoSchedule"}}}) == (2, 1)  # no selector: no device
+    # 1.33's alpha rules with a DeviceClass or CEL selectors are not evaluated (left out, not guessed)
+    assert free(rule("NoSchedule", driver=DRIVER, deviceClassName="gpu")) == (2, 1)
