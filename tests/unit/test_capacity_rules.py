@@ -203,7 +203,8 @@ def test_allocator_rules_by_release():
 # Recorded by tests/integration/test_capacity_allocatable.py (DRA_IT_RECORD) after the first claims were
 # allocated there, before one more claim per pool was tried: the scheduler allocated that claim for the pools
 # with a free device below and left it unschedulable for the others.
-RECORDED = {"v1.37.2": {"full": (0, 2), "part": (1, 1), "incomplete": (0, 2), "plain": (1, 0), "ruled": (0, 0)}}
+RECORDED = {"v1.37.2": {"full": (0, 2), "part": (1, 1), "incomplete": (0, 2), "plain": (1, 0), "ruled": (0, 0)},
+            "v1.33.13": {"full": (0, 2), "part": (1, 1), "incomplete": (2, 0), "plain": (1, 0)}}
 
 
 @pytest.mark.parametrize("release", sorted(RECORDED))
