@@ -587,7 +587,7 @@ def _plus(consumed, consumes):
     return out
 
 
-def pool_status_computed(slices, claims, server_version=None, default_attribute=None):
+def pool_status_computed(slices, claims, server_version=None, taint_rules=(), default_attribute=None):
     """What the pool status is compared with that the capacity report does not count, per "driver/pool":
     {"idle": devices neither allocated nor tainted (the controller's availableDevices leaves counters and the
     pool's state aside), "partitions": {(attribute, type): {"total", "allocatable"}} or None before
@@ -595,10 +595,11 @@ def pool_status_computed(slices, claims, server_version=None, default_attribute=
     device_partition_types; allocatable is how many more of a type the scheduler could allocate one after another
     from what the counters have left (the collection's free rule, device_free: not tainted, the pool allocatable,
     the counters fitting), as the 1.37 partitionSummary reports it. A device without its type's attribute leaves
-    its type out (the controller flags the pool)."""
+    its type out (the controller flags the pool). `taint_rules`: the cluster's DeviceTaintRules, as for
+    capacity_report."""
     rules = allocator_rules(server_version)
     slices = list(slices)
-    devices = published_devices(slices, rules)
+    devices = published_devices(slices, rules, taint_rules)
     used = allocation_use(claims, devices, None)[0]
     pools = pool_states(slices, devices, rules)
     consumed = counters_consumed(devices, used)

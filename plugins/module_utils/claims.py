@@ -181,16 +181,17 @@ def gather_capacity(api, driver=None, pool_status=False, timeout=30, check_mode=
     report["pool_status"] = None
     if pool_status:
         report["pool_status"] = read_pool_status(api, report, served, driver, timeout, check_mode, clock, sleep,
-                                                 (slices, claims, server_version))
+                                                 (slices, claims, server_version, taint_rules))
     answered = report["pool_status"] and report["pool_status"]["source"] != "computed"
     report["metrics_text"] = metrics_text(report, report["pool_status"]["disagreements"] if answered else None)
     return report
 
 
-def read_pool_status(api, report, served, driver, timeout, check_mode, clock, sleep, listed=((), (), None)):
+def read_pool_status(api, report, served, driver, timeout, check_mode, clock, sleep, listed=((), (), None, ())):
     """{source, skipped, pools, disagreements, requests}: the controller's counts per pool and how they differ.
     `served`: the resource.k8s.io versions serving the request, newest first (the request is made in the first);
-    `listed`: (slices, claims, server version) the report was computed from, for the per-pool views (1.37)."""
+    `listed`: (slices, claims, server version, DeviceTaintRules) the report was computed from, for the counts the
+    report does not keep (_capacity.pool_status_computed)."""
     drivers = [driver] if driver else sorted(report["by_driver"])
     out = {"source": "computed", "skipped": None, "pools": {}, "disagreements": [], "requests": []}
     if not served:

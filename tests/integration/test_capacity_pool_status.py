@@ -6,7 +6,8 @@ answering the module's request. Both sources must give the same counts for the s
 afterwards, and check mode must create none.
 
 On releases whose pool status reports the per-pool views (1.37): a partitionable pool (a slice of shared counters
-and a slice of devices consuming them, grouped by a partitionTypeAttribute) and a pool of one shared device with
+and a slice of devices consuming them, grouped by a partitionTypeAttribute, one of them under a NoSchedule
+DeviceTaintRule) and a pool of one shared device with
 consumable capacity, each partly allocated; the controller's partitionSummary and shareableSummary must agree with
 the computed partition types and capacity.
 
@@ -121,6 +122,15 @@ def shared_slice(v, node):
                                       "default": "1Gi", "validRange": {"min": "1Gi"}}}}}]}}
 
 
+def taint_rule(version, driver, pool, device):
+    """A NoSchedule DeviceTaintRule on one device, in the resource.k8s.io version the release serves it in."""
+    api_version = _gates.device_taint_rule_support(version)["api_version"]
+    return {"apiVersion": f"resource.k8s.io/{api_version}", "kind": "DeviceTaintRule",
+            "metadata": {"name": f"it-pools-{device}"},
+            "spec": {"deviceSelector": {"driver": driver, "pool": pool, "device": device},
+                     "taint": {"key": "example.com/maintenance", "value": "planned", "effect": "NoSchedule"}}}
+
+
 def capacity_claim(v, namespace, name, memory):
     body = claim(v, namespace, name, device_class=SHARED)
     body["spec"]["devices"]["requests"][0]["exactly"]["capacity"] = {"requests": {"memory": memory}}
@@ -145,7 +155,8 @@ def test_pool_status_views_agree_with_the_computed_partitions_and_capacity(pool_
     cluster.apply(partition_slices(v, node) + [shared_slice(v, node), device_class(v, PARTITIONS),
                                                 device_class(v, SHARED), half, quarter,
                                                 capacity_claim(v, namespace, "share-a", "2Gi"),
-                                                capacity_claim(v, namespace, "share-b", "3Gi")])
+                                                capacity_claim(v, namespace, "share-b", "3Gi"),
+                                                taint_rule(cluster.version, PARTITIONS, "gpu-0", "quarter-3")])
     cluster.apply([pod(namespace, name, claim_name=name, node=node)
                    for name in ("half", "quarter", "share-a", "share-b")])
     wait_allocated(cluster, namespace, 4)
@@ -158,10 +169,13 @@ def test_pool_status_views_agree_with_the_computed_partitions_and_capacity(pool_
                    for p in status["pools"][PARTITIONS + "/gpu-0"]["partitionSummary"])
     assert summary == {"full": (1, 0), "half": (2, 0), "quarter": (4, 1)}, status["pools"]
     assert [p["attribute"] for p in status["pools"][PARTITIONS + "/gpu-0"]["partitionSummary"]] == [PROFILE] * 3
+    # The rule's device counts as unavailable on both sides.
+    assert status["pools"][PARTITIONS + "/gpu-0"]["unavailableDevices"] == 1
+    assert out["by_pool"][PARTITIONS + "/gpu-0"]["tainted"] == 1
     shared = status["pools"][SHARED + "/shared-0"]["shareableSummary"]
     assert shared["capacity"][0]["consumed"] == "5Gi" and shared["partiallyAvailableDevices"] == 1, shared
     ours = out["by_pool"][SHARED + "/shared-0"]["capacity"]["memory"]
     assert (ours["used"], ours["left"]) == (5 * 2 ** 30, 5 * 2 ** 30)
-    assert out["by_pool"][PARTITIONS + "/gpu-0"]["free"] == 3  # each remaining quarter fits on its own
+    assert out["by_pool"][PARTITIONS + "/gpu-0"]["free"] == 2  # each remaining untainted quarter fits on its own
     assert len(status["requests"]) == len(out["by_driver"]) and out["changed"] is False
     assert cluster.get_json("resourcepoolstatusrequests")["items"] == []
