@@ -143,10 +143,20 @@ def gather_claim_views(api, node=None, namespaces=(), driver=None, label_selecto
             "non_pod_claims": non_pod_claims(views, node, used) if on_node else []}
 
 
-def device_taint_rules(api):
-    """(the cluster's DeviceTaintRules from the newest served version that has them, how they were read: "read",
+def served_versions_by_resource(api):
+    """{resource name: resource.k8s.io versions serving it, newest first}: one discovery GET per served version
+    (what api.versions_serving answers for one resource, for every resource at once)."""
+    out = {}
+    for version in api.served_resource_versions():
+        listing = api.get_or_none("/apis/%s/%s" % (RESOURCE_GROUP, version)) or {}
+        for resource in listing.get("resources") or []:
+            out.setdefault(resource.get("name"), []).append(version)
+    return out
+
+
+def device_taint_rules(api, served):
+    """(the cluster's DeviceTaintRules from the first of the `served` versions, how they were read: "read",
     "not served", or "forbidden" when these credentials may not list them, then none is counted)."""
-    served = api.versions_serving(TAINT_RULES)
     if not served:
         return [], "not served"
     try:
@@ -159,15 +169,17 @@ def device_taint_rules(api):
 
 def gather_capacity(api, driver=None, pool_status=False, timeout=30, check_mode=False, clock=time.monotonic,
                     sleep=time.sleep):
-    """Capacity of the cluster from the server's version and four LISTs (DeviceTaintRules where served, slices,
-    claims, DeviceClasses): _capacity.capacity_report (free judged by that release's allocator rules) plus the
-    version used and whether the server serves ResourcePoolStatusRequest (alpha, 1.36).
+    """Capacity of the cluster from the server's version, discovery (once per served version) and four LISTs
+    (DeviceTaintRules where served, slices, claims, DeviceClasses): _capacity.capacity_report (free judged by that
+    release's allocator rules) plus the version used and whether the server serves ResourcePoolStatusRequest
+    (alpha, 1.36+).
 
     With pool_status, where it is served and not in check mode, also one ResourcePoolStatusRequest per driver
     (created, read until the controller answers, deleted) and the differences from the computed counts."""
     version = api.resource_api_version()
     server_version = (api.server_version() or {}).get("gitVersion")
-    taint_rules, rules_read = device_taint_rules(api)
+    by_resource = served_versions_by_resource(api)
+    taint_rules, rules_read = device_taint_rules(api, by_resource.get(TAINT_RULES))
     slices = list(api.list_items(api.resource_path("resourceslices", version=version)))
     claims = list(api.list_items(api.resource_path("resourceclaims", version=version)))
     report = capacity_report(slices, claims,
@@ -176,8 +188,8 @@ def gather_capacity(api, driver=None, pool_status=False, timeout=30, check_mode=
     report["device_taint_rules"] = rules_read
     report["summary"] = summary_lines(report)
     report["version"] = version
-    served = api.versions_serving(POOL_STATUS_RESOURCE) if pool_status else []
-    report["pool_status_served"] = bool(served) if pool_status else POOL_STATUS_RESOURCE in api.served_resources()
+    served = by_resource.get(POOL_STATUS_RESOURCE) or []
+    report["pool_status_served"] = bool(served)
     report["pool_status"] = None
     if pool_status:
         report["pool_status"] = read_pool_status(api, report, served, driver, timeout, check_mode, clock, sleep,
