@@ -421,8 +421,8 @@ def selector_matches(sel, driver, pool, device):
     """Whether a rule's deviceSelector names this device: each field given must equal the device's, an empty
     selector matches every device and none (None) no device (as the device-taint-eviction controller matches
     allocated devices, whether a slice still publishes them or not)."""
-    return sel is not None and all(not sel.get(k) or sel[k] == v for k, v in (("driver", driver), ("pool", pool),
-                                                                                ("device", device)))
+    fields = (("driver", driver), ("pool", pool), ("device", device))
+    return sel is not None and all(not sel.get(k) or sel[k] == v for k, v in fields)
 
 
 def affected_claims(claims, devices, taint, pods_by_uid=None, sel=None):

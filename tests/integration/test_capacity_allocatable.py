@@ -169,8 +169,8 @@ def test_free_devices_are_what_the_scheduler_allocates(part_cluster):
                   + ([taint_rule(support["api_version"], "ruled")] if ruled else []))
     first = []
     for pool, dev in HELD.items():
-        first += [pinned_claim(v, namespace, f"held-{pool}", pool, dev), claim_pod(namespace, f"held-{pool}",
-                                                                                   f"held-{pool}")]
+        name = f"held-{pool}"
+        first += [pinned_claim(v, namespace, name, pool, dev), claim_pod(namespace, name, name)]
     cluster.apply(first)
     answers = {}
 
@@ -201,8 +201,8 @@ def test_free_devices_are_what_the_scheduler_allocates(part_cluster):
 
     probes = []
     for pool in pools:
-        probes += [pinned_claim(v, namespace, f"probe-{pool}", pool), claim_pod(namespace, f"probe-{pool}",
-                                                                                 f"probe-{pool}")]
+        name = f"probe-{pool}"
+        probes += [pinned_claim(v, namespace, name, pool), claim_pod(namespace, name, name)]
     cluster.apply(probes)
     answers = {}
 
