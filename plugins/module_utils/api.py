@@ -24,14 +24,17 @@ from ansible_collections.dra.admin.plugins.module_utils._rbac import served_reso
 
 from ansible.module_utils.basic import AnsibleModule, _load_params
 
-# The kubernetes.core release galaxy.yml declares as the collection's dependency.
+# The kubernetes.core releases galaxy.yml declares as the collection's dependency (the upper bound:
+# this file uses kubernetes.core's client internals, tested with the releases below it).
 K8S_CORE_MIN_VERSION = "5.0.0"
+K8S_CORE_BELOW_VERSION = "7.0.0"
+K8S_CORE_VERSIONS = ">=%s,<%s" % (K8S_CORE_MIN_VERSION, K8S_CORE_BELOW_VERSION)
 K8S_CORE_MISSING = (
-    "this module needs the kubernetes.core collection (>= %s) and the kubernetes Python package; "
+    "this module needs the kubernetes.core collection (%s) and the kubernetes Python package; "
     "kubernetes.core cannot be imported here (%%s). Install both where the module runs: "
-    "ansible-galaxy collection install 'kubernetes.core:>=%s' and pip install kubernetes "
+    "ansible-galaxy collection install 'kubernetes.core:%s' and pip install kubernetes "
     "(or use an execution environment built from the collection's execution-environment.yml)"
-    % (K8S_CORE_MIN_VERSION, K8S_CORE_MIN_VERSION))
+    % (K8S_CORE_VERSIONS, K8S_CORE_VERSIONS))
 
 try:
     from ansible_collections.kubernetes.core.plugins.module_utils.args_common import AUTH_ARG_SPEC

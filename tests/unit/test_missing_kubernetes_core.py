@@ -59,15 +59,15 @@ def test_the_collection_path_really_lacks_kubernetes_core(lonely_collections):
 @pytest.mark.parametrize("module,args", CLUSTER_MODULES)
 def test_module_says_what_to_install(lonely_collections, module, args):
     result = run_module(lonely_collections, module, args)
-    assert result["msg"].startswith("this module needs the kubernetes.core collection (>= 5.0.0) and the "
+    assert result["msg"].startswith("this module needs the kubernetes.core collection (>=5.0.0,<7.0.0) and the "
                                     "kubernetes Python package"), result
-    assert "ansible-galaxy collection install 'kubernetes.core:>=5.0.0' and pip install kubernetes" in result["msg"]
+    assert "ansible-galaxy collection install 'kubernetes.core:>=5.0.0,<7.0.0' and pip install kubernetes" in result["msg"]
     assert "TypeError" not in json.dumps(result) and "module_stderr" not in result, result
 
 
-def test_minimum_version_is_the_one_galaxy_yml_declares():
+def test_versions_are_the_ones_galaxy_yml_declares():
     import yaml
     from ansible_collections.dra.admin.plugins.module_utils import api
     with open(os.path.join(ROOT, "galaxy.yml")) as handle:
         declared = yaml.safe_load(handle)["dependencies"]["kubernetes.core"]
-    assert declared == ">=" + api.K8S_CORE_MIN_VERSION
+    assert declared == api.K8S_CORE_VERSIONS
