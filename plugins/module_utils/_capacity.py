@@ -637,8 +637,8 @@ def partition_comparison(key, entries, ours):
         else:
             for field in ("total", "allocatable"):
                 if theirs[group].get(field) != ours[group][field]:
-                    diffs.append("%s: %s %s, computed %s" % (name, field, theirs[group].get(field),
-                                                            ours[group][field]))
+                    diffs.append("%s: %s %s, computed %s" % (
+                        name, field, theirs[group].get(field), ours[group][field]))
     return diffs
 
 

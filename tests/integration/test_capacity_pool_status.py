@@ -152,11 +152,10 @@ def test_pool_status_views_agree_with_the_computed_partitions_and_capacity(pool_
     quarter = claim(v, namespace, "quarter", device_class=PARTITIONS)
     quarter["spec"]["devices"]["requests"] = [device_request(
         v, selector=f'device.attributes["{PARTITIONS}"].profile == "quarter"', device_class=PARTITIONS)]
-    cluster.apply(partition_slices(v, node) + [shared_slice(v, node), device_class(v, PARTITIONS),
-                                                device_class(v, SHARED), half, quarter,
-                                                capacity_claim(v, namespace, "share-a", "2Gi"),
-                                                capacity_claim(v, namespace, "share-b", "3Gi"),
-                                                taint_rule(cluster.version, PARTITIONS, "gpu-0", "quarter-3")])
+    cluster.apply(partition_slices(v, node) + [
+        shared_slice(v, node), device_class(v, PARTITIONS), device_class(v, SHARED), half, quarter,
+        capacity_claim(v, namespace, "share-a", "2Gi"), capacity_claim(v, namespace, "share-b", "3Gi"),
+        taint_rule(cluster.version, PARTITIONS, "gpu-0", "quarter-3")])
     cluster.apply([pod(namespace, name, claim_name=name, node=node)
                    for name in ("half", "quarter", "share-a", "share-b")])
     wait_allocated(cluster, namespace, 4)

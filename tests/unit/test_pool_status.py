@@ -75,8 +75,8 @@ def test_recorded_137_pool_status_agrees_with_every_computed_count_and_view():
     # free means allocatable now (the two untainted quarters left, each on its own).
     assert status["pools"][PARTITIONS]["unavailableDevices"] == 1 and out["by_pool"][PARTITIONS]["tainted"] == 1
     assert status["pools"][PARTITIONS]["availableDevices"] == 4 and out["by_pool"][PARTITIONS]["free"] == 2
-    assert out["by_pool"][SHARED]["capacity"]["memory"] == {"total": 10 * 2 ** 30, "used": 5 * 2 ** 30,
-                                                           "left": 5 * 2 ** 30}
+    assert out["by_pool"][SHARED]["capacity"]["memory"] == {
+        "total": 10 * 2 ** 30, "used": 5 * 2 ** 30, "left": 5 * 2 ** 30}
 
 
 def test_computed_views_of_the_recorded_objects():
@@ -168,7 +168,7 @@ def test_allocatable_per_type_is_what_the_counters_have_left(allocated):
     """For every set of allocated partitions that fits the 8 units: each type's allocatable is
     min(its unallocated untainted devices, units left // its cost) (the devices of a type cost the same;
     quarter-3 is under the recorded NoSchedule rule)."""
-    kind = dict((d, d.split("-")[0]) for d in ["full"] + HALF_DEVICES + QUARTER_DEVICES)
+    kind = dict((d, d.split("-", maxsplit=1)[0]) for d in ["full"] + HALF_DEVICES + QUARTER_DEVICES)
     used = sum(COST[kind[d]] for d in allocated)
     hypothesis.assume(used <= 8)
     slices, claims, rules = with_allocations(sorted(allocated))
