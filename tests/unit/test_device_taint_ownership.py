@@ -272,9 +272,8 @@ def test_check_mode_runs_only_read_whatever_rules_exist(rules, state, device):
 def test_remediation_in_check_mode_only_reads_and_names_the_rules_its_lift_leaves():
     objs = recorded("dry-run")
     api = ScriptedApi(objs)
-    sel = dt.selector(DRIVER, POOL, "dev-0")
-    api.rules[rem.rule_name(DRIVER, POOL, "dev-0")] = make_rule(rem.rule_name(DRIVER, POOL, "dev-0"), sel,
-                                                               dt.REMEDIATION, dt.NO_SCHEDULE, key=rem.KEY)
+    name = rem.rule_name(DRIVER, POOL, "dev-0")
+    api.rules[name] = make_rule(name, dt.selector(DRIVER, POOL, "dev-0"), dt.REMEDIATION, dt.NO_SCHEDULE, key=rem.KEY)
     # An admin's maintenance rule on the whole pool.
     api.rules["dra-admin-maint.example.com-tray"] = make_rule("dra-admin-maint.example.com-tray",
                                                               dt.selector(DRIVER, POOL), dt.MAINTENANCE, dt.NO_SCHEDULE)
