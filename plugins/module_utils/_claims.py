@@ -76,7 +76,6 @@ CONSUMER_OTHER = "other"
 SOURCE_SPEC = "spec.resourceClaims"
 SOURCE_TEMPLATE = "status.resourceClaimStatuses"
 SOURCE_EXTENDED_RESOURCE = "status.extendedResourceClaimStatus"
-SOURCE_RESERVED_FOR = "status.reservedFor"
 # The annotation the scheduler puts on the claim it makes for a pod's extended resources.
 EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
 
@@ -241,16 +240,46 @@ def pod_ref(node_name, owner_references):
     return node, bool(controller) and controller.get("kind") == "DaemonSet"
 
 
-def consumers(claim, pods, others=None):
+def pod_group_ref(group):
+    """A PodGroup as a consumer reference (the shape of a reservedFor entry)."""
+    meta = _meta(group)
+    return {"apiGroup": POD_GROUP_API_GROUP, "resource": POD_GROUP_RESOURCE, "name": meta.get("name"),
+            "uid": meta.get("uid")}
+
+
+def pod_group_claim_names(group):
+    """The claims a PodGroup lists for its pods to share: spec.resourceClaims[].resourceClaimName, and for claims
+    made from templates status.resourceClaimStatuses[].resourceClaimName."""
+    names = set(c.get("resourceClaimName") for c in (group.get("spec") or {}).get("resourceClaims") or [])
+    names |= set(c.get("resourceClaimName") for c in _status(group).get("resourceClaimStatuses") or [])
+    return sorted(n for n in names if n)
+
+
+def claims_listed_by_groups(groups):
+    """{(namespace, claim name): [consumer reference]} of the PodGroups that list each claim."""
+    listed = {}
+    for group in groups:
+        for name in pod_group_claim_names(group):
+            listed.setdefault((_meta(group).get("namespace"), name), []).append(pod_group_ref(group))
+    return listed
+
+
+def consumers(claim, pods, others=None, listed=None):
     """A claim's consumers: its reservedFor entries, each with its kind (pod, pod_group, other), whether it
-    still exists, its node and whether it is a DaemonSet pod.
+    still exists, its node, whether it is a DaemonSet pod and whether the claim is reserved for it.
 
     pods: {uid: pod_ref(...)} of the pods that exist. others: {(API group, resource): set of uids} of the
     objects that exist, for consumers that are not pods (a PodGroup); a consumer whose resource is not in it
-    cannot be checked and is reported with exists=None (never counted as gone).
+    cannot be checked and is reported with exists=None (never counted as gone). listed: the PodGroups that list
+    the claim (claims_listed_by_groups, for this claim): a group is a consumer of the claims it lists also while
+    it holds no reservation (the scheduler drops a group's reservation, keeping the allocation, while none of
+    its pods can be placed), reported with reserved=False.
     """
+    refs = [(ref, True) for ref in reserved_for(claim)]
+    uids = set(ref.get("uid") for ref, dummy in refs)
+    refs += [(ref, False) for ref in listed or () if ref.get("uid") not in uids]
     out = []
-    for ref in reserved_for(claim):
+    for ref, reserved in refs:
         kind = consumer_kind(ref)
         if kind == CONSUMER_POD:
             known = pods.get(ref.get("uid"))
@@ -259,8 +288,10 @@ def consumers(claim, pods, others=None):
             known = None
             index = (others or {}).get(consumer_resource(ref))
             exists = None if index is None else ref.get("uid") in index
+            if not reserved and exists is None:
+                exists = True  # listed just now by the LIST that found it
         out.append({"kind": kind, "resource": ref.get("resource"), "api_group": ref.get("apiGroup") or "",
-                    "name": ref.get("name"), "uid": ref.get("uid"),
+                    "name": ref.get("name"), "uid": ref.get("uid"), "reserved": reserved,
                     "exists": exists,
                     "node": known[0] if known else None,
                     "daemonset": known[1] if known else None})
@@ -279,8 +310,8 @@ def non_pod_consumers(consumer_list):
 
 
 def held_for_non_pods_only(view):
-    """Reserved, and every consumer that may still exist is not a pod: the reservation lasts while that
-    object exists, whatever happens to pods."""
+    """Held, and every consumer that may still exist is not a pod (a PodGroup reserving or listing the claim):
+    the claim stays held while that object exists, whatever happens to pods."""
     live = [c for c in view["consumers"] if c["exists"] is not False]
     return bool(live) and all(c["kind"] != CONSUMER_POD for c in live)
 
@@ -292,17 +323,18 @@ def is_orphaned(state, consumer_list):
     return not any(c["exists"] is not False for c in consumer_list)
 
 
-def claim_view(claim, node_labels, pods, slice_index, others=None):
+def claim_view(claim, node_labels, pods, slice_index, others=None, listed=None):
     """Everything the reports say about one claim.
 
     node_labels: {node: labels}; pods: {uid: pod_ref}; slice_index: _slices.device_index(slices);
-    others: the index of consumers that are not pods (see consumers).
+    others: the index of consumers that are not pods, listed: {(namespace, claim name): [consumer reference]}
+    of the PodGroups listing claims (see consumers).
     """
     meta = _meta(claim)
     state = claim_state(claim)
     devices = allocated_devices(claim)
     scope, local_nodes = allocation_nodes(claim, node_labels)
-    consumer_list = consumers(claim, pods, others)
+    consumer_list = consumers(claim, pods, others, (listed or {}).get((meta.get("namespace"), meta.get("name"))))
     return {
         "namespace": meta.get("namespace"), "name": meta.get("name"), "uid": meta.get("uid"),
         "state": state, "node_scope": scope, "nodes": claim_nodes(local_nodes, consumer_list),

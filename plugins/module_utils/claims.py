@@ -14,8 +14,9 @@ import time
 from ansible_collections.dra.admin.plugins.module_utils._gates import RESOURCE_GROUP
 from ansible_collections.dra.admin.plugins.module_utils.api import DraApiError
 from ansible_collections.dra.admin.plugins.module_utils._claims import (
-    CONSUMER_POD, blocks_node, claim_selected, claim_view, claims_used_by, consumer_kind, consumer_resource,
-    daemonset_claims, non_pod_claims, pod_ref, reserved_for,
+    CONSUMER_POD, POD_GROUP_API_GROUP, POD_GROUP_RESOURCE, allocation, blocks_node, claim_selected, claim_view,
+    claims_listed_by_groups, claims_used_by, consumer_kind, consumer_resource, daemonset_claims, non_pod_claims,
+    pod_ref, reserved_for,
 )
 from ansible_collections.dra.admin.plugins.module_utils._capacity import (
     capacity_report, metrics_text, pool_status_answer, pool_status_comparison, pool_status_computed,
@@ -73,23 +74,33 @@ def served_resource_path(api, group, resource):
 
 
 def non_pod_consumer_index(api, claims):
-    """{(API group, resource): set of uids} of the objects that exist, for each resource of the consumers that
-    are not pods (a workload's PodGroup) the claims' reservedFor names: discovery of its group and one
-    metadata-only LIST. A resource not served, or not readable with these credentials, is left out: its
-    consumers' existence stays unknown (never counted as gone). No request without such consumers."""
-    wanted = sorted(set(consumer_resource(ref) for claim in claims for ref in reserved_for(claim)
-                        if consumer_kind(ref) != CONSUMER_POD))
-    index = {}
-    for group, resource in wanted:
+    """(others, listed) for _claims.claim_view: others, {(API group, resource): set of uids} of the objects that
+    exist, for each resource of the consumers that are not pods (a workload's PodGroup) the claims' reservedFor
+    names; listed, {(namespace, claim name): [consumer reference]} of the PodGroups that list claims (read when a
+    claim is allocated and reserved for nobody, as the scheduler leaves a group's claim while none of its pods can
+    be placed). Discovery of each group and one LIST per resource (metadata only, whole PodGroups); none without
+    such claims. A resource not served, or not readable with these credentials, is left out: its consumers'
+    existence stays unknown (never counted as gone)."""
+    wanted = set(consumer_resource(ref) for claim in claims for ref in reserved_for(claim)
+                 if consumer_kind(ref) != CONSUMER_POD)
+    if any(allocation(c) is not None and not reserved_for(c) for c in claims):
+        wanted.add((POD_GROUP_API_GROUP, POD_GROUP_RESOURCE))
+    others, listed = {}, {}
+    for group, resource in sorted(wanted):
         try:
             path = served_resource_path(api, group, resource)
-            if path is not None:
-                index[(group, resource)] = set((m.get("metadata") or {}).get("uid")
-                                               for m in api.list_items(path, metadata_only=True))
+            if path is None:
+                continue
+            if (group, resource) == (POD_GROUP_API_GROUP, POD_GROUP_RESOURCE):
+                groups = list(api.list_items(path))
+                listed = claims_listed_by_groups(groups)
+            else:
+                groups = api.list_items(path, metadata_only=True)
+            others[(group, resource)] = set((m.get("metadata") or {}).get("uid") for m in groups)
         except DraApiError as exc:
             if exc.status not in (401, 403, 404):
                 raise
-    return index
+    return others, listed
 
 
 def claims_used_on_node(api, node):
@@ -128,10 +139,10 @@ def gather_claim_views(api, node=None, namespaces=(), driver=None, label_selecto
     slice_index = device_index(api.list_items(api.resource_path("resourceslices", version=version)))
     pods = pod_index(api, namespaces)
     items = list(claim_items(api, version, namespaces, label_selector))
-    others = non_pod_consumer_index(api, items)
+    others, listed = non_pod_consumer_index(api, items)
     views = []
     for item in items:
-        view = claim_view(item, nodes, pods, slice_index, others)
+        view = claim_view(item, nodes, pods, slice_index, others, listed)
         if claim_selected(view, node=node, driver=driver):
             views.append(view)
     views.sort(key=lambda v: (v["namespace"] or "", v["name"] or ""))

@@ -46,9 +46,9 @@ def examine(api, namespaces=(), force=False, now=None):
     refs, infos = read_pods(api, namespaces)
     views, metas = [], {}
     items = list(claim_items(api, version, namespaces))
-    others = non_pod_consumer_index(api, items)  # a workload's PodGroup is a consumer while it exists
+    others, listed = non_pod_consumer_index(api, items)  # a workload's PodGroup is a consumer while it exists
     for item in items:
-        view = claim_view(item, nodes, refs, slice_index, others)
+        view = claim_view(item, nodes, refs, slice_index, others, listed)
         views.append(view)
         metas["%s/%s" % (view["namespace"], view["name"])] = item.get("metadata") or {}
     findings = diagnose(views, metas, infos, slices, nodes, time.time() if now is None else now, force)

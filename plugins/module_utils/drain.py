@@ -20,8 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 from ansible_collections.dra.admin.plugins.module_utils.api import DraApiError
 from ansible_collections.dra.admin.plugins.module_utils.claims import gather_claim_views
 from ansible_collections.dra.admin.plugins.module_utils._claims import (
-    blocks_node, claim_view, claims_used_by, consumer_label, consumer_note, held_for_non_pods_only_off_node,
-    holds_devices, non_pod_message, pod_claims, pod_ref, reserved_for,
+    CONSUMER_POD_GROUP, blocks_node, claim_view, claims_used_by, consumer_label, consumer_note,
+    held_for_non_pods_only_off_node, holds_devices, non_pod_message, pod_claims, pod_ref, reserved_for,
 )
 from ansible_collections.dra.admin.plugins.module_utils._drain import (
     CORDON_ANNOTATION, backoff_delays, controller_of, drivers_beyond_daemonsets, drivers_left_on_node,
@@ -59,6 +59,7 @@ class NodeDrain(object):
         self.changed = False
         self.driver_refs = list(params["driver_daemonsets"])
         self.non_pod = {}  # claims on the node reserved only for consumers that are not pods: key -> view
+        self.group_consumers = {}  # (namespace, claim) -> the PodGroups reserving or listing it at the start
 
     # ------------------------------------------------------------------ helpers
     def event(self, text):
@@ -131,6 +132,7 @@ class NodeDrain(object):
         summary["daemonset_claims"] = claim_keys(gathered["daemonset_claims"])
         self.note_non_pod_claims(v for v in gathered["views"] if holds_devices(v) and v["non_pod_consumers"])
         summary["non_pod_claims"] = self.non_pod_reports()
+        self.group_consumers = pod_group_consumers(gathered["views"])
         if plan["blocked"]:
             reasons = "; ".join("%s (%s)" % (b["pod"], b["reason"]) for b in plan["blocked"])
             raise DrainError("pods on %s need an explicit option before the drain can start: %s. Nothing was "
@@ -379,7 +381,7 @@ class NodeDrain(object):
         for claim in claims:
             if not any(ref.get("uid") in pods for ref in reserved_for(claim)):
                 self.find_consumer_elsewhere(claim, pods)
-            view = claim_view(claim, {self.node: labels}, pods, ({}, set()))
+            view = claim_view(claim, {self.node: labels}, pods, ({}, set()), listed=self.group_consumers)
             if blocks_node(view, self.node, used):
                 view["missing_consumers"] = []
                 still.append(view)
@@ -512,6 +514,19 @@ def missing_driver_pods(expected, ready_pods):
         if ref and ref.get("kind") == "DaemonSet":
             have.add("%s/%s" % (pod["metadata"].get("namespace"), ref.get("name")))
     return [ref for ref in expected if ref not in have]
+
+
+def pod_group_consumers(views):
+    """{(namespace, claim name): [consumer reference]} of the PodGroups among the views' consumers (reserving or
+    listing the claim): while the drain waits, a group stays a consumer of its claim also when the scheduler drops
+    its reservation (which it does while none of the group's pods can be placed, as on a cordoned node)."""
+    out = {}
+    for view in views:
+        refs = [{"apiGroup": c["api_group"], "resource": c["resource"], "name": c["name"], "uid": c["uid"]}
+                for c in view["consumers"] if c["kind"] == CONSUMER_POD_GROUP and c["exists"] is not False]
+        if refs:
+            out[(view["namespace"], view["name"])] = refs
+    return out
 
 
 def claim_keys(views):

@@ -187,3 +187,35 @@ def test_the_non_pod_message_names_the_consumer_and_what_to_do():
     assert "delete the PodGroup (or its workload)" in text
     message = _claims.blocking_message(NODE, [view])
     assert "podgroups.scheduling.k8s.io/gang (a workload's PodGroup, not a pod)" in message
+
+
+def pod_group_object(name, claim_names):
+    return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": NAMESPACE, "uid": "uid-group-" + name},
+            "spec": {"schedulingPolicy": {"basic": {}},
+                     "resourceClaims": [{"name": "c%d" % i, "resourceClaimName": n}
+                                        for i, n in enumerate(claim_names)]}}
+
+
+@SETTINGS
+@given(claim_sources(), st.booleans(), st.sampled_from(("used", "unused")))
+def test_a_pod_group_listing_a_claim_is_its_consumer_also_after_the_scheduler_drops_its_reservation(
+        sources, group_exists, use):
+    """While none of a group's pods can be placed, the scheduler removes the group from the claim's reservedFor
+    and keeps the allocation: the group, which lists the claim, is still what holds it."""
+    pod, claims = build(sources, group="gang")
+    group_claims = sorted(n for n, s in sources.items() if s in (SPEC, TEMPLATE))
+    for claim in claims:
+        claim["status"].pop("reservedFor")
+    groups = [pod_group_object("gang", group_claims)] if group_exists else []
+    listed = _claims.claims_listed_by_groups(groups)
+    others = {("scheduling.k8s.io", "podgroups"): set(g["metadata"]["uid"] for g in groups)}
+    used = _claims.claims_used_by([pod]) if use == "used" else set()
+    for claim in claims:
+        view = _claims.claim_view(claim, {NODE: {}}, pods_index([pod]), ({}, set()), others, listed)
+        assert view["state"] == "allocated"
+        held_by_group = group_exists and claim["metadata"]["name"] in group_claims
+        assert [(c["kind"], c["reserved"], c["exists"]) for c in view["consumers"]] == (
+            [("pod_group", False, True)] if held_by_group else [])
+        assert view["orphaned"] is not held_by_group
+        assert _claims.blocks_node(view, NODE, used) is (not held_by_group or use == "used")

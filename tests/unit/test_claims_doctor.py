@@ -120,6 +120,14 @@ def test_an_unreserved_claim_of_a_gone_pod_is_deleted_one_made_by_hand_only_repo
     by_hand = json.loads(json.dumps(generated))
     by_hand["metadata"].update(name="by-hand", ownerReferences=[])
     claims.append(by_hand)
+    # An allocated claim reserved for nobody may be a workload's PodGroup's: the doctor looks for PodGroups, which
+    # this cluster (1.36, GenericWorkload off) does not serve - scheduling.k8s.io/v1 has PriorityClasses only.
+    version = {"groupVersion": "scheduling.k8s.io/v1", "version": "v1"}
+    recorded["/apis/scheduling.k8s.io"] = {"kind": "APIGroup", "name": "scheduling.k8s.io",
+                                           "preferredVersion": version, "versions": [version]}
+    recorded["/apis/scheduling.k8s.io/v1"] = {"kind": "APIResourceList", "groupVersion": "scheduling.k8s.io/v1",
+                                              "resources": [{"name": "priorityclasses", "namespaced": False,
+                                                             "kind": "PriorityClass"}]}
     api = ReplayApi("findings.json")
     api.recorded = recorded
     orphans = dict((f["name"], f) for f in by_kind(doctor.examine(api, now=RECORDED_AT)["findings"])["orphaned"])
