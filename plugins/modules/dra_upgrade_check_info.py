@@ -162,6 +162,24 @@ sources:
     checked, and C(kubelet_feature_gates) (C(read) and C(unread) node names, and C(source)).
   returned: always
   type: dict
+  contains:
+    feature_gates: {description: C(static pod command) or C(kubernetes_feature_enabled)., type: str, returned: always}
+    storage_versions:
+      description: C(StorageVersion API) or C(discovery storageVersionHash).
+      type: str
+      returned: always
+    driver_service_accounts:
+      description: The drivers' service accounts checked, as C(namespace/name).
+      type: list
+      elements: str
+      returned: always
+    kubelet_feature_gates:
+      description: >-
+        The nodes whose kubelet C(/configz) was read (C(read)) and those it could not be (C(unread); the reasons are
+        in the C(kubelet-gates-unread) finding), and C(source) (C(not read (kubelet_gates: false)) with
+        O(kubelet_gates=false)).
+      type: dict
+      returned: always
   sample:
     feature_gates: kubernetes_feature_enabled
     storage_versions: discovery storageVersionHash
