@@ -430,6 +430,90 @@ def test_device_maintenance_takes_one_real_device_out_of_service_and_returns_it(
     c.kubectl("delete", "namespace", ns, "--wait=false")
 
 
+def test_extended_resource_pod_is_a_claim_workload_on_real_nodes(kind_cluster, driver, tmp_path):
+    """A pod that asks for an extended resource backed by DRA (a DeviceClass with extendedResourceName; GA in
+    1.37) names no claim in its spec: the scheduler makes one and records it in the pod's status. On a real
+    worker its container sees the device, and the collection treats that claim like any other: the claims
+    report shows it reserved by the pod on its node, the taint dry run names the pod, the doctor finds nothing
+    while the pod runs, and the drain evicts the pod first and waits for the driver to unprepare the claim
+    before the driver leaves. Where the release has no such field (1.33), the API drops it: the DeviceClass
+    is stored without it."""
+    c = kind_cluster
+    api = c.resource_version
+    node = c.nodes[-1]
+    ns = "itk-extres"
+    c.fresh_namespace(ns)
+    resource = "example.com/gpu"
+    device_class = {"apiVersion": f"resource.k8s.io/{api}", "kind": "DeviceClass", "metadata": {"name": "itk-extres"},
+                    "spec": {"extendedResourceName": resource,
+                             "selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}}
+    c.apply([device_class])
+    try:
+        stored = c.get_json(f"deviceclasses.{api}.resource.k8s.io", "itk-extres")
+        if not clusterlib.catalog().gate_info(c.version, "DRAExtendedResource"):
+            assert "extendedResourceName" not in stored["spec"], stored
+            return
+        assert stored["spec"]["extendedResourceName"] == resource
+
+        template = c.claim_pod("ext", ns, ["sh", "-c", "env | sort; sleep 3600"], node=node)
+        spec = template["spec"]
+        del spec["resourceClaims"]
+        spec["restartPolicy"] = "Always"
+        spec["containers"][0]["resources"] = {"limits": {resource: "1"}}
+        deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "ext", "namespace": ns},
+                      "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "ext"}},
+                               "template": {"metadata": {"labels": {"app": "ext"}}, "spec": spec}}}
+        c.apply([deployment])
+
+        def running_ext():
+            pods = [p for p in c.get_json("pods", "-n", ns, "-l", "app=ext")["items"]
+                    if p["status"].get("phase") == "Running" and p["status"].get("extendedResourceClaimStatus")]
+            return pods[0] if pods else None
+        pod = wait_until(running_ext, 180, "the extended-resource pod to run")
+        pod_name = pod["metadata"]["name"]
+        claim_name = pod["status"]["extendedResourceClaimStatus"]["resourceClaimName"]
+        claim = c.get_json(f"resourceclaims.{api}.resource.k8s.io", claim_name, "-n", ns)
+        uid = claim["metadata"]["uid"]
+        result = claim["status"]["allocation"]["devices"]["results"][0]
+        env_key = "GPU_DEVICE_" + "".join(ch if ch.isalnum() else "_" for ch in result["device"]).upper()
+        logs, env = container_environment(c, ns, pod_name)
+        assert env.get(f"{env_key}_RESOURCE_CLAIM") == uid, logs
+        assert cdi_specs_naming(c, node, uid)
+
+        report = c.run_module("dra.admin.dra_claims_info", {"namespace": ns}, tmp_path)
+        assert not report.get("failed"), report
+        mine = [x for x in report["claims"] if x["name"] == claim_name][0]
+        assert mine["state"] == "reserved" and mine["extended_resource_claim"] and not mine["orphaned"], mine
+        assert [(x["kind"], x["name"], x["node"]) for x in mine["consumers"]] == [("pod", pod_name, node)], mine
+
+        support = clusterlib.catalog().device_taint_rule_support(c.version)
+        if support["usable"]:
+            dry = c.run_module("dra.admin.dra_device_taint", {
+                "state": "dry_run", "driver": result["driver"], "pool": result["pool"], "device": result["device"]},
+                tmp_path)
+            assert not dry.get("failed") and not dry["changed"], dry
+            assert dry["would_evict"] == [f"{ns}/{pod_name}"], dry
+
+        doctor = c.run_module("dra.admin.dra_claims_doctor", {"namespace": ns}, tmp_path)
+        assert not doctor.get("failed"), doctor
+        assert claim_name not in json.dumps(doctor["findings"]) and doctor["actions"] == [], doctor
+
+        driver_daemonsets = [f"{DRIVER_NAMESPACE}/gpu-example-com-kubeletplugin"]
+        drained = c.run_module("dra.admin.dra_node_drain", {
+            "node": node, "driver_daemonsets": driver_daemonsets, "wait_timeout": 240}, tmp_path)
+        assert not drained.get("failed"), json.dumps(drained, indent=1)[:4000]
+        assert f"{ns}/{pod_name}" in drained["claim_pods"], drained
+        assert not cdi_specs_naming(c, node, uid), f"claim {uid} still prepared on {node}"
+        assert live_driver_pods(c, node) == []
+        back = c.run_module("dra.admin.dra_node_drain", {
+            "node": node, "state": "in_service", "driver_daemonsets": driver_daemonsets, "drivers": [DRIVER],
+            "wait_timeout": 240}, tmp_path)
+        assert not back.get("failed") and back["uncordon"] is True, json.dumps(back, indent=1)[:4000]
+    finally:
+        c.kubectl("delete", "namespace", ns, "--wait=true", "--timeout=120s", check=False)
+        c.kubectl("delete", f"deviceclasses.{api}.resource.k8s.io", "itk-extres", check=False)
+
+
 def kubelet_unprepare_failures(c, node, pod_uid):
     """Lines of the node's kubelet journal where syncing the terminating pod failed on its DRA claims
     (1.36: "unprepare dynamic resources: ..."; 1.33: "get gRPC client for DRA driver ...")."""
