@@ -214,8 +214,8 @@ def test_doctor_calls_the_extended_resource_claim_orphaned_only_once_the_pod_is_
     cluster.apply(extended_class(api, name, resource))
     # A pod of no controller: with kube-controller-manager stopped, nothing may recreate it or wait on it.
     bare = extended_deployment(namespace, "ext", node, resource)["spec"]["template"]
-    cluster.apply(dict(bare, apiVersion="v1", kind="Pod", metadata=dict(bare["metadata"], name="ext",
-                                                                         namespace=namespace)))
+    meta = dict(bare["metadata"], name="ext", namespace=namespace)
+    cluster.apply(dict(bare, apiVersion="v1", kind="Pod", metadata=meta))
     pod = scheduled_pod_with_claim(cluster, namespace, "ext")
     claim_key = f"{namespace}/{pod['status']['extendedResourceClaimStatus']['resourceClaimName']}"
     before = cluster.run_module("dra.admin.dra_claims_doctor", {"namespaces": [namespace]})
