@@ -178,9 +178,9 @@ def test_readme_commands_run_as_written_on_the_installed_collection(kind_cluster
         run_logged(command, env, work, results, command)
     example = (work / "my-cluster.yml").read_text()
     assert example == (installed["collection"] / "inventory" / "example.yml").read_text()
-    (work / "my-cluster.yml").write_text(user_inventory(example, kind_cluster["nodes"],
-                                                         kindlib.driver_image(kind_cluster["versions"]),
-                                                         str(work / "rules")))
+    inventory = user_inventory(example, kind_cluster["nodes"], kindlib.driver_image(kind_cluster["versions"]),
+                               str(work / "rules"))
+    (work / "my-cluster.yml").write_text(inventory)
     exports = []
     for command in commands:
         if command.startswith("export "):

@@ -189,8 +189,8 @@ def test_every_playbook_has_a_job_template():
     for name, template in templates.items():
         assert template["playbook"] == "playbooks/%s.yml" % name
     # A survey where a run must be told something no inventory holds (the node, the device, the target release).
-    assert sorted(n for n, t in templates.items() if "survey" in t) == ["device_maintenance", "maintenance",
-                                                                         "upgrade_check"]
+    surveyed = sorted(n for n, t in templates.items() if "survey" in t)
+    assert surveyed == ["device_maintenance", "maintenance", "upgrade_check"]
 
 
 def schedules():
@@ -224,8 +224,8 @@ def test_project_and_execution_environment_are_pinned_to_the_collection_version(
     assert "Check the Kubernetes credential" not in proc.stdout
 
 
-@pytest.mark.parametrize("template,role,entry", [("upgrade_check", None, None),
-                                                  ("device_maintenance", "device_maintenance", "main")])
+@pytest.mark.parametrize("template,role,entry", [
+    ("upgrade_check", None, None), ("device_maintenance", "device_maintenance", "main")])
 def test_every_survey_variable_is_a_variable_of_its_playbook_or_role(template, role, entry):
     survey_var = job_templates()[template]["survey"].strip("{} ")
     questions = rendered_var(survey_var)["spec"]

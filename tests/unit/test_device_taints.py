@@ -148,8 +148,8 @@ def test_patch_changes_effect_and_clears_removed_selector_fields():
     assert patch["spec"]["taint"] == {"key": dt.DEFAULT_KEY, "value": None, "effect": dt.NO_SCHEDULE}
     labelled = dt.build_rule("v1beta2", "x", dt.selector(DRIVER, POOL), dt.DEFAULT_KEY, "", dt.NO_EXECUTE,
                              labels={"example.com/why": "ecc"})
-    assert dt.rule_patch(server, labelled) == {"metadata": {"labels": {"example.com/why": "ecc",
-                                                                      dt.OPERATION_LABEL: dt.MAINTENANCE}}}
+    wanted = {"example.com/why": "ecc", dt.OPERATION_LABEL: dt.MAINTENANCE}
+    assert dt.rule_patch(server, labelled) == {"metadata": {"labels": wanted}}
 
 
 def test_conditions_read_from_recorded_rules():
