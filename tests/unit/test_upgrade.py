@@ -229,6 +229,28 @@ def test_kubelet_gates_from_configz():
         assert u.kubelet_gates_from_configz(other) is None
 
 
+def test_recorded_kubelet_configz_of_a_real_137_kubelet():
+    real = recorded("kubelet-configz-v1.37.2-kind.json")
+    assert real[u.KUBELET_CONFIGZ_KEY]["kind"] == "KubeletConfiguration"
+    assert u.kubelet_gates_from_configz(real) == {}  # kind's kubelet sets no gate
+    facts = {"kubelet_gates": {"worker": {"gates": u.kubelet_gates_from_configz(real)}}}
+    assert not [f for f in u.findings(facts, "v1.37.2", "v1.38") if "kubelet" in f["id"]]
+    # The same kubelet with device taints switched off (allowed on 1.37: both gates GA, not locked) does not start
+    # on 1.38, which locks both on.
+    gates = {"DRADeviceTaints": False, "DRADeviceTaintRules": False}
+    assert _gates.validate_gates("v1.37.2", gates) == []
+    real[u.KUBELET_CONFIGZ_KEY]["featureGates"] = gates
+    facts = {"kubelet_gates": {"worker": {"gates": u.kubelet_gates_from_configz(real)}}}
+    found = [f for f in u.findings(facts, "v1.37.2", "v1.38") if f["subject"].startswith("kubelet on worker")]
+    assert [(f["id"], f["severity"], f["subject"]) for f in found] == [
+        ("feature-gate-locked", "breaking", "kubelet on worker: DRADeviceTaintRules"),
+        ("feature-gate-locked", "breaking", "kubelet on worker: DRADeviceTaints")]
+    # Switching off only DRADeviceTaints is refused already on 1.37 (DRADeviceTaintRules is on and needs it).
+    facts["kubelet_gates"]["worker"]["gates"] = {"DRADeviceTaints": False}
+    assert [f["id"] for f in u.findings(facts, "v1.36.3", "v1.37") if f["severity"] == "breaking"] == [
+        "feature-gate-dependency"]
+
+
 def test_136_to_137_kubelet_gates_the_target_refuses():
     facts = {"kubelet_gates": kubelets(node_a={"DRAPrioritizedList": False}, node_b={"DRADeviceTaints": False},
                                        node_c={"DRADeviceTaints": "false"}, node_d={},
