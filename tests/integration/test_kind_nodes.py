@@ -480,8 +480,8 @@ def test_extended_resource_pod_is_a_claim_workload_on_real_nodes(kind_cluster, d
         assert env.get(f"{env_key}_RESOURCE_CLAIM") == uid, logs
         assert cdi_specs_naming(c, node, uid)
 
-        report = c.run_module("dra.admin.dra_claims_info", {"namespace": ns}, tmp_path)
-        assert not report.get("failed"), report
+        report = c.run_module("dra.admin.dra_claims_info", {"namespaces": [ns]}, tmp_path)
+        assert not report.get("failed"), report.get("msg")
         mine = [x for x in report["claims"] if x["name"] == claim_name][0]
         assert mine["state"] == "reserved" and mine["extended_resource_claim"] and not mine["orphaned"], mine
         assert [(x["kind"], x["name"], x["node"]) for x in mine["consumers"]] == [("pod", pod_name, node)], mine
@@ -489,13 +489,13 @@ def test_extended_resource_pod_is_a_claim_workload_on_real_nodes(kind_cluster, d
         support = clusterlib.catalog().device_taint_rule_support(c.version)
         if support["usable"]:
             dry = c.run_module("dra.admin.dra_device_taint", {
-                "state": "dry_run", "driver": result["driver"], "pool": result["pool"], "device": result["device"]},
-                tmp_path)
-            assert not dry.get("failed") and not dry["changed"], dry
+                "state": "dry_run", "effect": "NoExecute", "driver": result["driver"], "pool": result["pool"],
+                "device": result["device"]}, tmp_path)
+            assert not dry.get("failed") and not dry["changed"], dry.get("msg")
             assert dry["would_evict"] == [f"{ns}/{pod_name}"], dry
 
-        doctor = c.run_module("dra.admin.dra_claims_doctor", {"namespace": ns}, tmp_path)
-        assert not doctor.get("failed"), doctor
+        doctor = c.run_module("dra.admin.dra_claims_doctor", {"namespaces": [ns]}, tmp_path)
+        assert not doctor.get("failed"), doctor.get("msg")
         assert claim_name not in json.dumps(doctor["findings"]) and doctor["actions"] == [], doctor
 
         driver_daemonsets = [f"{DRIVER_NAMESPACE}/gpu-example-com-kubeletplugin"]
