@@ -26,6 +26,9 @@ import hashlib
 import re
 
 from ansible_collections.dra.admin.plugins.module_utils._claims import allocated_devices, live_consumer_pods
+from ansible_collections.dra.admin.plugins.module_utils._k8s_names import (
+    DNS_SUBDOMAIN, MAX_SUBDOMAIN, label_value_error, qualified_name_error, subdomain_error,
+)
 from ansible_collections.dra.admin.plugins.module_utils._slices import device_index
 from ansible_collections.dra.admin.plugins.module_utils._timestamps import format_time, parse_time
 from ansible_collections.dra.admin.plugins.module_utils._tolerations import tolerates
@@ -66,32 +69,8 @@ OPERATION_TOOLS = {MAINTENANCE: "dra.admin.dra_device_taint (role device_mainten
 # Effects that keep devices out of service (None only reports).
 OUT_OF_SERVICE_EFFECTS = (NO_SCHEDULE, NO_EXECUTE)
 
-_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS_SUBDOMAIN = re.compile(r"^%s(\.%s)*$" % (_DNS_LABEL, _DNS_LABEL))
-_NAME_PART = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
-
-
 class DeviceTaintError(Exception):
     """A request that cannot be carried out; the message names the field or object and the fix."""
-
-
-def _qualified_name_error(field, text):
-    """Why `text` is not a qualified name (prefix/name, as label keys and taint keys are), or None."""
-    prefix, sep, name = str(text).rpartition("/")
-    if not name or len(name) > 63 or not _NAME_PART.match(name):
-        return ("%s %r: the name part must be 1-63 characters, alphanumeric at both ends, with '-', '_' or '.' "
-                "between (for example dra.admin/maintenance)" % (field, text))
-    if sep and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
-        return "%s %r: the prefix before '/' must be a DNS subdomain such as example.com" % (field, text)
-    return None
-
-
-def _subdomain_error(field, text):
-    if not text or len(text) > 253 or not _DNS_SUBDOMAIN.match(text):
-        return ("%s %r must be a DNS subdomain: lowercase letters, digits, '-' and '.', at most 253 characters"
-                % (field, text))
-    return None
 
 
 def input_errors(params):
@@ -101,25 +80,22 @@ def input_errors(params):
     """
     errors = []
     if params.get("name"):
-        errors.append(_subdomain_error("name", params["name"]))
+        errors.append(subdomain_error("name", params["name"], example="dra-admin-gpu-example-com-node-1"))
     if not params.get("driver"):
         errors.append("driver is required: the DRA driver whose devices to taint (for example gpu.example.com)")
     else:
-        errors.append(_subdomain_error("driver", params["driver"]))
+        errors.append(subdomain_error("driver", params["driver"]))
     if params.get("device") and not params.get("pool"):
         errors.append("device %r needs pool: device names are unique only within a pool (the pool of a "
                       "node-local driver is usually the node's name; dra.admin.dra_slices_info lists them)"
                       % params["device"])
-    errors.append(_qualified_name_error("key", params.get("key") or ""))
-    value = params.get("value") or ""
-    if len(value) > 63 or not _LABEL_VALUE.match(value):
-        errors.append("value %r must be at most 63 characters, alphanumeric at both ends, with '-', '_' or '.' "
-                      "between (or empty)" % value)
+    errors.append(qualified_name_error("key", params.get("key") or "", example=DEFAULT_KEY))
+    errors.append(label_value_error("value", params.get("value") or ""))
     if params.get("effect") not in EFFECTS:
         errors.append("effect %r: use one of %s" % (params.get("effect"), ", ".join(EFFECTS)))
     for field in ("labels", "annotations"):
         for key in sorted(params.get(field) or {}):
-            errors.append(_qualified_name_error("%s key" % field, key))
+            errors.append(qualified_name_error("%s key" % field, key))
     if (params.get("labels") or {}).get(MANAGED_BY_LABEL, MANAGED_BY) != MANAGED_BY:
         errors.append("labels: %s is set by dra.admin to %s on the rules it creates; leave it out"
                       % (MANAGED_BY_LABEL, MANAGED_BY))
@@ -151,7 +127,7 @@ def default_rule_name(sel, prefix=NAME_PREFIX):
     parts = [sel.get(k) for k in ("driver", "pool", "device") if sel.get(k)]
     base = re.sub(r"[^a-z0-9.-]+", "-", "-".join(parts).lower()).strip("-.")
     name = prefix + base
-    if len(name) > 253 or not _DNS_SUBDOMAIN.match(name):
+    if len(name) > MAX_SUBDOMAIN or not DNS_SUBDOMAIN.match(name):
         digest = hashlib.sha256("/".join(parts).encode("utf-8")).hexdigest()[:10]
         name = (prefix + base[:200]).rstrip("-.") + "-" + digest
     return name
