@@ -69,6 +69,7 @@ OPERATION_TOOLS = {MAINTENANCE: "dra.admin.dra_device_taint (role device_mainten
 # Effects that keep devices out of service (None only reports).
 OUT_OF_SERVICE_EFFECTS = (NO_SCHEDULE, NO_EXECUTE)
 
+
 class DeviceTaintError(Exception):
     """A request that cannot be carried out; the message names the field or object and the fix."""
 
