@@ -74,6 +74,12 @@ class Cluster:
             self._resource_version = group["preferredVersion"]["version"]
         return self._resource_version
 
+    def wait_for_default_service_account(self, namespace, timeout=60):
+        """Pods are admitted once kube-controller-manager has made the namespace's default ServiceAccount
+        (later when the controller-manager was just restarted)."""
+        self.wait_until(lambda: self.kubectl("get", "serviceaccount", "default", "-n", namespace,
+                                             check=False).returncode == 0, timeout, f"ServiceAccount {namespace}/default")
+
     def wait_until(self, probe, timeout=60, what="condition", interval=0.5):
         """kube.wait_for; an error raised by the probe (e.g. a failed kubectl) fails at once."""
         return wait_for(probe, timeout, what, interval, retry_on=())
@@ -164,8 +170,6 @@ def namespace(cluster, request):
     name = "it-" + request.node.name.lower().replace("_", "-").replace("[", "-").replace("]", "")[:40]
     name = "".join(c for c in name.replace(".", "-") if c.isalnum() or c == "-").strip("-")[:55]
     cluster.kubectl("create", "namespace", name)
-    # Pods are admitted once the controller-manager has made the namespace's default ServiceAccount.
-    cluster.wait_until(lambda: cluster.kubectl("get", "serviceaccount", "default", "-n", name,
-                                               check=False).returncode == 0, 30, f"ServiceAccount {name}/default")
+    cluster.wait_for_default_service_account(name)
     yield name
     cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)

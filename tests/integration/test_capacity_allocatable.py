@@ -160,6 +160,7 @@ def test_free_devices_are_what_the_scheduler_allocates(part_cluster):
     rules = _capacity.allocator_rules(cluster.version)
     namespace = "parts"
     cluster.kubectl("create", "namespace", namespace)
+    cluster.wait_for_default_service_account(namespace)
     cluster.wait_until(lambda: cluster.kubectl("get", "serviceaccount", "default", "-n", namespace,
                                                check=False).returncode == 0, 30, "ServiceAccount parts/default")
     support = _gates.device_taint_rule_support(cluster.version)

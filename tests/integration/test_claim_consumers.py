@@ -292,6 +292,7 @@ def test_a_pod_group_consumer_is_shown_not_orphaned_and_named_by_the_drain(workl
     api = wc.resource_version
     namespace = "workload"
     wc.kubectl("create", "namespace", namespace)
+    wc.wait_for_default_service_account(namespace)
     wc.wait_until(lambda: wc.kubectl("get", "serviceaccount", "default", "-n", namespace,
                                      check=False).returncode == 0, 30, "the default ServiceAccount")
     node = wc.get_json("nodes")["items"][-1]["metadata"]["name"]

@@ -186,6 +186,7 @@ def test_device_maintenance_dry_run_taint_evict_and_lift(taint_cluster, tmp_path
     node = cluster.get_json("nodes")["items"][0]["metadata"]["name"]
     ns = "device-maintenance"
     cluster.kubectl("create", "namespace", ns)
+    cluster.wait_for_default_service_account(ns)
     cluster.wait_until(lambda: cluster.kubectl("get", "serviceaccount", "default", "-n", ns,
                                                check=False).returncode == 0, 30, "the default ServiceAccount")
     cluster.apply([device_class(api, DRIVER),
@@ -296,6 +297,7 @@ def test_drain_device_mode_evicts_one_device_and_releases_its_claim(taint_cluste
     node = cluster.get_json("nodes")["items"][0]["metadata"]["name"]
     ns = "device-drain"
     cluster.kubectl("create", "namespace", ns)
+    cluster.wait_for_default_service_account(ns)
     cluster.wait_until(lambda: cluster.kubectl("get", "serviceaccount", "default", "-n", ns,
                                                check=False).returncode == 0, 30, "the default ServiceAccount")
     index = 'device.attributes["gpu.example.com"].index == %d'
@@ -331,6 +333,7 @@ def test_maintenance_rule_and_device_drain_on_the_same_device_coexist(taint_clus
     node = cluster.get_json("nodes")["items"][0]["metadata"]["name"]
     ns = "device-coexist"
     cluster.kubectl("create", "namespace", ns)
+    cluster.wait_for_default_service_account(ns)
     cluster.wait_until(lambda: cluster.kubectl("get", "serviceaccount", "default", "-n", ns,
                                                check=False).returncode == 0, 30, "the default ServiceAccount")
     gpu = {"driver": "gpu.example.com", "pool": node, "device": "gpu-7"}
@@ -429,6 +432,7 @@ def test_remediation_taints_an_unhealthy_device_and_lifts_its_own_taint_after_th
     node = cluster.get_json("nodes")["items"][0]["metadata"]["name"]
     ns = "device-remediation"
     cluster.kubectl("create", "namespace", ns)
+    cluster.wait_for_default_service_account(ns)
     cluster.wait_until(lambda: cluster.kubectl("get", "serviceaccount", "default", "-n", ns,
                                                check=False).returncode == 0, 30, "the default ServiceAccount")
     # A pod holds dev-0 before its driver reports it unhealthy.

@@ -47,6 +47,8 @@ def render_rules(cluster, rules_dir):
 
 def claim_burst(cluster, namespace):
     api = cluster.resource_version
+    # The namespace was made before kube-controller-manager restarted with the phase's QPS.
+    cluster.wait_for_default_service_account(namespace)
     cluster.apply([claim_template(api, namespace, "one-gpu")]
                   + [pod(namespace, "burst-%02d" % i, template="one-gpu") for i in range(BURST_PODS)])
 
