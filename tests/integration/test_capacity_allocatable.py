@@ -161,8 +161,6 @@ def test_free_devices_are_what_the_scheduler_allocates(part_cluster):
     namespace = "parts"
     cluster.kubectl("create", "namespace", namespace)
     cluster.wait_for_default_service_account(namespace)
-    cluster.wait_until(lambda: cluster.kubectl("get", "serviceaccount", "default", "-n", namespace,
-                                               check=False).returncode == 0, 30, "ServiceAccount parts/default")
     support = _gates.device_taint_rule_support(cluster.version)
     ruled = support["default_on"]
     pools = ["full", "part", "incomplete", "plain"] + (["ruled"] if ruled else [])

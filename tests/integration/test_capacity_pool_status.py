@@ -53,8 +53,6 @@ def pool_status_cluster(request):
 def make_namespace(cluster, namespace):
     cluster.kubectl("create", "namespace", namespace)
     cluster.wait_for_default_service_account(namespace)
-    cluster.wait_until(lambda: cluster.kubectl("get", "serviceaccount", "default", "-n", namespace,
-                                               check=False).returncode == 0, 30, f"ServiceAccount {namespace}/default")
 
 
 def wait_allocated(cluster, namespace, count):

@@ -293,8 +293,6 @@ def test_a_pod_group_consumer_is_shown_not_orphaned_and_named_by_the_drain(workl
     namespace = "workload"
     wc.kubectl("create", "namespace", namespace)
     wc.wait_for_default_service_account(namespace)
-    wc.wait_until(lambda: wc.kubectl("get", "serviceaccount", "default", "-n", namespace,
-                                     check=False).returncode == 0, 30, "the default ServiceAccount")
     node = wc.get_json("nodes")["items"][-1]["metadata"]["name"]
     wc.apply([claim(api, namespace, "gang-gpu", device_class=DEVICE_CLASS), pod_group(namespace, "gang", "gang-gpu"),
               group_deployment(namespace, "trainer", node, "gang", "gang-gpu")])

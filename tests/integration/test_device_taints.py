@@ -187,8 +187,6 @@ def test_device_maintenance_dry_run_taint_evict_and_lift(taint_cluster, tmp_path
     ns = "device-maintenance"
     cluster.kubectl("create", "namespace", ns)
     cluster.wait_for_default_service_account(ns)
-    cluster.wait_until(lambda: cluster.kubectl("get", "serviceaccount", "default", "-n", ns,
-                                               check=False).returncode == 0, 30, "the default ServiceAccount")
     cluster.apply([device_class(api, DRIVER),
                    resource_slice(api, DRIVER, POOL, ["dev-0", "dev-1", "dev-2"], nodeName=node)])
     # Two pods share one claim, one claim tolerates the taint for a while; a pod of the example driver's
@@ -298,8 +296,6 @@ def test_drain_device_mode_evicts_one_device_and_releases_its_claim(taint_cluste
     ns = "device-drain"
     cluster.kubectl("create", "namespace", ns)
     cluster.wait_for_default_service_account(ns)
-    cluster.wait_until(lambda: cluster.kubectl("get", "serviceaccount", "default", "-n", ns,
-                                               check=False).returncode == 0, 30, "the default ServiceAccount")
     index = 'device.attributes["gpu.example.com"].index == %d'
     cluster.apply([claim(api, ns, "gpu5", selector=index % 5), pod(ns, "on5", claim_name="gpu5", node=node, grace=1),
                    claim(api, ns, "gpu6", selector=index % 6), pod(ns, "on6", claim_name="gpu6", node=node, grace=1)])
@@ -334,8 +330,6 @@ def test_maintenance_rule_and_device_drain_on_the_same_device_coexist(taint_clus
     ns = "device-coexist"
     cluster.kubectl("create", "namespace", ns)
     cluster.wait_for_default_service_account(ns)
-    cluster.wait_until(lambda: cluster.kubectl("get", "serviceaccount", "default", "-n", ns,
-                                               check=False).returncode == 0, 30, "the default ServiceAccount")
     gpu = {"driver": "gpu.example.com", "pool": node, "device": "gpu-7"}
     drain_args = {"node": node, "device_driver": "gpu.example.com", "device": "gpu-7", "timeout": 120,
                   "poll_interval": 0.5}
@@ -433,8 +427,6 @@ def test_remediation_taints_an_unhealthy_device_and_lifts_its_own_taint_after_th
     ns = "device-remediation"
     cluster.kubectl("create", "namespace", ns)
     cluster.wait_for_default_service_account(ns)
-    cluster.wait_until(lambda: cluster.kubectl("get", "serviceaccount", "default", "-n", ns,
-                                               check=False).returncode == 0, 30, "the default ServiceAccount")
     # A pod holds dev-0 before its driver reports it unhealthy.
     cluster.apply([device_class(api, REMEDY_DRIVER), remedy_slice(api, node, tainted=False),
                    claim(api, ns, "on-dev-0", device_class=REMEDY_DRIVER,
