@@ -165,6 +165,21 @@ def cluster(request):
 
 
 @pytest.fixture
+def cluster_objects(cluster):
+    """Apply cluster-scoped objects (slices, device classes) for one test; delete them afterwards."""
+    created = []
+
+    def apply(objects):
+        cluster.apply(objects)
+        created.extend(objects)
+
+    yield apply
+    for obj in reversed(created):
+        kind = f"{obj['kind'].lower()}s.{obj['apiVersion'].split('/')[1]}.resource.k8s.io"
+        cluster.kubectl("delete", kind, obj["metadata"]["name"], "--ignore-not-found", check=False)
+
+
+@pytest.fixture
 def namespace(cluster, request):
     """A fresh namespace per test, deleted afterwards."""
     name = "it-" + request.node.name.lower().replace("_", "-").replace("[", "-").replace("]", "")[:40]

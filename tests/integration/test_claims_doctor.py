@@ -141,31 +141,16 @@ def fabric_slice(api_version, pool, placement, generation=1, **where):
     return item
 
 
-@pytest.fixture
-def fabric_objects(cluster):
-    """Apply cluster-scoped objects (slices, the DeviceClass) for one test; delete them afterwards."""
-    created = []
-
-    def apply(objects):
-        cluster.apply(objects)
-        created.extend(objects)
-
-    yield apply
-    for obj in reversed(created):
-        kind = f"{obj['kind'].lower()}s.{obj['apiVersion'].split('/')[1]}.resource.k8s.io"
-        cluster.kubectl("delete", kind, obj["metadata"]["name"], "--ignore-not-found", check=False)
-
-
 def doctor_kinds(result):
     return sorted((f["kind"], f.get("claim") or f.get("pod")) for f in result["findings"])
 
 
-def test_a_driver_publishing_by_node_selector_or_all_nodes_is_not_gone(cluster, namespace, fabric_objects):
+def test_a_driver_publishing_by_node_selector_or_all_nodes_is_not_gone(cluster, namespace, cluster_objects):
     node0, node1, node2 = nodes(cluster)[:3]
     v = cluster.resource_version
     selected = fabric_slice(v, "selected", "selected", nodeSelector=hostname_selector(node0, node1))
     everywhere = fabric_slice(v, "everywhere", "everywhere", allNodes=True)
-    fabric_objects([device_class(v, FABRIC), selected, everywhere])
+    cluster_objects([device_class(v, FABRIC), selected, everywhere])
     attribute = 'device.attributes["%s"].placement == "%%s"' % FABRIC
     cluster.apply([claim(v, namespace, "by-selector", selector=attribute % "selected", device_class=FABRIC),
                    claim(v, namespace, "all-nodes", selector=attribute % "everywhere", device_class=FABRIC),
@@ -208,7 +193,7 @@ def test_a_driver_publishing_by_node_selector_or_all_nodes_is_not_gone(cluster, 
 
         # A new generation of the selector pool for node2 only: now nothing of the driver publishes for node0
         # or node1, and the doctor calls it gone there (and would force only without a live pod).
-        fabric_objects([fabric_slice(v, "selected", "selected", generation=2, nodeSelector=hostname_selector(node2))])
+        cluster_objects([fabric_slice(v, "selected", "selected", generation=2, nodeSelector=hostname_selector(node2))])
         gone = doctor(cluster, namespace, fix=["stuck_deletion"], force=True, check=True)
         found = by_kind(gone)
         assert sorted(f["claim"] for f in found["stuck_deletion"]) == [f"{namespace}/all-nodes",

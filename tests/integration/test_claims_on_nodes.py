@@ -47,21 +47,6 @@ def record(cluster, scenario, namespace, *cluster_kinds):
         json.dump({"apiVersion": "v1", "kind": "List", "items": items}, fh, indent=1, sort_keys=True)
 
 
-@pytest.fixture
-def cluster_objects(cluster):
-    """Apply cluster-scoped objects (slices, device classes) for one test; delete them afterwards."""
-    created = []
-
-    def apply(objects):
-        cluster.apply(objects)
-        created.extend(objects)
-
-    yield apply
-    for obj in reversed(created):
-        kind = f"{obj['kind'].lower()}s.{obj['apiVersion'].split('/')[1]}.resource.k8s.io"
-        cluster.kubectl("delete", kind, obj["metadata"]["name"], "--ignore-not-found", check=False)
-
-
 def node_names(cluster):
     return sorted(n["metadata"]["name"] for n in cluster.get_json("nodes")["items"])
 
