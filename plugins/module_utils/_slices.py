@@ -127,25 +127,6 @@ def _holders(resource_slice):
     return [spec]
 
 
-def holder_covers_node(holder, name, labels):
-    """Whether a slice spec or a per-device entry offers its devices to the node (its name and labels):
-    ``nodeName`` is the node, ``allNodes``, or its ``nodeSelector`` admits the node. An entry naming none
-    (the API refuses it) covers no node."""
-    if holder.get("nodeName"):
-        return holder["nodeName"] == name
-    if holder.get("allNodes"):
-        return True
-    if holder.get("nodeSelector"):
-        return selector_matches(holder["nodeSelector"], name, labels)
-    return False
-
-
-def slice_covers_node(resource_slice, name, labels):
-    """Whether the slice publishes for the node: at slice level (even without devices), or with
-    perDeviceNodeSelection through at least one of its devices."""
-    return any(holder_covers_node(h, name, labels) for h in _holders(resource_slice))
-
-
 def node_publishers(slices):
     """Which pools publish for which nodes, from each pool's newest generation: the index that
     pools_for_node and drivers_for_node read.
