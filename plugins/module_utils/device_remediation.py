@@ -44,7 +44,7 @@ def remediation_params(action, now, wait_timeout, poll_interval):
             "driver": action["driver"], "pool": action["pool"], "device": action["device"], "key": KEY,
             "value": "", "effect": effect, "labels": {}, "operation": PURPOSE,
             "annotations": rule_annotations(action, now), "wait": bool(action.get("want_effect")),
-            "wait_timeout": wait_timeout, "poll_interval": poll_interval}
+            "wait_timeout": wait_timeout, "wait_sleep": poll_interval}
 
 
 def remediate(api, effect, healthy_for, driver=None, wait_timeout=300, poll_interval=2.0, check_mode=False,

@@ -78,7 +78,7 @@ def rule_named(rules, name):
 
 class DeviceTaint(object):
     """One run of dra_device_taint: params as the module's (state, name, driver, pool, device, key, value,
-    effect, labels, annotations, wait, wait_timeout, poll_interval), and `operation`: the dra.admin operation
+    effect, labels, annotations, wait, wait_timeout, wait_sleep), and `operation`: the dra.admin operation
     the run belongs to (default maintenance; the drain's device mode and the remediation name theirs), which
     owns the rules it writes and names them by default."""
 
@@ -230,7 +230,7 @@ class DeviceTaint(object):
                     "state=absent" % (self.name, self.p["wait_timeout"], what, cond.get("message") or "no report",
                                       ", ".join(details.get("still_holding") or details["pods"]) or "none"),
                     details)
-            self.sleep(self.p["poll_interval"])
+            self.sleep(self.p["wait_sleep"])
 
 
 # ---------------------------------------------------------------- the drain's device mode
@@ -252,7 +252,7 @@ def drain_devices(api, node, state, driver, pool=None, device=None, timeout=600,
     params = {"state": TAINTED if state == "drained" else ABSENT, "name": None, "driver": driver,
               "pool": pool or node, "device": device, "key": DEFAULT_KEY, "value": DRAIN_VALUE,
               "effect": NO_EXECUTE, "labels": {}, "annotations": {DRAINED_NODE_ANNOTATION: node}, "wait": True,
-              "wait_timeout": timeout, "poll_interval": poll_interval, "operation": DEVICE_DRAIN}
+              "wait_timeout": timeout, "wait_sleep": poll_interval, "operation": DEVICE_DRAIN}
     task = DeviceTaint(api, params, check_mode=check_mode, clock=clock, sleep=sleep)
     started = clock()
     if state == "drained":

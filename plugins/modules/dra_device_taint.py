@@ -342,7 +342,7 @@ def main():
     if errors:
         module.fail_json(msg="; ".join(errors) + "; nothing was changed")
     api = DraApi(module)
-    run = DeviceTaint(api, dict(module.params, poll_interval=module.params["wait_sleep"]), check_mode=module.check_mode)
+    run = DeviceTaint(api, module.params, check_mode=module.check_mode)
     try:
         result = run.run()
     except (DeviceTaintError, DraApiError, ClaimsError) as exc:

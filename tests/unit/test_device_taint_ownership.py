@@ -231,7 +231,7 @@ def scripted(rules):
 def module_params(**kw):
     base = {"name": None, "driver": DRIVER, "pool": POOL, "device": None, "key": dt.DEFAULT_KEY, "value": "",
             "effect": dt.NO_EXECUTE, "labels": {}, "annotations": {}, "wait": True, "wait_timeout": 5,
-            "poll_interval": 0.01}
+            "wait_sleep": 0.01}
     base.update(kw)
     return base
 

@@ -327,7 +327,7 @@ class ScriptedApi(DraApi):
 
 
 def run(api, check_mode=False, **kw):
-    p = dict(params(), state="tainted", wait=True, wait_timeout=5, poll_interval=0.01)
+    p = dict(params(), state="tainted", wait=True, wait_timeout=5, wait_sleep=0.01)
     p.update(kw)
     task = DeviceTaint(api, p, check_mode=check_mode, sleep=lambda s: None)
     return task, task.run()
