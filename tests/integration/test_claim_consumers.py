@@ -24,11 +24,12 @@ import signal
 import pytest
 import yaml
 
-from api_recorder import ApiRecorder
 from conftest import own_cluster
 from dra_objects import DEVICE_CLASS, DRIVER, EXCLUSION_LABEL, claim, device_class
 # The drain tests' driver DaemonSet and node fixtures (driver, drain_node) are used here too.
-from test_drain import DRIVER_NS, TOLERATE_KWOK, drain_args, driver_daemonset, node_state, pods_on, running_count
+from test_drain import (
+    DRIVER_NS, TOLERATE_KWOK, drain_args, driver_daemonset, node_state, pods_on, recorded_drain, running_count,
+)
 from test_drain import driver, drain_node  # noqa: F401  pylint: disable=unused-import
 
 import clusterlib
@@ -186,14 +187,7 @@ def test_extended_resource_pod_is_a_claim_workload_everywhere(cluster, namespace
     assert planned["eviction_order"][0] == f"{namespace}/{pod_name}"
     assert f"{namespace}/{claim_name}" in planned["claims_held_at_start"]
     driver_pod = pods_on(cluster, DRIVER_NS, node)[0]
-    recorder = ApiRecorder(cluster.kubeconfig)
-    recorder.watch_pods(namespace)
-    recorder.watch_pods(DRIVER_NS)
-    recorder.watch_claims(namespace, api)
-    try:
-        result = cluster.run_module("dra.admin.dra_node_drain", drain_args(node))
-    finally:
-        recorder.stop()
+    result, recorder = recorded_drain(cluster, namespace, api, node)
     assert result["claim_pods"] == [f"{namespace}/{pod_name}"] and result["non_pod_claims"] == []
     evicted = recorder.deletion_started("pod", f"{namespace}/{pod_name}")
     released = recorder.released(f"{namespace}/{claim_name}")

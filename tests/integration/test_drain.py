@@ -165,6 +165,19 @@ def drain_args(node, **extra):
     return args
 
 
+def recorded_drain(cluster, namespace, api, node):
+    """Drain the node while watching the namespace's pods and claims and the driver's pods: (result, recorder)."""
+    recorder = ApiRecorder(cluster.kubeconfig)
+    recorder.watch_pods(namespace)
+    recorder.watch_pods(DRIVER_NS)
+    recorder.watch_claims(namespace, api)
+    try:
+        result = cluster.run_module("dra.admin.dra_node_drain", drain_args(node))
+    finally:
+        recorder.stop()
+    return result, recorder
+
+
 def test_drain_order_proven_from_api_then_return_to_service(cluster, namespace, drain_node):
     api = cluster.resource_version
     node = drain_node
@@ -187,14 +200,7 @@ def test_drain_order_proven_from_api_then_return_to_service(cluster, namespace, 
     assert planned["driver_pods"] == [f"{DRIVER_NS}/{driver_pod['metadata']['name']}"]
     assert node_state(cluster, node) == before, "check mode changed the node"
 
-    recorder = ApiRecorder(cluster.kubeconfig)
-    recorder.watch_pods(namespace)
-    recorder.watch_pods(DRIVER_NS)
-    recorder.watch_claims(namespace, api)
-    try:
-        result = cluster.run_module("dra.admin.dra_node_drain", drain_args(node))
-    finally:
-        recorder.stop()
+    result, recorder = recorded_drain(cluster, namespace, api, node)
     assert result["changed"] is True
     assert set(result["phases"]) == {"preflight", "cordon", "evict_claim_pods", "evict_other_pods",
                                      "wait_claims_released", "remove_driver"}
