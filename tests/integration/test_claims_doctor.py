@@ -20,7 +20,6 @@ publishes for other nodes only.
 """
 import json
 
-import pytest
 
 from components import ControllerManager, restore_driver_plugins, stop_driver_plugin
 from conftest import NODES

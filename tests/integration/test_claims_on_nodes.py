@@ -14,7 +14,6 @@ published slice and a KWOK node "runs" any pod, which is all these checks need.
 import json
 import os
 
-import pytest
 import yaml
 
 from dra_objects import claim, claim_template, device_class, hostname_selector, pod, resource_slice
