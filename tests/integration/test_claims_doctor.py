@@ -20,7 +20,6 @@ publishes for other nodes only.
 """
 import json
 
-
 from components import ControllerManager, restore_driver_plugins, stop_driver_plugin
 from conftest import NODES
 from dra_objects import claim, claim_template, device_class, hostname_selector, pod, resource_slice
