@@ -133,7 +133,7 @@ test:
 	$(ROOT)/hack/test-all $(if $(K8S_VERSION),K8S_VERSION=$(K8S_VERSION))
 
 # Not part of `test`: builds kube-apiserver of every release that is not pinned (once) and takes
-# longer; run it when plugins/module_utils/_gates.py changes and commit docs/gate-matrix.md.
+# longer; run it when plugins/module_utils/releases/catalog.py changes and commit docs/gate-matrix.md.
 gate-matrix: venv collection-link build
 	cd $(ROOT) && $(BIN)/python hack/gate-matrix
 

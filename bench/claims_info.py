@@ -226,7 +226,7 @@ def main():
                                   "api_requests": result["api_requests"],
                                   "claims": result["totals"]["total"] if args.suite == "claims" else None})
         baseline_wall, baseline_rss, _ = child_peak([sys.executable, "-c",
-                                                     "import ansible_collections.dra.admin.plugins.module_utils.api"],
+                                                     "import ansible_collections.dra.admin.plugins.module_utils.common.api"],
                                                     env, out)
     finally:
         if kcm_pid:

@@ -119,7 +119,7 @@ def workload(node, pods, grace):
 
 def set_kcm_limits(name, qps, burst):
     """Restart kube-controller-manager with --kube-api-qps/--kube-api-burst, as the scale benchmark does
-    (its flags rewritten through _command_line; returns when it leads and its controllers have started)."""
+    (its flags rewritten through control_plane.command_line; returns when it leads and its controllers have started)."""
     sys.path.insert(0, os.path.join(ROOT, "bench", "scale"))
     import components
     import run as scale_run

@@ -6,7 +6,7 @@ Generates the tree in a temporary directory (tests/unit/fixtures/hardware/
 make_trees.py --large: GPUs with render nodes, InfiniBand HCAs with RDMA
 ports, SR-IOV NICs with 7 VFs each, NVMe, bridges, 2 NUMA nodes, and a
 pci.ids of the real database's size), then times
-_hardware.discover() over it: every section except nvidia, as the module
+hardware.discover() over it: every section except nvidia, as the module
 runs it. The first run is reported apart (cold page cache for the tree and
 pci.ids); the figure to compare is the median of the warm runs.
 """
@@ -29,7 +29,7 @@ if not os.path.islink(LINK):
 sys.path.insert(0, COLLECTIONS)
 
 import make_trees  # noqa: E402
-from ansible_collections.dra.admin.plugins.module_utils import _hardware  # noqa: E402
+from ansible_collections.dra.admin.plugins.module_utils.nodes import hardware  # noqa: E402
 
 SECTIONS = ["pci", "render_nodes", "rdma", "cpu", "numa"]
 
@@ -46,7 +46,7 @@ def main():
         facts = None
         for dummy in range(args.repeat + 1):
             started = time.perf_counter()
-            facts = _hardware.discover(tmp, include=SECTIONS)
+            facts = hardware.discover(tmp, include=SECTIONS)
             timings.append(time.perf_counter() - started)
         found = len(facts["pci_devices"])
         if found != made or facts["errors"]:

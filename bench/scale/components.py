@@ -16,9 +16,9 @@ import clusterlib  # noqa: E402
 import kube  # noqa: E402  (hack/cluster/kube.py)
 
 
-flags = clusterlib.collection_module("_command_line")
-metrics = clusterlib.collection_module("_metrics")
-gates = clusterlib.collection_module("_gates")
+flags = clusterlib.collection_module("control_plane.command_line")
+metrics = clusterlib.collection_module("metrics.diagnosis")
+gates = clusterlib.collection_module("releases.catalog")
 
 
 class Cluster:
@@ -76,7 +76,7 @@ class Cluster:
         return argv, [flags.parse_flag(item, "kube-controller-manager command line") for item in argv[1:]]
 
     def kcm_command_line(self, qps=None, burst=None):
-        """argv with --kube-api-qps/--kube-api-burst set (or removed: the binary's defaults), via _command_line."""
+        """argv with --kube-api-qps/--kube-api-burst set (or removed: the binary's defaults), via control_plane.command_line."""
         argv, entries = self.kcm_flags()
         if qps is None:
             after = flags.change_flags(entries, remove_flags=["kube-api-qps", "kube-api-burst"])

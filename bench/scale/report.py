@@ -393,7 +393,7 @@ def markdown(doc):
             "## Pod startup latency (creation → Running)", "", table_startup(doc), "",
             "## The page's metrics, per run window", "",
             "Computed from two scrapes of each component's /metrics (start and end of the run) with the page's "
-            "queries (`plugins/module_utils/_metrics.py`), the window being the run instead of `[5m]`; the depth "
+            "queries (`plugins/module_utils/metrics/diagnosis.py`), the window being the run instead of `[5m]`; the depth "
             f"and peak add rate come from scrapes every {w['sample_interval']:g} s. kcm requests/s and the "
             "rate-limiter wait are summed over all of kube-controller-manager's clients "
             "(`rest_client_rate_limiter_duration_seconds`): the wait is the time requests spent queued by the "

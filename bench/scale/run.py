@@ -9,7 +9,7 @@ its own cluster, the settings in lockstep:
 
   no-claims     the same Jobs without ResourceClaims (kube-controller-manager defaults)
   dra-defaults  DRA, kube-controller-manager --kube-api-qps/--kube-api-burst unset (20/30)
-  dra-75-150    DRA, the page's 75/150 (from the collection's tuning rule, set with _command_line)
+  dra-75-150    DRA, the page's 75/150 (from the collection's tuning rule, set with control_plane.command_line)
   dra-200-400   DRA, 200/400
 
 Workload per run (fresh namespace): fill Jobs (one pod, one device each) created

@@ -71,8 +71,8 @@ def collection_module(name):
 
 
 def catalog():
-    """The collection's version catalog (plugins/module_utils/_gates.py)."""
-    return collection_module("_gates")
+    """The collection's version catalog (plugins/module_utils/releases/catalog.py)."""
+    return collection_module("releases.catalog")
 
 
 def gates_and_runtime_config(k8s_version, extra_gates=None):

@@ -47,7 +47,7 @@ sys.path.insert(0, HERE)
 import clusterlib  # noqa: E402
 
 # Component names as the version catalog spells them.
-_GATES = clusterlib.collection_module("_gates")
+_GATES = clusterlib.collection_module("releases.catalog")
 APISERVER = _GATES.KUBE_APISERVER
 KCM = _GATES.KUBE_CONTROLLER_MANAGER
 SCHEDULER = _GATES.KUBE_SCHEDULER
@@ -88,11 +88,11 @@ class MatrixError(Exception):
 # ---- the catalog's side ----------------------------------------------------------------
 
 def catalog_modules():
-    """(_gates, dra_version_info) imported as the collection's own code."""
+    """(gate_catalog, dra_version_info) imported as the collection's own code."""
     clusterlib.collection_on_path()
-    from ansible_collections.dra.admin.plugins.module_utils import _gates
+    from ansible_collections.dra.admin.plugins.module_utils.releases import catalog as gate_catalog
     from ansible_collections.dra.admin.plugins.modules import dra_version_info
-    return _gates, dra_version_info
+    return gate_catalog, dra_version_info
 
 
 def catalog_verdict(version, gate, value):

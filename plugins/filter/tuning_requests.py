@@ -8,7 +8,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.dra.admin.plugins.module_utils._tuning import tuning_requests
+from ansible_collections.dra.admin.plugins.module_utils.control_plane.tuning import tuning_requests
 
 
 def tuning_requests_filter(components, controller_manager, scheduler, scheduler_config):

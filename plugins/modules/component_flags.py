@@ -299,11 +299,16 @@ import os
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.dra.admin.plugins.module_utils import _command_line, _config_file, _host_paths, _manifest, _manifest_text, _tuning
-from ansible_collections.dra.admin.plugins.module_utils.files import backup_file, read_regular_file, read_text, write_atomically
-from ansible_collections.dra.admin.plugins.module_utils._component_metrics import procfs_start_time
-from ansible_collections.dra.admin.plugins.module_utils._merge import deep_merge
-from ansible_collections.dra.admin.plugins.module_utils._gates import (
+from ansible_collections.dra.admin.plugins.module_utils.control_plane import command_line
+from ansible_collections.dra.admin.plugins.module_utils.control_plane import config_file
+from ansible_collections.dra.admin.plugins.module_utils.control_plane import host_paths
+from ansible_collections.dra.admin.plugins.module_utils.control_plane import manifest as manifest_rules
+from ansible_collections.dra.admin.plugins.module_utils.control_plane import manifest_text
+from ansible_collections.dra.admin.plugins.module_utils.control_plane import tuning
+from ansible_collections.dra.admin.plugins.module_utils.common.files import backup_file, read_regular_file, read_text, write_atomically
+from ansible_collections.dra.admin.plugins.module_utils.control_plane.component_metrics import procfs_start_time
+from ansible_collections.dra.admin.plugins.module_utils.common.merge import deep_merge
+from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import (
     KUBE_SCHEDULER, dra_additions, validate_dra_gates, validate_gates, validate_runtime_config, validate_without_version,
 )
 
@@ -320,8 +325,8 @@ def argument_spec():
         enable_dra=dict(type="bool", default=False),
         config_file=dict(type="dict", options=dict(
             path=dict(type="path"),
-            kind=dict(type="str", default=_tuning.SCHEDULER_KIND, choices=[_tuning.SCHEDULER_KIND]),
-            api_version=dict(type="str", default=_tuning.SCHEDULER_API_VERSION),
+            kind=dict(type="str", default=tuning.SCHEDULER_KIND, choices=[tuning.SCHEDULER_KIND]),
+            api_version=dict(type="str", default=tuning.SCHEDULER_API_VERSION),
             merge=dict(type="dict", default={}),
             volume_name=dict(type="str", default="kube-scheduler-config"),
         )),
@@ -335,7 +340,7 @@ def check_backup_dir(path, backup_dir):
     manifest_dir = os.path.realpath(os.path.dirname(os.path.abspath(path)))
     target = os.path.realpath(os.path.abspath(backup_dir))
     if target == manifest_dir or target.startswith(manifest_dir + os.sep):
-        raise _manifest.ManifestError(
+        raise manifest_rules.ManifestError(
             "backup_dir %s is inside %s, where the kubelet would start a backup as a second Pod: "
             "choose a directory outside it (default /etc/kubernetes/dra-admin-backups)" % (backup_dir, manifest_dir))
 
@@ -355,7 +360,7 @@ def read_manifest(path):
     return read_regular_file(
         path, "manifest %s does not exist: is this a control-plane node set up by kubeadm? "
         "Give the manifest's path in the path option", "%s is not a regular file: give the manifest's path",
-        _manifest.ManifestError)
+        manifest_rules.ManifestError)
 
 
 CONFIG_ANNOTATION = "dra.admin/config-sha256"
@@ -369,47 +374,47 @@ def plan_config_file(options, manifest, container, flags, where):
     """
     current = flags.get("config")
     if isinstance(current, list) or (current is None and "config" in flags):
-        raise _manifest.ManifestError("%s: --config is given %s: expected one --config=<file>"
-                                      % (where, "several times" if isinstance(current, list) else "without a file"))
+        raise manifest_rules.ManifestError("%s: --config is given %s: expected one --config=<file>"
+                                           % (where, "several times" if isinstance(current, list) else "without a file"))
     if current:
         pod_path = current
-        host_path = _host_paths.host_path_for(manifest, container, pod_path, where)
+        host_path = host_paths.host_path_for(manifest, container, pod_path, where)
         if host_path is None:
-            raise _manifest.ManifestError(
+            raise manifest_rules.ManifestError(
                 "%s: --config=%s is not mounted from the host (no hostPath volume mount covers it), so its "
                 "content cannot be changed here: mount the file with a hostPath volume, or remove --config and "
                 "let this module create the file" % (where, pod_path))
         if not os.path.isfile(host_path):
-            raise _manifest.ManifestError(
+            raise manifest_rules.ManifestError(
                 "%s: --config=%s (on the host %s) does not exist: the component cannot start like this; put the "
                 "file back, or remove --config and let this module create the file" % (where, pod_path, host_path))
         add_flag = False
     else:
         pod_path = options.get("path")
         if not pod_path:
-            raise _manifest.ManifestError(
+            raise manifest_rules.ManifestError(
                 "%s has no --config flag: give config_file.path, where the file is to be created "
                 "(e.g. /etc/kubernetes/kube-scheduler-config.yaml)" % where)
         if not os.path.isabs(pod_path):
-            raise _manifest.ManifestError("config_file.path %s is not an absolute path: give it as the Pod sees it, "
-                                          "e.g. /etc/kubernetes/kube-scheduler-config.yaml" % pod_path)
+            raise manifest_rules.ManifestError("config_file.path %s is not an absolute path: give it as the Pod sees it, "
+                                               "e.g. /etc/kubernetes/kube-scheduler-config.yaml" % pod_path)
         host_path = pod_path
         if not os.path.isdir(os.path.dirname(host_path)):
-            raise _manifest.ManifestError("config_file.path %s: directory %s does not exist on this host: choose a "
-                                          "path in an existing directory" % (pod_path, os.path.dirname(host_path)))
+            raise manifest_rules.ManifestError("config_file.path %s: directory %s does not exist on this host: choose a "
+                                               "path in an existing directory" % (pod_path, os.path.dirname(host_path)))
         add_flag = True
     exists = os.path.isfile(host_path)
     if os.path.exists(host_path) and not exists:
-        raise _manifest.ManifestError("%s is not a regular file: give config_file.path a file name" % host_path)
+        raise manifest_rules.ManifestError("%s is not a regular file: give config_file.path a file name" % host_path)
     text = read_text(host_path) if exists else ""
     merge = dict(options.get("merge") or {})
     if not exists:
-        base = _tuning.scheduler_config_from_flags(flags, options["api_version"])
+        base = tuning.scheduler_config_from_flags(flags, options["api_version"])
         merge = deep_merge(base, merge)
-    new_text, changed, dummy, after = _config_file.edit_config_text(text, options["kind"], merge, where=host_path)
+    new_text, changed, dummy, after = config_file.edit_config_text(text, options["kind"], merge, where=host_path)
     if not exists:
         changed = True
-    errors = _tuning.config_rate_errors(container, after, host_path)
+    errors = tuning.config_rate_errors(container, after, host_path)
     return dict(path=pod_path, host_path=host_path, exists=exists, created=not exists, text=text,
                 new_text=new_text, changed=changed, config=after, add_flag=add_flag, errors=errors)
 
@@ -417,16 +422,16 @@ def plan_config_file(options, manifest, container, flags, where):
 def with_config_file(new_text, changed, config, params, path):
     """The manifest's new text with the configuration file's mount (when the file is new) and its digest
     annotation (so a change to the file alone restarts the Pod): (new text, changed)."""
-    edited = _manifest.load_manifest(new_text, path)
+    edited = manifest_rules.load_manifest(new_text, path)
     structured = edited
     if config["add_flag"]:
-        structured, dummy = _host_paths.add_host_path_mount(
+        structured, dummy = host_paths.add_host_path_mount(
             structured, params["container"], params["config_file"]["volume_name"], config["host_path"],
             config["path"], "File", True, path)
     digest = hashlib.sha256(config["new_text"].encode("utf-8")).hexdigest()
-    structured, dummy = _manifest.set_annotation(structured, CONFIG_ANNOTATION, digest)
+    structured, dummy = manifest_rules.set_annotation(structured, CONFIG_ANNOTATION, digest)
     if structured != edited:
-        return _manifest_text.render_structure(new_text, edited, structured), True
+        return manifest_text.render_structure(new_text, edited, structured), True
     return new_text, changed
 
 
@@ -438,15 +443,15 @@ def plan(params):
     if params["backup"]:
         check_backup_dir(path, params["backup_dir"])
     if params["enable_dra"] and not version:
-        raise _manifest.ManifestError("enable_dra needs kubernetes_version: give the component's version, e.g. v1.33.13")
+        raise manifest_rules.ManifestError("enable_dra needs kubernetes_version: give the component's version, e.g. v1.33.13")
     text = read_manifest(path)
-    manifest = _manifest.load_manifest(text, path)
-    target = _manifest.find_container(manifest, params["container"], path)
+    manifest = manifest_rules.load_manifest(text, path)
+    target = manifest_rules.find_container(manifest, params["container"], path)
     container = target.get("name")
-    flags = _command_line.flags_dict(_command_line.read_flags(target, path))
+    flags = command_line.flags_dict(command_line.read_flags(target, path))
     feature_gates = dict(params["feature_gates"])
     runtime_config = dict(params["runtime_config"])
-    set_flags = dict((_command_line.flag_name(k), v) for k, v in params["set_flags"].items())
+    set_flags = dict((command_line.flag_name(k), v) for k, v in params["set_flags"].items())
     added = ({}, {})
     if params["enable_dra"]:
         added = dra_additions(version, container, feature_gates)
@@ -459,7 +464,7 @@ def plan(params):
         errors.extend(validate_request(version, feature_gates, runtime_config, params["enable_dra"]))
     else:
         errors.extend(validate_without_version(feature_gates, runtime_config))
-    errors.extend(_tuning.flag_rate_errors(container, set_flags, flags, path))
+    errors.extend(tuning.flag_rate_errors(container, set_flags, flags, path))
     config = None
     if params.get("config_file"):
         config = plan_config_file(params["config_file"], manifest, container, flags, path)
@@ -475,8 +480,8 @@ def plan(params):
             errors.append("%s: kube-scheduler ignores --%s once --config is given: set clientConnection.qps/burst "
                           "through config_file.merge instead" % (path, " and --".join(ignored)))
     if errors:
-        raise _manifest.ManifestError("%s: nothing written: %s" % (path, "; ".join(errors)))
-    new_text, changed, before, after = _manifest_text.edit_manifest_text(
+        raise manifest_rules.ManifestError("%s: nothing written: %s" % (path, "; ".join(errors)))
+    new_text, changed, before, after = manifest_text.edit_manifest_text(
         text, params["container"], set_flags, params["remove_flags"],
         feature_gates, runtime_config, where=path)
     if config is not None:
@@ -489,7 +494,7 @@ def map_value(flags, name):
     value = flags.get(name)
     if isinstance(value, list):
         value = ",".join(v for v in value if v)
-    return dict(_command_line.parse_map(value or ""))
+    return dict(command_line.parse_map(value or ""))
 
 
 def clock_before_write():
@@ -508,12 +513,12 @@ def config_result(config):
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    if not _manifest.HAS_YAML:
+    if not manifest_rules.HAS_YAML:
         module.fail_json(msg=missing_required_lib("PyYAML"))
     path = module.params["path"]
     try:
         planned = plan(module.params)
-    except (_manifest.ManifestError, ValueError) as exc:
+    except (manifest_rules.ManifestError, ValueError) as exc:
         module.fail_json(msg=to_native(exc), path=path, changed=False)
     after, before, config = planned["after"], planned["before"], planned["config"]
     changed = planned["changed"] or bool(config and config["changed"])

@@ -135,10 +135,10 @@ api_requests:
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.dra.admin.plugins.module_utils._component_metrics import component_state, wanted_gates
-from ansible_collections.dra.admin.plugins.module_utils._metrics import ParseError
-from ansible_collections.dra.admin.plugins.module_utils.http_endpoints import Http, SourceError
-from ansible_collections.dra.admin.plugins.module_utils._waits import wait_parameter_errors
+from ansible_collections.dra.admin.plugins.module_utils.control_plane.component_metrics import component_state, wanted_gates
+from ansible_collections.dra.admin.plugins.module_utils.metrics.diagnosis import ParseError
+from ansible_collections.dra.admin.plugins.module_utils.common.http import Http, SourceError
+from ansible_collections.dra.admin.plugins.module_utils.common.waits import wait_parameter_errors
 
 
 def argument_spec():

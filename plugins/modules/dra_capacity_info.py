@@ -243,12 +243,12 @@ api_requests:
   type: int
 """
 
-from ansible_collections.dra.admin.plugins.module_utils.api import (
+from ansible_collections.dra.admin.plugins.module_utils.common.api import (
     AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
 )
-from ansible_collections.dra.admin.plugins.module_utils.claims import PoolStatusError, gather_capacity
-from ansible_collections.dra.admin.plugins.module_utils._k8s_names import subdomain_error
-from ansible_collections.dra.admin.plugins.module_utils._waits import wait_options, wait_parameter_errors
+from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import PoolStatusError, gather_capacity
+from ansible_collections.dra.admin.plugins.module_utils.common.names import subdomain_error
+from ansible_collections.dra.admin.plugins.module_utils.common.waits import wait_options, wait_parameter_errors
 
 
 def argument_spec():

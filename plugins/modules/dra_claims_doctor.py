@@ -181,13 +181,13 @@ api_requests:
   type: int
 """
 
-from ansible_collections.dra.admin.plugins.module_utils.api import (
+from ansible_collections.dra.admin.plugins.module_utils.common.api import (
     AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
 )
-from ansible_collections.dra.admin.plugins.module_utils.doctor import carry_out, examine, unresolved
-from ansible_collections.dra.admin.plugins.module_utils._doctor import claim_diff, counts, plan, validate_fix
-from ansible_collections.dra.admin.plugins.module_utils._k8s_names import dns_label_error
-from ansible_collections.dra.admin.plugins.module_utils._waits import wait_options, wait_parameter_errors
+from ansible_collections.dra.admin.plugins.module_utils.claims.doctor_service import carry_out, examine, unresolved
+from ansible_collections.dra.admin.plugins.module_utils.claims.doctor import claim_diff, counts, plan, validate_fix
+from ansible_collections.dra.admin.plugins.module_utils.common.names import dns_label_error
+from ansible_collections.dra.admin.plugins.module_utils.common.waits import wait_options, wait_parameter_errors
 
 
 def argument_spec():

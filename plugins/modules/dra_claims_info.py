@@ -210,11 +210,11 @@ api_requests:
   type: int
 """
 
-from ansible_collections.dra.admin.plugins.module_utils.api import (
+from ansible_collections.dra.admin.plugins.module_utils.common.api import (
     AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
 )
-from ansible_collections.dra.admin.plugins.module_utils.claims import ClaimsError, gather_claim_views
-from ansible_collections.dra.admin.plugins.module_utils._claims import (
+from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import ClaimsError, gather_claim_views
+from ansible_collections.dra.admin.plugins.module_utils.claims.claims import (
     blocking_message, claim_totals, summarize_by_node,
 )
 

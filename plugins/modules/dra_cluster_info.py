@@ -138,12 +138,12 @@ api_requests:
   type: int
 """
 
-from ansible_collections.dra.admin.plugins.module_utils.api import (
+from ansible_collections.dra.admin.plugins.module_utils.common.api import (
     AnsibleK8SModule, DraApi, DraApiError, DraNotServedError, auth_argument_spec,
 )
-from ansible_collections.dra.admin.plugins.module_utils._locations import is_marker
-from ansible_collections.dra.admin.plugins.module_utils._node_selection import node_label_map
-from ansible_collections.dra.admin.plugins.module_utils._slices import (
+from ansible_collections.dra.admin.plugins.module_utils.claims.locations import is_marker
+from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import node_label_map
+from ansible_collections.dra.admin.plugins.module_utils.claims.slices import (
     devices_by_node, drivers_by_node, node_publishers, nodes_without_slices, summarize_pools,
 )
 

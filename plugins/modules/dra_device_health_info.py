@@ -229,11 +229,11 @@ api_requests:
   type: int
 """
 
-from ansible_collections.dra.admin.plugins.module_utils.api import (
+from ansible_collections.dra.admin.plugins.module_utils.common.api import (
     AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
 )
-from ansible_collections.dra.admin.plugins.module_utils.device_health import gather_device_health
-from ansible_collections.dra.admin.plugins.module_utils._device_health import (
+from ansible_collections.dra.admin.plugins.module_utils.devices.health_service import gather_device_health
+from ansible_collections.dra.admin.plugins.module_utils.devices.health import (
     COND_NOT_REPORTED, HealthInputError,
 )
 

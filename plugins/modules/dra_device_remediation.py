@@ -188,17 +188,17 @@ api_requests:
   type: int
 """
 
-from ansible_collections.dra.admin.plugins.module_utils.api import (
+from ansible_collections.dra.admin.plugins.module_utils.common.api import (
     AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
 )
-from ansible_collections.dra.admin.plugins.module_utils.claims import ClaimsError
-from ansible_collections.dra.admin.plugins.module_utils.device_remediation import remediate
-from ansible_collections.dra.admin.plugins.module_utils._device_health import HealthInputError
-from ansible_collections.dra.admin.plugins.module_utils._device_remediation import EFFECTS, RemediationInputError
-from ansible_collections.dra.admin.plugins.module_utils._device_taints import NO_SCHEDULE, DeviceTaintError
-from ansible_collections.dra.admin.plugins.module_utils._device_remediation import check_inputs
-from ansible_collections.dra.admin.plugins.module_utils._k8s_names import subdomain_error
-from ansible_collections.dra.admin.plugins.module_utils._waits import wait_options, wait_parameter_errors
+from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import ClaimsError
+from ansible_collections.dra.admin.plugins.module_utils.devices.remediation_service import remediate
+from ansible_collections.dra.admin.plugins.module_utils.devices.health import HealthInputError
+from ansible_collections.dra.admin.plugins.module_utils.devices.remediation import EFFECTS, RemediationInputError
+from ansible_collections.dra.admin.plugins.module_utils.devices.taints import NO_SCHEDULE, DeviceTaintError
+from ansible_collections.dra.admin.plugins.module_utils.devices.remediation import check_inputs
+from ansible_collections.dra.admin.plugins.module_utils.common.names import subdomain_error
+from ansible_collections.dra.admin.plugins.module_utils.common.waits import wait_options, wait_parameter_errors
 
 
 def argument_spec():

@@ -296,17 +296,17 @@ api_requests:
   type: int
 """
 
-from ansible_collections.dra.admin.plugins.module_utils.api import (
+from ansible_collections.dra.admin.plugins.module_utils.common.api import (
     AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
 )
-from ansible_collections.dra.admin.plugins.module_utils.claims import ClaimsError
-from ansible_collections.dra.admin.plugins.module_utils.device_taints import (
+from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import ClaimsError
+from ansible_collections.dra.admin.plugins.module_utils.devices.taints_service import (
     ABSENT, DRY_RUN, TAINTED, DeviceTaint,
 )
-from ansible_collections.dra.admin.plugins.module_utils._device_taints import (
+from ansible_collections.dra.admin.plugins.module_utils.devices.taints import (
     DEFAULT_KEY, EFFECT_NONE, NO_EXECUTE, NO_SCHEDULE, DeviceTaintError, input_errors,
 )
-from ansible_collections.dra.admin.plugins.module_utils._waits import wait_options, wait_parameter_errors
+from ansible_collections.dra.admin.plugins.module_utils.common.waits import wait_options, wait_parameter_errors
 
 
 def argument_spec():

@@ -178,31 +178,31 @@ api_requests: {description: Number of API requests the module made., returned: a
 
 import os
 
-from ansible_collections.dra.admin.plugins.module_utils.api import (
+from ansible_collections.dra.admin.plugins.module_utils.common.api import (
     AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
 )
-from ansible_collections.dra.admin.plugins.module_utils._driver_charts import (
+from ansible_collections.dra.admin.plugins.module_utils.drivers.charts import (
     KNOWN_CHARTS, chart_device_class_names, chart_kind, chart_node_terms, chart_values, default_release_name,
     helm_template_argv,
 )
-from ansible_collections.dra.admin.plugins.module_utils._driver_checks import check_daemonset, daemonsets_in
-from ansible_collections.dra.admin.plugins.module_utils._driver_inputs import (
+from ansible_collections.dra.admin.plugins.module_utils.drivers.checks import check_daemonset, daemonsets_in
+from ansible_collections.dra.admin.plugins.module_utils.drivers.inputs import (
     DriverInputError, default_daemonset_name, validate_inputs,
 )
-from ansible_collections.dra.admin.plugins.module_utils._driver_manifests import (
+from ansible_collections.dra.admin.plugins.module_utils.drivers.manifests import (
     build_daemonset, build_device_classes, object_labels,
 )
-from ansible_collections.dra.admin.plugins.module_utils._driver_nodes import (
+from ansible_collections.dra.admin.plugins.module_utils.drivers.nodes import (
     NoSelectedNodesError, node_affinity, select_nodes,
 )
-from ansible_collections.dra.admin.plugins.module_utils._driver_upgrade import (
+from ansible_collections.dra.admin.plugins.module_utils.drivers.upgrade import (
     SeamlessUpgradeError, decide_strategy, kubelet_version,
 )
-from ansible_collections.dra.admin.plugins.module_utils.files import read_text
-from ansible_collections.dra.admin.plugins.module_utils._node_selection import (
+from ansible_collections.dra.admin.plugins.module_utils.common.files import read_text
+from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import (
     DEFAULT_EXCLUSION_LABEL, exclusion_label_error, with_exclusion,
 )
-from ansible_collections.dra.admin.plugins.module_utils._rbac import granular_status, kubelet_plugin_objects
+from ansible_collections.dra.admin.plugins.module_utils.rbac.personas import granular_status, kubelet_plugin_objects
 
 
 def argument_spec():

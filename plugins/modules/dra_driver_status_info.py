@@ -89,17 +89,17 @@ api_requests: {description: Number of API requests the module made., returned: a
 
 import time
 
-from ansible_collections.dra.admin.plugins.module_utils.api import (
+from ansible_collections.dra.admin.plugins.module_utils.common.api import (
     AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
 )
-from ansible_collections.dra.admin.plugins.module_utils._driver_checks import check_daemonset, rollout_state
-from ansible_collections.dra.admin.plugins.module_utils._driver_inputs import port_problem
-from ansible_collections.dra.admin.plugins.module_utils._driver_nodes import select_nodes_for_daemonset
-from ansible_collections.dra.admin.plugins.module_utils._k8s_names import dns_label_error, subdomain_error
-from ansible_collections.dra.admin.plugins.module_utils._node_selection import exclusion_label_error
-from ansible_collections.dra.admin.plugins.module_utils._node_selection import DEFAULT_EXCLUSION_LABEL, node_label_map
-from ansible_collections.dra.admin.plugins.module_utils._slices import nodes_with_complete_slices
-from ansible_collections.dra.admin.plugins.module_utils._waits import wait_options, wait_parameter_errors
+from ansible_collections.dra.admin.plugins.module_utils.drivers.checks import check_daemonset, rollout_state
+from ansible_collections.dra.admin.plugins.module_utils.drivers.inputs import port_problem
+from ansible_collections.dra.admin.plugins.module_utils.drivers.nodes import select_nodes_for_daemonset
+from ansible_collections.dra.admin.plugins.module_utils.common.names import dns_label_error, subdomain_error
+from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import exclusion_label_error
+from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import DEFAULT_EXCLUSION_LABEL, node_label_map
+from ansible_collections.dra.admin.plugins.module_utils.claims.slices import nodes_with_complete_slices
+from ansible_collections.dra.admin.plugins.module_utils.common.waits import wait_options, wait_parameter_errors
 
 
 def argument_spec():

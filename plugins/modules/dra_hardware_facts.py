@@ -295,10 +295,10 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.dra.admin.plugins.module_utils._hardware import (
+from ansible_collections.dra.admin.plugins.module_utils.nodes.hardware import (
     NVIDIA_SMI_ARGS, SECTIONS, discover, nvidia_report,
 )
-from ansible_collections.dra.admin.plugins.module_utils._drift import compare_node
+from ansible_collections.dra.admin.plugins.module_utils.nodes.drift import compare_node
 
 
 def argument_spec():

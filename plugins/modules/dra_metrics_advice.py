@@ -277,9 +277,9 @@ from urllib.parse import urlencode
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.dra.admin.plugins.module_utils import _metrics
-from ansible_collections.dra.admin.plugins.module_utils.http_endpoints import Http, SourceError
-from ansible_collections.dra.admin.plugins.module_utils._waits import wait_parameter_errors
+from ansible_collections.dra.admin.plugins.module_utils.metrics import diagnosis
+from ansible_collections.dra.admin.plugins.module_utils.common.http import Http, SourceError
+from ansible_collections.dra.admin.plugins.module_utils.common.waits import wait_parameter_errors
 
 
 def argument_spec():
@@ -291,7 +291,7 @@ def argument_spec():
         ca_path=dict(type="path"),
         scrape=dict(type="list", elements="dict", options=dict(
             url=dict(type="str", required=True),
-            component=dict(type="str", required=True, choices=list(_metrics.SCRAPED_COMPONENTS)),
+            component=dict(type="str", required=True, choices=list(diagnosis.SCRAPED_COMPONENTS)),
             bearer_token=dict(type="str", no_log=True),
             client_cert=dict(type="path"),
             client_key=dict(type="path", no_log=False),
@@ -300,7 +300,7 @@ def argument_spec():
         )),
         interval=dict(type="float", default=30),
         timeout=dict(type="float", default=10),
-        checks=dict(type="list", elements="str", choices=list(_metrics.GROUPS), default=list(_metrics.GROUPS)),
+        checks=dict(type="list", elements="str", choices=list(diagnosis.GROUPS), default=list(diagnosis.GROUPS)),
         thresholds=dict(type="dict", default={}),
         current_qps=dict(type="float"),
         current_burst=dict(type="float"),
@@ -356,7 +356,7 @@ class Prometheus(object):
 
 
 def _failed(state, detail, window):
-    return _metrics.measurement(state=state, detail=detail, window=window)
+    return diagnosis.measurement(state=state, detail=detail, window=window)
 
 
 def measure_prometheus(prom, queries, depth_selector):
@@ -367,20 +367,20 @@ def measure_prometheus(prom, queries, depth_selector):
         return dict((q["id"], _failed("unreachable", "Prometheus: %s" % exc, window)) for q in queries)
     results = {}
     for query in queries:
-        expr = _metrics.expression(query, depth_selector)
+        expr = diagnosis.expression(query, depth_selector)
         try:
             values = prom.instant(expr)
             if values and not math.isnan(values[0]):
-                results[query["id"]] = _metrics.measurement(values[0], window=window)
+                results[query["id"]] = diagnosis.measurement(values[0], window=window)
                 continue
-            if _metrics.series_name(query) not in names:
-                results[query["id"]] = _failed("missing-metric", _metrics.missing_detail(query, names), window)
+            if diagnosis.series_name(query) not in names:
+                results[query["id"]] = _failed("missing-metric", diagnosis.missing_detail(query, names), window)
                 continue
-            selector = _metrics.selector_for_prometheus(query, depth_selector)
+            selector = diagnosis.selector_for_prometheus(query, depth_selector)
             if not prom.instant("count(%s)" % selector):
                 results[query["id"]] = _failed(
                     "missing-metric", "%s is stored but no current series matches %s" % (
-                        _metrics.series_name(query), selector), window)
+                        diagnosis.series_name(query), selector), window)
                 continue
             results[query["id"]] = _failed(
                 "no-data", "%s has no observations (or too few samples) in the last %s" % (query["metric"], window),
@@ -400,8 +400,8 @@ def scrape_once(http, endpoints):
             text = http.get(endpoint["url"], _auth_headers(endpoint.get("bearer_token")),
                             endpoint.get("validate_certs", True), endpoint.get("ca_path"),
                             endpoint.get("client_cert"), endpoint.get("client_key"))
-            samples = _metrics.parse_text(text).samples
-        except (SourceError, _metrics.ParseError) as exc:
+            samples = diagnosis.parse_text(text).samples
+        except (SourceError, diagnosis.ParseError) as exc:
             round_[index] = str(exc)
             continue
         for sample in samples:
@@ -431,12 +431,12 @@ def measure_scrape_rounds(endpoints, first, second, queries):
             errors = [first.get(i) if isinstance(first.get(i), str) else second.get(i) for i in mine]
             results[query["id"]] = _failed("unreachable", "; ".join(errors), None)
             continue
-        results[query["id"]] = _metrics.measure_scrapes(query, before, after, interval)
+        results[query["id"]] = diagnosis.measure_scrapes(query, before, after, interval)
     return results
 
 
 def advise(params, http, sleep=time.sleep):
-    queries = _metrics.needed_queries(params["checks"])
+    queries = diagnosis.needed_queries(params["checks"])
     if params.get("prometheus_url"):
         prom = Prometheus(http, params["prometheus_url"], params.get("bearer_token"), params.get("headers"),
                           params.get("validate_certs", True), params.get("ca_path"))
@@ -449,14 +449,14 @@ def advise(params, http, sleep=time.sleep):
         second = scrape_once(http, endpoints)
         measured = measure_scrape_rounds(endpoints, first, second, queries)
         source = "scrape"
-    findings = _metrics.diagnose(measured, params.get("thresholds"), params.get("current_qps"),
-                                 params.get("current_burst"), groups=params["checks"])
-    thresholds = dict(_metrics.DEFAULT_THRESHOLDS)
+    findings = diagnosis.diagnose(measured, params.get("thresholds"), params.get("current_qps"),
+                                  params.get("current_burst"), groups=params["checks"])
+    thresholds = dict(diagnosis.DEFAULT_THRESHOLDS)
     thresholds.update(dict((k, float(v)) for k, v in (params.get("thresholds") or {}).items()))
     measurements = {}
     for query in queries:
         entry = dict(measured[query["id"]])
-        entry.update(query=_metrics.expression(query, params.get("workqueue_depth_selector"))
+        entry.update(query=diagnosis.expression(query, params.get("workqueue_depth_selector"))
                      if source == "prometheus" else query["expression"],
                      component=query["component"], unit=query["unit"])
         measurements[query["id"]] = entry
@@ -479,10 +479,10 @@ def main():
         module.fail_json(msg="; ".join(errors))
     if params["scrape"] is not None and not params["scrape"]:
         module.fail_json(msg="scrape is empty: give at least one metrics endpoint, or prometheus_url")
-    unknown = set(params["thresholds"]) - set(_metrics.DEFAULT_THRESHOLDS)
+    unknown = set(params["thresholds"]) - set(diagnosis.DEFAULT_THRESHOLDS)
     if unknown:
         module.fail_json(msg="unknown threshold(s) %s; known: %s" % (
-            ", ".join(sorted(unknown)), ", ".join(sorted(_metrics.DEFAULT_THRESHOLDS))))
+            ", ".join(sorted(unknown)), ", ".join(sorted(diagnosis.DEFAULT_THRESHOLDS))))
     for key, value in params["thresholds"].items():
         try:
             float(value)

@@ -305,16 +305,16 @@ api_requests:
   type: int
 """
 
-from ansible_collections.dra.admin.plugins.module_utils.api import (
+from ansible_collections.dra.admin.plugins.module_utils.common.api import (
     AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
 )
-from ansible_collections.dra.admin.plugins.module_utils.claims import ClaimsError
-from ansible_collections.dra.admin.plugins.module_utils.device_taints import drain_devices
-from ansible_collections.dra.admin.plugins.module_utils.drain import DrainError, NodeDrain
-from ansible_collections.dra.admin.plugins.module_utils._device_taints import DeviceTaintError
-from ansible_collections.dra.admin.plugins.module_utils._k8s_names import label_errors, object_ref_error, subdomain_error
-from ansible_collections.dra.admin.plugins.module_utils._node_selection import DEFAULT_EXCLUSION_LABEL, exclusion_label_error
-from ansible_collections.dra.admin.plugins.module_utils._waits import wait_options, wait_parameter_errors
+from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import ClaimsError
+from ansible_collections.dra.admin.plugins.module_utils.devices.taints_service import drain_devices
+from ansible_collections.dra.admin.plugins.module_utils.nodes.drain_service import DrainError, NodeDrain
+from ansible_collections.dra.admin.plugins.module_utils.devices.taints import DeviceTaintError
+from ansible_collections.dra.admin.plugins.module_utils.common.names import label_errors, object_ref_error, subdomain_error
+from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import DEFAULT_EXCLUSION_LABEL, exclusion_label_error
+from ansible_collections.dra.admin.plugins.module_utils.common.waits import wait_options, wait_parameter_errors
 
 
 def argument_spec():

@@ -130,10 +130,10 @@ api_requests:
   type: int
 """
 
-from ansible_collections.dra.admin.plugins.module_utils.api import (
+from ansible_collections.dra.admin.plugins.module_utils.common.api import (
     AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
 )
-from ansible_collections.dra.admin.plugins.module_utils._rbac import (
+from ansible_collections.dra.admin.plugins.module_utils.rbac.personas import (
     MANAGED_BY, PERSONA_LABEL, granular_status, render, stale_objects,
 )
 

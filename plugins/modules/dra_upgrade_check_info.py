@@ -191,9 +191,9 @@ api_requests:
   type: int
 """
 
-from ansible_collections.dra.admin.plugins.module_utils.api import AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec
-from ansible_collections.dra.admin.plugins.module_utils._upgrade import SEVERITIES, UpgradeInputError
-from ansible_collections.dra.admin.plugins.module_utils.upgrade import check
+from ansible_collections.dra.admin.plugins.module_utils.common.api import AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec
+from ansible_collections.dra.admin.plugins.module_utils.upgrade.checks import SEVERITIES, UpgradeInputError
+from ansible_collections.dra.admin.plugins.module_utils.upgrade.checks_service import check
 
 
 def argument_spec():

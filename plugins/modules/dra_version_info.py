@@ -106,7 +106,7 @@ device_taint_rules:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.dra.admin.plugins.module_utils._gates import (
+from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import (
     VersionError, default_served_api_versions, device_taint_rule_support, dra_settings, require_supported,
     resource_api_versions,
 )

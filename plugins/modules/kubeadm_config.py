@@ -129,12 +129,12 @@ import copy
 
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.dra.admin.plugins.module_utils import _kubeadm_config as kc
-from ansible_collections.dra.admin.plugins.module_utils._manifest import HAS_YAML, ManifestError
-from ansible_collections.dra.admin.plugins.module_utils.api import (
+from ansible_collections.dra.admin.plugins.module_utils.control_plane import kubeadm_config as kc
+from ansible_collections.dra.admin.plugins.module_utils.control_plane.manifest import HAS_YAML, ManifestError
+from ansible_collections.dra.admin.plugins.module_utils.common.api import (
     AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
 )
-from ansible_collections.dra.admin.plugins.module_utils.files import backup_text
+from ansible_collections.dra.admin.plugins.module_utils.common.files import backup_text
 
 PATH = "/api/v1/namespaces/%s/configmaps/%s" % (kc.CONFIG_MAP_NAMESPACE, kc.CONFIG_MAP_NAME)
 WHERE = "%s/%s %s" % (kc.CONFIG_MAP_NAMESPACE, kc.CONFIG_MAP_NAME, kc.DATA_KEY)

@@ -14,7 +14,7 @@ slice before:
               still allocated from by 1.33's
   plain       two plain devices, one allocated
   ruled       two plain devices under a NoSchedule DeviceTaintRule selecting the pool (where the release serves
-              the rule by default, _gates.device_taint_rule_support: 1.37)
+              the rule by default, gate_catalog.device_taint_rule_support: 1.37)
 
 The module's report is taken first; then per pool one more claim pinned to it, and for each the scheduler's
 answer: the claim allocated, or its pod's PodScheduled condition false with reason Unschedulable. With
@@ -32,8 +32,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
 import clusterlib  # noqa: E402  pylint: disable=wrong-import-position
 
-_gates = clusterlib.collection_module("_gates")
-_capacity = clusterlib.collection_module("_capacity")
+gate_catalog = clusterlib.collection_module("releases.catalog")
+capacity_rules = clusterlib.collection_module("claims.capacity")
 VERSIONS = clusterlib.supported_k8s_versions()
 MODULE = "dra.admin.dra_capacity_info"
 DRIVER = "part.example.com"
@@ -43,7 +43,7 @@ HELD = {"full": "whole", "part": "half-0", "plain": "d0"}  # the device each poo
 
 
 def gates_for(version):
-    info = _gates.gate_info(version, GATE)
+    info = gate_catalog.gate_info(version, GATE)
     return "" if info["default"] else "%s=true" % GATE
 
 
@@ -157,11 +157,11 @@ def record(cluster):
 def test_free_devices_are_what_the_scheduler_allocates(part_cluster):
     cluster = part_cluster
     v = cluster.resource_version
-    rules = _capacity.allocator_rules(cluster.version)
+    rules = capacity_rules.allocator_rules(cluster.version)
     namespace = "parts"
     cluster.kubectl("create", "namespace", namespace)
     cluster.wait_for_default_service_account(namespace)
-    support = _gates.device_taint_rule_support(cluster.version)
+    support = gate_catalog.device_taint_rule_support(cluster.version)
     ruled = support["default_on"]
     pools = ["full", "part", "incomplete", "plain"] + (["ruled"] if ruled else [])
     cluster.apply(slices(v, rules["counters_per_pool"], ruled) + [pool_class(v, p) for p in pools]
@@ -182,7 +182,7 @@ def test_free_devices_are_what_the_scheduler_allocates(part_cluster):
     out = cluster.run_module(MODULE, {"driver": DRIVER})
     record(cluster)
     by_pool = dict((p, out["by_pool"][f"{DRIVER}/{p}"]) for p in pools)
-    assert out["allocator"]["release"] == _gates.parse_minor(cluster.version)
+    assert out["allocator"]["release"] == gate_catalog.parse_minor(cluster.version)
     # What the rules say for these pools (the scheduler is asked below).
     assert by_pool["full"]["free"] == 0 and by_pool["full"]["unavailable"] == 2
     assert by_pool["part"]["free"] == 1 and by_pool["part"]["unavailable"] == 1

@@ -24,10 +24,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
 import clusterlib  # noqa: E402  pylint: disable=wrong-import-position
 
-_gates = clusterlib.collection_module("_gates")
-_capacity = clusterlib.collection_module("_capacity")
+gate_catalog = clusterlib.collection_module("releases.catalog")
+capacity_rules = clusterlib.collection_module("claims.capacity")
 VERSIONS = clusterlib.supported_k8s_versions()
-SERVED = [v for v in VERSIONS if _gates.parse_minor(v) in _gates.gate_api_versions(_capacity.POOL_STATUS_GATE)]
+SERVED = [v for v in VERSIONS if gate_catalog.parse_minor(v) in gate_catalog.gate_api_versions(capacity_rules.POOL_STATUS_GATE)]
 MODULE = "dra.admin.dra_capacity_info"
 PARTITIONS = "partitions.example.com"
 SHARED = "shared.example.com"
@@ -40,8 +40,8 @@ PARTITION_DEVICES = {"full": ("full", 8), "half-0": ("half", 4), "half-1": ("hal
 
 def gates_for(version):
     """The pool status gate, and DRAPartitionableDevicesType where the release has it."""
-    wanted = [_capacity.POOL_STATUS_GATE, "DRAPartitionableDevicesType"]
-    return ",".join("%s=true" % g for g in wanted if _gates.gate_info(version, g) is not None)
+    wanted = [capacity_rules.POOL_STATUS_GATE, "DRAPartitionableDevicesType"]
+    return ",".join("%s=true" % g for g in wanted if gate_catalog.gate_info(version, g) is not None)
 
 
 @pytest.fixture(scope="module", params=SERVED)
@@ -123,7 +123,7 @@ def shared_slice(v, node):
 
 def taint_rule(version, driver, pool, device):
     """A NoSchedule DeviceTaintRule on one device, in the resource.k8s.io version the release serves it in."""
-    api_version = _gates.device_taint_rule_support(version)["api_version"]
+    api_version = gate_catalog.device_taint_rule_support(version)["api_version"]
     return {"apiVersion": f"resource.k8s.io/{api_version}", "kind": "DeviceTaintRule",
             "metadata": {"name": f"it-pools-{device}"},
             "spec": {"deviceSelector": {"driver": driver, "pool": pool, "device": device},
@@ -138,9 +138,9 @@ def capacity_claim(v, namespace, name, memory):
 
 def test_pool_status_views_agree_with_the_computed_partitions_and_capacity(pool_status_cluster):
     cluster = pool_status_cluster
-    if not _capacity.pool_status_views(cluster.version):
+    if not capacity_rules.pool_status_views(cluster.version):
         pytest.fail(f"{cluster.version}: the pool status has no per-pool views before "
-                    f"1.{_capacity.POOL_STATUS_VIEWS_FROM}; this test is only parametrized for releases that have them")
+                    f"1.{capacity_rules.POOL_STATUS_VIEWS_FROM}; this test is only parametrized for releases that have them")
     v = cluster.resource_version
     namespace = "views"
     make_namespace(cluster, namespace)

@@ -23,8 +23,8 @@ from test_drain import (  # noqa: F401  pylint: disable=unused-import
 
 from kubernetes import config
 
-from ansible_collections.dra.admin.plugins.module_utils import _gates  # noqa: E402  (path set by dra_objects)
-from ansible_collections.dra.admin.plugins.module_utils.api import TABLE_ACCEPT, DraApi  # noqa: E402
+from ansible_collections.dra.admin.plugins.module_utils.releases import catalog  # noqa: E402  (path set by dra_objects)
+from ansible_collections.dra.admin.plugins.module_utils.common.api import TABLE_ACCEPT, DraApi  # noqa: E402
 
 GATE_MODULE = "dra.admin.dra_claims_info"
 
@@ -172,7 +172,7 @@ def test_daemonset_pods_keep_their_claims_and_do_not_hold_the_drain(cluster, nam
 
 
 def partitionable_devices_on(cluster):
-    return _gates.effective_gates(cluster.version, _gates.gates_for_dra(cluster.version))["DRAPartitionableDevices"]
+    return catalog.effective_gates(cluster.version, catalog.gates_for_dra(cluster.version))["DRAPartitionableDevices"]
 
 
 def test_per_device_node_selection_counts_under_the_nodes_its_devices_name(cluster, namespace, driver,

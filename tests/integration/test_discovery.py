@@ -30,7 +30,8 @@ sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
 import clusterlib  # noqa: E402
 
 clusterlib.collection_on_path()
-from ansible_collections.dra.admin.plugins.module_utils import _drift, _slices  # noqa: E402
+from ansible_collections.dra.admin.plugins.module_utils.nodes import drift  # noqa: E402
+from ansible_collections.dra.admin.plugins.module_utils.claims import slices as slice_rules
 
 PLAYBOOK = """
 - name: Discovery
@@ -149,8 +150,8 @@ def test_example_driver_devices_carry_the_attributes_the_profile_reads(cluster):
     """The real slices in the served API version, through the same code the module uses."""
     node = sorted(published_per_node(cluster))[0]
     slices = cluster.get_json("resourceslices")["items"]
-    profile = _drift.driver_profile(DRIVER)
-    devices = _drift.published_devices(_slices.slices_for_node(slices, node, DRIVER), node, profile)
+    profile = drift.driver_profile(DRIVER)
+    devices = drift.published_devices(slice_rules.slices_for_node(slices, node, DRIVER), node, profile)
     assert len(devices) == len(published_per_node(cluster)[node])
     for device in devices:
         assert {"index", "uuid", "model", "driverVersion"} <= set(device["attributes"]), device

@@ -17,7 +17,7 @@ OLD_LABEL = "resource.k8s.io/admin-access"
 NEW_LABEL = "resource.kubernetes.io/admin-access"
 OLD_NODE = "it-upgrade-old-kubelet"
 ACCOUNT = "it-upgrade-driver"
-_gates = collection_module("_gates")
+gate_catalog = collection_module("releases.catalog")
 
 
 def target_for(minor):
@@ -105,7 +105,7 @@ def test_upgrade_findings_found_and_fixed(cluster, upgrade_state):
 
     # The fixes the findings name.
     cluster.kubectl("label", "namespace", namespace, f"{NEW_LABEL}=true")
-    rbac += collection_module("_rbac").kubelet_plugin_objects(
+    rbac += collection_module("rbac.personas").kubelet_plugin_objects(
         DRIVER, namespace, ACCOUNT, ["resourceslices", "resourceclaims", "resourceclaims/status"], True,
         {"app.kubernetes.io/name": "it-upgrade"})[1:]
     cluster.apply(rbac)
@@ -160,13 +160,13 @@ def fresh_targets(minor):
 def expected_on_fresh_cluster(minor, target):
     """What a cluster just made by hack/cluster/up (KWOK nodes, the example driver as host processes, DRA switched
     on as the feature_gates role does) has that an upgrade to `target` concerns: {(finding id, severity)}."""
-    target_minor = _gates.parse_minor(target)
+    target_minor = gate_catalog.parse_minor(target)
     # KWOK nodes: no kubelet answers /configz, and the kubelet version is KWOK's own.
     expected = {("kubelet-gates-unread", "warning"), ("kubelet-version-unknown", "warning")}
-    if _gates.upgrade_sensitive_gates("v1.%d" % minor, target):
+    if gate_catalog.upgrade_sensitive_gates("v1.%d" % minor, target):
         # No static pods: kube-controller-manager's and kube-scheduler's gates are not visible through the API.
         expected.add(("feature-gates-unread", "warning"))
-    if target_minor in _gates.PLANNED_MINORS:
+    if target_minor in gate_catalog.PLANNED_MINORS:
         expected.add(("planned-release", "info"))
     if target_minor - minor > 1:
         expected.add(("upgrade-path", "warning"))
@@ -193,7 +193,7 @@ def expected_on_fresh_cluster(minor, target):
 def test_next_releases_name_every_finding_real_on_a_fresh_cluster(version):
     """On a fresh one-node cluster, the check for each of fresh_targets names exactly the findings that are real
     there, each with its severity: 1.37 -> 1.38 on 1.37, and 1.33 -> 1.36, 1.37 and 1.38 on 1.33."""
-    minor = _gates.parse_minor(version)
+    minor = gate_catalog.parse_minor(version)
     with own_cluster("it-upgrade", version, 1, 700) as cluster:
         for target in fresh_targets(minor):
             result = cluster.run_module("dra.admin.dra_upgrade_check_info", {"target_version": target})
@@ -204,5 +204,5 @@ def test_next_releases_name_every_finding_real_on_a_fresh_cluster(version):
             for item in result["findings"]:
                 if item["id"] == "feature-gates-unread":
                     assert sorted(item["evidence"]["gates"]) == sorted(
-                        _gates.upgrade_sensitive_gates(version, target))
+                        gate_catalog.upgrade_sensitive_gates(version, target))
                     assert item["evidence"]["components"] == ["kube-controller-manager", "kube-scheduler"]

@@ -8,9 +8,11 @@ import shutil
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.dra.admin.plugins.module_utils import _gates, _k8s_names, _waits
-from ansible_collections.dra.admin.plugins.module_utils._drain import drivers_beyond_daemonsets, drivers_left_on_node
-from ansible_collections.dra.admin.plugins.module_utils._node_selection import (
+from ansible_collections.dra.admin.plugins.module_utils.releases import catalog
+from ansible_collections.dra.admin.plugins.module_utils.common import names as k8s_names
+from ansible_collections.dra.admin.plugins.module_utils.common import waits
+from ansible_collections.dra.admin.plugins.module_utils.nodes.drain import drivers_beyond_daemonsets, drivers_left_on_node
+from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import (
     DEFAULT_EXCLUSION_LABEL, exclusion_label_error,
 )
 from ansible_collections.dra.admin.plugins.modules import (
@@ -28,7 +30,7 @@ BAD_SECONDS = [float("nan"), float("inf"), float("-inf"), -1, 0, 0.0, -0.5, True
 
 @pytest.mark.parametrize("value", [v for v in BAD_SECONDS if v is not None])
 def test_every_bad_wait_value_is_refused_naming_the_option_and_an_example(value):
-    errors = _waits.wait_parameter_errors({"wait_timeout": value, "wait_sleep": value})
+    errors = waits.wait_parameter_errors({"wait_timeout": value, "wait_sleep": value})
     assert len(errors) == 2
     assert errors[0].startswith("wait_timeout must be a finite number of seconds above 0, got ")
     assert errors[0].endswith("give for example wait_timeout: 300")
@@ -38,14 +40,14 @@ def test_every_bad_wait_value_is_refused_naming_the_option_and_an_example(value)
 
 @pytest.mark.parametrize("value", [1, 0.001, 600, 1e6])
 def test_finite_positive_waits_pass(value):
-    assert _waits.wait_parameter_errors({"wait_timeout": value, "wait_sleep": value}) == []
+    assert waits.wait_parameter_errors({"wait_timeout": value, "wait_sleep": value}) == []
 
 
 def test_the_message_names_the_aliases_a_task_may_have_used():
-    spec = _waits.wait_options(600, 1.0, timeout_aliases=["timeout"], sleep_aliases=["poll_interval"])
+    spec = waits.wait_options(600, 1.0, timeout_aliases=["timeout"], sleep_aliases=["poll_interval"])
     assert spec == {"wait_timeout": {"type": "int", "default": 600, "aliases": ["timeout"]},
                     "wait_sleep": {"type": "float", "default": 1.0, "aliases": ["poll_interval"]}}
-    errors = _waits.wait_parameter_errors({"wait_timeout": 5, "wait_sleep": float("nan")}, spec=spec)
+    errors = waits.wait_parameter_errors({"wait_timeout": 5, "wait_sleep": float("nan")}, spec=spec)
     assert errors == ["wait_sleep (alias poll_interval) must be a finite number of seconds above 0, got nan: give "
                       "for example wait_sleep: 2"]
 
@@ -121,11 +123,11 @@ def test_label_keys_kubernetes_refuses_are_refused_naming_the_option(key):
 
 
 def test_object_refs_and_label_maps():
-    assert _k8s_names.object_ref_error("driver_daemonsets", "dra-system/gpu-driver") is None
-    assert "must be namespace/name" in _k8s_names.object_ref_error("driver_daemonsets", "gpu-driver")
-    assert "namespace" in _k8s_names.object_ref_error("driver_daemonsets", "Dra_System/gpu-driver")
-    assert _k8s_names.label_errors("driver_pod_labels", {"app": "gpu-driver"}) == []
-    errors = _k8s_names.label_errors("driver_pod_labels", {"app": "bad value", "-x": "ok"})
+    assert k8s_names.object_ref_error("driver_daemonsets", "dra-system/gpu-driver") is None
+    assert "must be namespace/name" in k8s_names.object_ref_error("driver_daemonsets", "gpu-driver")
+    assert "namespace" in k8s_names.object_ref_error("driver_daemonsets", "Dra_System/gpu-driver")
+    assert k8s_names.label_errors("driver_pod_labels", {"app": "gpu-driver"}) == []
+    errors = k8s_names.label_errors("driver_pod_labels", {"app": "bad value", "-x": "ok"})
     assert len(errors) == 2
 
 
@@ -183,18 +185,18 @@ def test_fewer_driver_daemonsets_than_publishing_drivers_are_named():
 # --- gates given without a version -------------------------------------------------------------------
 
 def test_a_gate_every_release_accepts_passes_without_a_version():
-    assert _gates.validate_without_version({"DynamicResourceAllocation": True}) == []
-    assert _gates.validate_without_version({"DynamicResourceAllocation": "TRUE"}) == []
-    assert _gates.validate_without_version({"DRAFooBar": None, "DRAAdminAccess": None}) == []
+    assert catalog.validate_without_version({"DynamicResourceAllocation": True}) == []
+    assert catalog.validate_without_version({"DynamicResourceAllocation": "TRUE"}) == []
+    assert catalog.validate_without_version({"DRAFooBar": None, "DRAAdminAccess": None}) == []
 
 
 def test_without_a_version_every_gate_is_accepted_iff_every_catalogued_release_accepts_it():
     """The rule as stated, over every catalogued gate and both values."""
-    versions = ["v1.%d" % m for m in _gates.SUPPORTED_MINORS]
-    for name in sorted(_gates._GATES):
+    versions = ["v1.%d" % m for m in catalog.SUPPORTED_MINORS]
+    for name in sorted(catalog._GATES):
         for value in (True, False):
-            everywhere = all(not _gates.validate_gates(v, {name: value}) for v in versions)
-            assert (_gates.validate_without_version({name: value}) == []) == everywhere, (name, value)
+            everywhere = all(not catalog.validate_gates(v, {name: value}) for v in versions)
+            assert (catalog.validate_without_version({name: value}) == []) == everywhere, (name, value)
 
 
 @pytest.mark.parametrize("gates,expected", [
@@ -206,15 +208,15 @@ def test_without_a_version_every_gate_is_accepted_iff_every_catalogued_release_a
     ({"NodeDeclaredFeatures": True}, "is not a DRA gate"),
 ])
 def test_gates_refused_without_a_version(gates, expected):
-    errors = _gates.validate_without_version(gates)
+    errors = catalog.validate_without_version(gates)
     assert len(errors) == 1 and expected in errors[0], errors
 
 
 def test_resource_api_entries_need_the_version_other_groups_do_not():
-    errors = _gates.validate_without_version({}, {"resource.k8s.io/v1": "true"})
+    errors = catalog.validate_without_version({}, {"resource.k8s.io/v1": "true"})
     assert len(errors) == 1 and "refused on Kubernetes 1.30-1.33" in errors[0] and "kubernetes_version" in errors[0]
-    assert _gates.validate_without_version({}, {"storage.k8s.io/v1beta1": "true"}) == []
-    assert _gates.validate_without_version({}, {"resource.k8s.io/v1": None}) == []
+    assert catalog.validate_without_version({}, {"storage.k8s.io/v1beta1": "true"}) == []
+    assert catalog.validate_without_version({}, {"resource.k8s.io/v1": None}) == []
 
 
 # --- the file modules: nothing written, no backup ---------------------------------------------------------
@@ -309,7 +311,7 @@ def test_driver_plan_refuses_an_exclusion_label_kubernetes_would_refuse(capsys):
     ("audit-log-maxage", "7", False),
 ])
 def test_kubeadm_config_map_flags_take_true_or_false_only(flag, value, refused):
-    from ansible_collections.dra.admin.plugins.module_utils._kubeadm_config import ManifestError, normalize_args
+    from ansible_collections.dra.admin.plugins.module_utils.control_plane.kubeadm_config import ManifestError, normalize_args
     request = {"kube-apiserver": {flag: {"Entry": value}}}
     if refused:
         with pytest.raises(ManifestError, match=r"extra_args.kube-apiserver.%s: Entry=" % flag):

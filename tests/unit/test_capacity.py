@@ -13,8 +13,8 @@ from fractions import Fraction
 
 import pytest
 
-from ansible_collections.dra.admin.plugins.module_utils import _capacity
-from ansible_collections.dra.admin.plugins.module_utils.claims import PoolStatusError, gather_capacity
+from ansible_collections.dra.admin.plugins.module_utils.claims import capacity
+from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import PoolStatusError, gather_capacity
 
 from test_claims_doctor import ReplayApi
 
@@ -64,34 +64,34 @@ def test_allocations_no_slice_publishes_are_listed():
 def test_admin_access_does_not_take_the_device():
     claim = {"status": {"allocation": {"devices": {"results": [
         {"driver": "d", "pool": "p", "device": "x", "request": "r", "adminAccess": True}]}}}}
-    assert _capacity.allocations([claim]) == []
+    assert capacity.allocations([claim]) == []
 
 
 @pytest.mark.parametrize("text, value", [("80Gi", 80 * GI), ("100", 100), ("500m", Fraction(1, 2)), ("1e3", 1000),
                                          ("1.5k", 1500), ("2Ki", 2048)])
 def test_quantities(text, value):
-    assert _capacity.quantity(text) == value
+    assert capacity.quantity(text) == value
 
 
 @pytest.mark.parametrize("text", ["", "12Qi", "abc"])
 def test_bad_quantities(text):
-    with pytest.raises(_capacity.QuantityError):
-        _capacity.quantity(text)
+    with pytest.raises(capacity.QuantityError):
+        capacity.quantity(text)
 
 
 def test_class_drivers_only_for_driver_selectors():
     def cls(*exprs):
         return {"spec": {"selectors": [{"cel": {"expression": e}} for e in exprs]}}
-    assert _capacity.class_drivers(cls('device.driver == "a.example.com"')) == {"a.example.com"}
-    assert _capacity.class_drivers(cls('device.driver == "a"', 'device.attributes["a"].x == 1')) is None
-    assert _capacity.class_drivers(cls()) is None
+    assert capacity.class_drivers(cls('device.driver == "a.example.com"')) == {"a.example.com"}
+    assert capacity.class_drivers(cls('device.driver == "a"', 'device.attributes["a"].x == 1')) is None
+    assert capacity.class_drivers(cls()) is None
 
 
 def test_v1beta1_devices_keep_their_fields_under_basic():
     item = {"spec": {"driver": "d", "pool": {"name": "p", "generation": 1}, "nodeName": "n",
                      "devices": [{"name": "x", "basic": {"taints": [{"key": "k", "effect": "NoExecute"}],
                                                          "capacity": {"m": {"value": "1Gi"}}}}]}}
-    (device,) = list(_capacity.published_devices([item]).values())
+    (device,) = list(capacity.published_devices([item]).values())
     assert device["tainted"] and device["capacity"] == {"m": GI} and device["location"] == "n"
 
 
@@ -100,7 +100,7 @@ def test_pool_status_comparison():
     statuses = [{"driver": "gpu.example.com", "poolName": "node-000001", "totalDevices": 8, "allocatedDevices": 2},
                 {"driver": "gpu.example.com", "poolName": "node-000000", "totalDevices": 8, "allocatedDevices": 1},
                 {"driver": "other", "poolName": "p"}]
-    assert _capacity.pool_status_comparison(out, statuses) == [
+    assert capacity.pool_status_comparison(out, statuses) == [
         "gpu.example.com/node-000000: allocatedDevices 1, computed allocated 0",
         "other/p: in the pool status, not in the slices read"]
     assert json.dumps(out)  # the module returns it as it is
@@ -111,7 +111,7 @@ def test_summary_lines():
     assert out["summary"] == [
         "devices of cap.example.com: 1 free of 3 (1 allocated, 1 tainted); memory 64424509440 left of 85899345920",
         "devices of gpu.example.com: 14 free of 16 (2 allocated, 0 tainted)"]
-    assert _capacity.summary_lines({"by_driver": {}}) == ["no driver publishes devices"]
+    assert capacity.summary_lines({"by_driver": {}}) == ["no driver publishes devices"]
 
 
 # fixtures/capacity/pool-status-v1.36.3.json: recorded from Kubernetes v1.36.3 with the DRAResourcePoolStatus gate
@@ -224,10 +224,10 @@ def test_pool_status_skipped_where_not_served_or_in_check_mode():
 
 
 def test_failed_pool_status_request():
-    answer = _capacity.pool_status_answer({"status": {"conditions": [
+    answer = capacity.pool_status_answer({"status": {"conditions": [
         {"type": "Failed", "status": "True", "message": "boom"}]}})
     assert answer["complete"] is False and answer["message"] == "boom"
-    assert _capacity.pool_status_answer({"metadata": {"name": "x"}}) is None
+    assert capacity.pool_status_answer({"metadata": {"name": "x"}}) is None
 
 
 def promtool_check(text):
@@ -250,6 +250,6 @@ def test_metrics_text_passes_promtool_and_carries_the_counts():
 
 
 def test_metrics_labels_are_escaped():
-    text = _capacity.metrics_text({"by_pool": {'d/p"o\\ol': {"total": 1, "allocated": 0, "tainted": 0, "free": 1,
-                                                             "capacity": {}}}})
+    text = capacity.metrics_text({"by_pool": {'d/p"o\\ol': {"total": 1, "allocated": 0, "tainted": 0, "free": 1,
+                                                            "capacity": {}}}})
     assert 'pool="p\\"o\\\\ol"' in text and promtool_check(text)[0] == 0

@@ -12,8 +12,8 @@ import copy
 import pytest
 from hypothesis import assume, given, settings, strategies as st
 
-from ansible_collections.dra.admin.plugins.module_utils import _capacity
-from ansible_collections.dra.admin.plugins.module_utils.claims import gather_capacity
+from ansible_collections.dra.admin.plugins.module_utils.claims import capacity as capacity_rules
+from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import gather_capacity
 
 from test_claims_doctor import ReplayApi
 
@@ -74,7 +74,7 @@ def test_free_devices_of_a_partitioned_pool(pool, data, layout, release, incompl
     per_pool = release == NEW
     slices = partitioned_pool("gpu", capacity, needs, layout, per_pool, int(incomplete), tainted)
     claims = [claim("c%d" % i, ("gpu", "p%d" % i)) for i in sorted(allocated)]
-    out = _capacity.capacity_report(slices, claims, server_version=release)
+    out = capacity_rules.capacity_report(slices, claims, server_version=release)
     entry = out["by_pool"]["%s/gpu" % DRIVER]
     want = 0 if incomplete and per_pool else expected_free(capacity, needs, allocated, tainted)
     assert entry["free"] == want
@@ -97,16 +97,16 @@ def test_a_device_consuming_an_exhausted_counter_is_never_free(pool, data):
     assume(any(i not in allocated and needs[i] > left for i in range(len(needs))))
     for release in (NEW, OLD):
         slices = partitioned_pool("gpu", capacity, needs, "v1", release == NEW)
-        rules = _capacity.allocator_rules(release)
-        devices = _capacity.published_devices(slices, rules)
+        rules = capacity_rules.allocator_rules(release)
+        devices = capacity_rules.published_devices(slices, rules)
         used = dict(((DRIVER, "gpu", "p%d" % i), {}) for i in allocated)
-        pools = _capacity.pool_states(slices, devices, rules)
-        consumed = _capacity.counters_consumed(devices, used)
-        remaining = _capacity.counters_left(pools[(DRIVER, "gpu")]["counter_sets"], consumed.get((DRIVER, "gpu"), {}))
+        pools = capacity_rules.pool_states(slices, devices, rules)
+        consumed = capacity_rules.counters_consumed(devices, used)
+        remaining = capacity_rules.counters_left(pools[(DRIVER, "gpu")]["counter_sets"], consumed.get((DRIVER, "gpu"), {}))
         for i, need in enumerate(needs):
             key = (DRIVER, "gpu", "p%d" % i)
-            free = _capacity.device_free(devices[key], used.get(key), pools[(DRIVER, "gpu")], remaining,
-                                         rules["counters_per_pool"])
+            free = capacity_rules.device_free(devices[key], used.get(key), pools[(DRIVER, "gpu")], remaining,
+                                              rules["counters_per_pool"])
             if need > left:
                 assert not free, (release, i, need, left)
 
@@ -115,8 +115,8 @@ def test_a_device_consuming_an_exhausted_counter_is_never_free(pool, data):
 @given(st.lists(st.integers(1, 4), min_size=1, max_size=5), st.integers(1, 3))
 def test_an_incomplete_pool_has_no_free_device_from_1_35(devices, missing):
     slices = [resource_slice("plain", "p", [device("d%d" % i) for i in range(len(devices))], count=1 + missing)]
-    new = _capacity.capacity_report(slices, [], server_version=NEW)["by_pool"]["%s/p" % DRIVER]
-    old = _capacity.capacity_report(slices, [], server_version=OLD)["by_pool"]["%s/p" % DRIVER]
+    new = capacity_rules.capacity_report(slices, [], server_version=NEW)["by_pool"]["%s/p" % DRIVER]
+    old = capacity_rules.capacity_report(slices, [], server_version=OLD)["by_pool"]["%s/p" % DRIVER]
     assert new["free"] == 0 and new["unavailable"] == len(devices) and new["complete"] is False
     assert new["problem"] == "incomplete: 1 of %d slices published" % (1 + missing)
     assert old["free"] == len(devices)  # up to 1.34 the allocator still takes devices from it
@@ -129,8 +129,8 @@ def test_the_layout_changes_nothing(pool, data):
     allocated = data.draw(st.sets(st.integers(0, len(needs) - 1)))
     claims = [claim("c%d" % i, ("gpu", "p%d" % i)) for i in sorted(allocated)]
     for release in (NEW, OLD):
-        reports = [_capacity.capacity_report(partitioned_pool("gpu", capacity, needs, layout, release == NEW),
-                                             claims, server_version=release) for layout in ("v1", "v1beta1")]
+        reports = [capacity_rules.capacity_report(partitioned_pool("gpu", capacity, needs, layout, release == NEW),
+                                                  claims, server_version=release) for layout in ("v1", "v1beta1")]
         assert reports[0] == reports[1]
 
 
@@ -139,8 +139,8 @@ def test_counters_are_the_pools_from_1_35_and_the_slices_before():
     a device consumes only its own slice's sets, so it is not."""
     slices = [resource_slice("counters", "gpu", counters={"mem": 8}, count=2),
               resource_slice("devices", "gpu", [device("p0", {"mem": 4})], count=2)]
-    assert _capacity.capacity_report(slices, [], server_version=NEW)["by_pool"][DRIVER + "/gpu"]["free"] == 1
-    old = _capacity.capacity_report(slices, [], server_version=OLD)["by_pool"][DRIVER + "/gpu"]
+    assert capacity_rules.capacity_report(slices, [], server_version=NEW)["by_pool"][DRIVER + "/gpu"]["free"] == 1
+    old = capacity_rules.capacity_report(slices, [], server_version=OLD)["by_pool"][DRIVER + "/gpu"]
     assert old["free"] == 0 and old["unavailable"] == 1
     assert sorted(old["counters"]) == ["counters/gpu-0"]
 
@@ -148,7 +148,7 @@ def test_counters_are_the_pools_from_1_35_and_the_slices_before():
 def test_a_withdrawn_allocated_device_consumes_no_counter():
     slices = partitioned_pool("gpu", 8, [8, 8], "v1", True)
     gone = claim("gone", ("gpu", "p9"))
-    out = _capacity.capacity_report(slices, [gone], server_version=NEW)
+    out = capacity_rules.capacity_report(slices, [gone], server_version=NEW)
     entry = out["by_pool"][DRIVER + "/gpu"]
     assert entry["free"] == 2 and entry["counters"]["gpu-0"]["mem"]["left"] == 8
     assert out["unpublished_allocations"] == [DRIVER + "/gpu/p9"]
@@ -160,7 +160,7 @@ def test_an_overdrawn_counter_blocks_every_consuming_device_from_1_35():
     devices = [device("p0", {"mem": 6}), device("p1", {"cores": 1}), device("plain")]
     slices = [resource_slice("counters", "gpu", counters={"mem": 4, "cores": 4}, count=2),
               resource_slice("devices", "gpu", devices, count=2)]
-    entry = _capacity.capacity_report(slices, [claim("c", ("gpu", "p0"))], server_version=NEW)["by_pool"][
+    entry = capacity_rules.capacity_report(slices, [claim("c", ("gpu", "p0"))], server_version=NEW)["by_pool"][
         DRIVER + "/gpu"]
     assert entry["counters"]["gpu-0"]["mem"] == {"capacity": 4, "consumed": 6, "left": -2}
     assert (entry["free"], entry["unavailable"]) == (1, 1)  # only `plain`, which consumes no counter
@@ -170,7 +170,7 @@ def test_invalid_pools_have_no_free_device():
     twice = [resource_slice("a", "p", [device("d0")], count=2), resource_slice("b", "p", [device("d0")], count=2)]
     unknown = [resource_slice("a", "q", [device("d0", {"mem": 1}, set_name="nope")], count=2),
                resource_slice("b", "q", counters={"mem": 1}, count=2)]
-    out = _capacity.capacity_report(twice + unknown, [], server_version=NEW)["by_pool"]
+    out = capacity_rules.capacity_report(twice + unknown, [], server_version=NEW)["by_pool"]
     assert out[DRIVER + "/p"]["free"] == 0 and "device name d0 appears twice" in out[DRIVER + "/p"]["problem"]
     assert out[DRIVER + "/q"]["free"] == 0 and "consumes nope" in out[DRIVER + "/q"]["problem"]
 
@@ -185,19 +185,19 @@ def test_a_shared_device_in_use_is_free_while_a_claim_without_a_request_fits():
     share = {"metadata": {"namespace": "ns", "name": "c"}, "status": {"allocation": {"devices": {"results": [
         {"request": "r", "driver": DRIVER, "pool": "shared", "device": name, "consumedCapacity": {"memory": "75Gi"}}
         for name in ("big", "whole")]}}}}
-    entry = _capacity.capacity_report(slices, [share], server_version=NEW)["by_pool"][DRIVER + "/shared"]
+    entry = capacity_rules.capacity_report(slices, [share], server_version=NEW)["by_pool"][DRIVER + "/shared"]
     assert (entry["allocated"], entry["free"], entry["unavailable"]) == (2, 0, 0)
     share["status"]["allocation"]["devices"]["results"][0]["consumedCapacity"]["memory"] = "70Gi"
-    entry = _capacity.capacity_report(slices, [share], server_version=NEW)["by_pool"][DRIVER + "/shared"]
+    entry = capacity_rules.capacity_report(slices, [share], server_version=NEW)["by_pool"][DRIVER + "/shared"]
     assert (entry["allocated"], entry["free"]) == (2, 1)  # big: 10Gi left takes its default; whole needs 80Gi
 
 
 def test_allocator_rules_by_release():
-    assert _capacity.allocator_rules("v1.33.13") == {"release": 33, "counters_per_pool": False,
-                                                     "incomplete_pools_allocated": True}
-    assert _capacity.allocator_rules("v1.35.0")["counters_per_pool"] is True
-    assert _capacity.allocator_rules(None) == {"release": None, "counters_per_pool": True,
-                                               "incomplete_pools_allocated": False}
+    assert capacity_rules.allocator_rules("v1.33.13") == {"release": 33, "counters_per_pool": False,
+                                                          "incomplete_pools_allocated": True}
+    assert capacity_rules.allocator_rules("v1.35.0")["counters_per_pool"] is True
+    assert capacity_rules.allocator_rules(None) == {"release": None, "counters_per_pool": True,
+                                                    "incomplete_pools_allocated": False}
 
 
 # Recorded by tests/integration/test_capacity_allocatable.py (DRA_IT_RECORD) after the first claims were
@@ -230,7 +230,7 @@ def test_device_taint_rules_taint_what_they_select():
         return {"spec": {"deviceSelector": sel, "taint": {"key": "k", "effect": effect}}}
 
     def free(*rules):
-        out = _capacity.capacity_report(slices, [], server_version=NEW, taint_rules=rules)["by_pool"]
+        out = capacity_rules.capacity_report(slices, [], server_version=NEW, taint_rules=rules)["by_pool"]
         return out[DRIVER + "/p"]["free"], out[DRIVER + "/q"]["free"]
     assert free() == (2, 1)
     assert free(rule("NoSchedule", driver=DRIVER, pool="p")) == (0, 1)

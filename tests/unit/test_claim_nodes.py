@@ -12,7 +12,9 @@ import os
 
 import pytest
 
-from ansible_collections.dra.admin.plugins.module_utils import _claims, _locations, _slices
+from ansible_collections.dra.admin.plugins.module_utils.claims import claims
+from ansible_collections.dra.admin.plugins.module_utils.claims import locations as location_names
+from ansible_collections.dra.admin.plugins.module_utils.claims import slices as slice_rules
 
 REC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "recorded")
 A, B, C = "node-000000", "node-000001", "node-000002"
@@ -36,7 +38,7 @@ def rec():
 
 
 def index(*pods):
-    return dict((p["metadata"]["uid"], _claims.pod_ref(p["spec"].get("nodeName"), p["metadata"].get("ownerReferences")))
+    return dict((p["metadata"]["uid"], claims.pod_ref(p["spec"].get("nodeName"), p["metadata"].get("ownerReferences")))
                 for p in pods)
 
 
@@ -54,7 +56,7 @@ def reserved_by(claim, *pods):
 
 
 def view(rec, claim, pods):
-    return _claims.claim_view(claim, rec["nodes"], pods, _slices.device_index(rec["slices"]))
+    return claims.claim_view(claim, rec["nodes"], pods, slice_rules.device_index(rec["slices"]))
 
 
 def network_attached(claim):
@@ -77,17 +79,17 @@ def test_network_attached_claim_is_on_the_node_of_its_pod(rec):
     pod = rec["pods"]["tmpl"]  # runs on B
     claim = reserved_by(network_attached(rec["shared"]), pod)
     v = view(rec, claim, index(pod))
-    assert v["node_scope"] == _locations.CLAIM_CLUSTER_WIDE and v["allocation_nodes"] == []
+    assert v["node_scope"] == location_names.CLAIM_CLUSTER_WIDE and v["allocation_nodes"] == []
     assert v["nodes"] == [B] and v["consumers"][0]["node"] == B
-    assert _claims.blocks_node(v, B) and not _claims.blocks_node(v, A)
-    assert _claims.claim_selected(v, node=B) and not _claims.claim_selected(v, node=A)
+    assert claims.blocks_node(v, B) and not claims.blocks_node(v, A)
+    assert claims.claim_selected(v, node=B) and not claims.claim_selected(v, node=A)
 
 
 def test_network_attached_claim_without_a_live_pod_is_on_no_node(rec):
     claim = reserved_by(network_attached(rec["shared"]), rec["pods"]["tmpl"])
     v = view(rec, claim, {})
     assert v["nodes"] == [] and v["orphaned"]
-    assert _claims.summarize_by_node([v]) == {"<cluster-wide>": _claims.summarize_by_node([v])["<cluster-wide>"]}
+    assert claims.summarize_by_node([v]) == {"<cluster-wide>": claims.summarize_by_node([v])["<cluster-wide>"]}
 
 
 # --- a claim shared by pods on two nodes ----------------------------------------------------
@@ -96,9 +98,9 @@ def test_shared_claim_is_on_every_node_whose_pods_use_it(rec):
     on_a, on_b = rec["pods"]["share-a"], moved(rec["pods"]["share-b"], B)
     claim = reserved_by(shared_pool(rec["shared"], [A, B]), on_a, on_b)
     v = view(rec, claim, index(on_a, on_b))
-    assert v["node_scope"] == _locations.CLAIM_SELECTOR and v["allocation_nodes"] == [A, B]
+    assert v["node_scope"] == location_names.CLAIM_SELECTOR and v["allocation_nodes"] == [A, B]
     assert v["nodes"] == [A, B]
-    summary = _claims.summarize_by_node([v])
+    summary = claims.summarize_by_node([v])
     assert summary[A]["reserved"] == 1 and summary[B]["reserved"] == 1
 
 
@@ -107,18 +109,18 @@ def test_shared_claim_used_only_elsewhere_does_not_hold_the_node(rec):
     claim = reserved_by(shared_pool(rec["shared"], [A, B]), on_b)  # the pod on A was evicted
     v = view(rec, claim, index(on_b))
     assert v["nodes"] == [B]
-    assert not _claims.blocks_node(v, A) and _claims.blocks_node(v, B)
+    assert not claims.blocks_node(v, A) and claims.blocks_node(v, B)
     assert v["problems"] == []
 
 
 def test_node_local_claim_without_live_consumers_stays_on_its_nodes(rec):
     claim = shared_pool(rec["shared"], [A, B])
     v = view(rec, claim, {})  # both consumers gone, reservation not yet dropped
-    assert v["orphaned"] and v["nodes"] == [A, B] and _claims.blocks_node(v, A)
+    assert v["orphaned"] and v["nodes"] == [A, B] and claims.blocks_node(v, A)
     allocated = copy.deepcopy(rec["shared"])
     allocated["status"]["reservedFor"] = []
     v = view(rec, allocated, {})
-    assert v["state"] == _claims.ALLOCATED and v["nodes"] == [A] and _claims.blocks_node(v, A)
+    assert v["state"] == claims.ALLOCATED and v["nodes"] == [A] and claims.blocks_node(v, A)
 
 
 def test_consumer_outside_a_pinned_allocation_is_a_problem(rec):
@@ -136,24 +138,24 @@ def test_claims_of_daemonset_pods_are_reported_not_blocking(rec):
     claim = reserved_by(rec["shared"], agent)
     v = view(rec, claim, index(agent))
     assert v["consumers"][0]["daemonset"] is True and v["nodes"] == [A]
-    assert not _claims.blocks_node(v, A)
-    assert _claims.daemonset_claims([v], A) == [v]
+    assert not claims.blocks_node(v, A)
+    assert claims.daemonset_claims([v], A) == [v]
     with_workload = reserved_by(rec["shared"], agent, rec["pods"]["share-a"])
     v = view(rec, with_workload, index(agent, rec["pods"]["share-a"]))
-    assert _claims.blocks_node(v, A) and _claims.daemonset_claims([v], A) == []
+    assert claims.blocks_node(v, A) and claims.daemonset_claims([v], A) == []
 
 
 def test_pod_ref_reads_the_pod_table_node_cell():
-    assert _claims.pod_ref("<none>", None) == (None, False)
-    assert _claims.pod_ref("", None) == (None, False)
-    assert _claims.pod_ref("n1", [{"kind": "DaemonSet", "name": "x", "controller": True}]) == ("n1", True)
-    assert _claims.pod_ref("n1", [{"kind": "DaemonSet", "name": "x"}]) == ("n1", False)
+    assert claims.pod_ref("<none>", None) == (None, False)
+    assert claims.pod_ref("", None) == (None, False)
+    assert claims.pod_ref("n1", [{"kind": "DaemonSet", "name": "x", "controller": True}]) == ("n1", True)
+    assert claims.pod_ref("n1", [{"kind": "DaemonSet", "name": "x"}]) == ("n1", False)
 
 
 def test_gate_message_names_the_consumer_node(rec):
     pod = rec["pods"]["tmpl"]
     v = view(rec, reserved_by(network_attached(rec["shared"]), pod), index(pod))
-    assert "pods/tmpl on %s" % B in _claims.blocking_message(B, [v])
+    assert "pods/tmpl on %s" % B in claims.blocking_message(B, [v])
 
 
 # --- where slices' devices are ----------------------------------------------------------------
@@ -180,27 +182,27 @@ def per_device(rec):
 
 def test_per_device_slice_counts_under_the_nodes_its_devices_name(rec):
     item = per_device(rec)
-    assert _slices.slice_locations(item) == {A: 4, B: 2, _locations.SLICE_ALL_NODES: 1,
-                                             _locations.SLICE_NODE_SELECTOR: 1}
-    assert _slices.slice_nodes(item) == [A, B]
-    pools = _slices.summarize_pools([item])
-    by_node = _slices.devices_by_node(pools)
+    assert slice_rules.slice_locations(item) == {A: 4, B: 2, location_names.SLICE_ALL_NODES: 1,
+                                                 location_names.SLICE_NODE_SELECTOR: 1}
+    assert slice_rules.slice_nodes(item) == [A, B]
+    pools = slice_rules.summarize_pools([item])
+    by_node = slice_rules.devices_by_node(pools)
     driver = item["spec"]["driver"]
     assert by_node[A][driver]["devices"] == 4 and by_node[B][driver]["devices"] == 2
-    assert by_node[_locations.SLICE_ALL_NODES][driver]["devices"] == 1
+    assert by_node[location_names.SLICE_ALL_NODES][driver]["devices"] == 1
     # The allNodes device covers C too: the driver publishes for every node. Without it, the selector
     # device still covers A and B by their hostname labels, and C is left.
-    assert _slices.nodes_without_slices(rec["nodes"], _slices.node_publishers([item]), driver) == []
+    assert slice_rules.nodes_without_slices(rec["nodes"], slice_rules.node_publishers([item]), driver) == []
     no_all_nodes = copy.deepcopy(item)
     del no_all_nodes["spec"]["devices"][6]
-    assert _slices.nodes_without_slices(rec["nodes"], _slices.node_publishers([no_all_nodes]), driver) == [C]
-    assert _slices.slices_for_node([item], B, driver) == [item]
-    assert _slices.slices_for_node([item], C, driver) == []
+    assert slice_rules.nodes_without_slices(rec["nodes"], slice_rules.node_publishers([no_all_nodes]), driver) == [C]
+    assert slice_rules.slices_for_node([item], B, driver) == [item]
+    assert slice_rules.slices_for_node([item], C, driver) == []
 
 
 def test_node_keeps_its_own_slice_devices_beside_a_per_device_pool(rec):
     slices = rec["slices"] + [per_device(rec)]
-    by_node = _slices.devices_by_node(_slices.summarize_pools(slices))
+    by_node = slice_rules.devices_by_node(slice_rules.summarize_pools(slices))
     driver = slices[0]["spec"]["driver"]
     assert by_node[A][driver]["devices"] == 8 + 4 and by_node[C][driver]["devices"] == 8
     assert sorted(by_node[B][driver]["pools"]) == sorted([B, "partitioned"])
@@ -212,11 +214,11 @@ def test_claim_on_a_per_device_pool_is_cross_checked_per_device(rec):
     result = claim["status"]["allocation"]["devices"]["results"][0]
     result["pool"] = "partitioned"
     result["device"] = item["spec"]["devices"][4]["name"]  # a device on B
-    v = _claims.claim_view(claim, rec["nodes"], {}, _slices.device_index(rec["slices"] + [item]))
+    v = claims.claim_view(claim, rec["nodes"], {}, slice_rules.device_index(rec["slices"] + [item]))
     assert v["problems"] == ["device %s/partitioned/%s: allocated for node(s) %s but it is published for node %s"
                              % (result["driver"], result["device"], A, B)]
     result["device"] = item["spec"]["devices"][0]["name"]  # a device on A
-    v = _claims.claim_view(claim, rec["nodes"], {}, _slices.device_index(rec["slices"] + [item]))
+    v = claims.claim_view(claim, rec["nodes"], {}, slice_rules.device_index(rec["slices"] + [item]))
     assert v["problems"] == []
 
 
@@ -225,18 +227,18 @@ def test_stale_generations_are_left_out_everywhere(rec):
     new = per_device(rec)
     new["spec"]["pool"]["name"] = old["spec"]["pool"]["name"]
     new["spec"]["pool"]["generation"] = old["spec"]["pool"]["generation"] + 1
-    locations, pools = _slices.device_index([old, new])
+    locations, pools = slice_rules.device_index([old, new])
     driver = old["spec"]["driver"]
-    assert pools == {_slices.pool_key(old)}
-    assert set(locations.values()) == set(_slices.slice_locations(new))
-    assert _slices.current_slices([old, new]) == [new]
-    assert _slices.slices_for_node([old, new], B, driver) == [new]
+    assert pools == {slice_rules.pool_key(old)}
+    assert set(locations.values()) == set(slice_rules.slice_locations(new))
+    assert slice_rules.current_slices([old, new]) == [new]
+    assert slice_rules.slices_for_node([old, new], B, driver) == [new]
 
 
 @pytest.mark.parametrize("module,names", [
-    ("dra_claims_info", _locations.CLAIM_SCOPES + _locations.CLAIM_MARKERS),
-    ("dra_cluster_info", _locations.SLICE_MARKERS),
-    ("dra_slices_info", _locations.SLICE_MARKERS),
+    ("dra_claims_info", location_names.CLAIM_SCOPES + location_names.CLAIM_MARKERS),
+    ("dra_cluster_info", location_names.SLICE_MARKERS),
+    ("dra_slices_info", location_names.SLICE_MARKERS),
 ])
 def test_return_docs_name_the_locations_the_code_reports(module, names):
     doc = importlib.import_module("ansible_collections.dra.admin.plugins.modules." + module).RETURN
@@ -246,7 +248,7 @@ def test_return_docs_name_the_locations_the_code_reports(module, names):
 
 
 def test_newest_generation_per_pool_has_one_rule():
-    assert _slices.newest_by_pool([("a", 1), ("b", 4), ("a", 3), ("a", 2)]) == {"a": 3, "b": 4}
+    assert slice_rules.newest_by_pool([("a", 1), ("b", 4), ("a", 3), ("a", 2)]) == {"a": 3, "b": 4}
 
 
 def test_device_index_keeps_the_newest_generation_whatever_the_order(rec):
@@ -255,6 +257,6 @@ def test_device_index_keeps_the_newest_generation_whatever_the_order(rec):
     new["spec"]["pool"]["generation"] = old["spec"]["pool"]["generation"] + 1
     new["spec"]["nodeName"] = A
     for order in ([old, new], [new, old]):
-        locations, pools = _slices.device_index(order)
-        assert pools == {_slices.pool_key(old)} and set(locations.values()) == {A}
-        assert _slices.current_slices(order) == [new]
+        locations, pools = slice_rules.device_index(order)
+        assert pools == {slice_rules.pool_key(old)} and set(locations.values()) == {A}
+        assert slice_rules.current_slices(order) == [new]

@@ -14,9 +14,11 @@ import os
 
 import pytest
 
-from ansible_collections.dra.admin.plugins.module_utils import _claims, _locations, _slices
-from ansible_collections.dra.admin.plugins.module_utils.api import DraApi
-from ansible_collections.dra.admin.plugins.module_utils.claims import POD_NODE_COLUMN, pod_index
+from ansible_collections.dra.admin.plugins.module_utils.claims import claims
+from ansible_collections.dra.admin.plugins.module_utils.claims import locations
+from ansible_collections.dra.admin.plugins.module_utils.claims import slices
+from ansible_collections.dra.admin.plugins.module_utils.common.api import DraApi
+from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import POD_NODE_COLUMN, pod_index
 
 REC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "recorded")
 
@@ -56,8 +58,8 @@ def world(name, pods_from_table=True):
 
 
 def views(w):
-    index = _slices.device_index(w["slices"])
-    return [_claims.claim_view(c, w["nodes"], w["index"], index) for c in w["claims"]]
+    index = slices.device_index(w["slices"])
+    return [claims.claim_view(c, w["nodes"], w["index"], index) for c in w["claims"]]
 
 
 @pytest.mark.parametrize("from_table", [True, False])
@@ -85,24 +87,24 @@ def test_recorded_network_attached_claim_is_on_the_node_of_its_pod():
     w = world("network-attached")
     (view,) = views(w)
     node = w["pods"][0]["spec"]["nodeName"]
-    assert view["node_scope"] == _locations.CLAIM_CLUSTER_WIDE and view["allocation_nodes"] == []
+    assert view["node_scope"] == locations.CLAIM_CLUSTER_WIDE and view["allocation_nodes"] == []
     assert view["nodes"] == [node] and view["problems"] == []
-    assert _claims.blocks_node(view, node)
-    assert not any(_claims.blocks_node(view, other) for other in w["nodes"] if other != node)
+    assert claims.blocks_node(view, node)
+    assert not any(claims.blocks_node(view, other) for other in w["nodes"] if other != node)
 
 
 def test_recorded_shared_claim_is_on_both_nodes_until_one_pod_goes():
     w = world("shared-pool")
     (view,) = views(w)
     pod_nodes = sorted(p["spec"]["nodeName"] for p in w["pods"])
-    assert view["node_scope"] == _locations.CLAIM_SELECTOR and view["allocation_nodes"] == pod_nodes
-    assert view["nodes"] == pod_nodes and all(_claims.blocks_node(view, n) for n in pod_nodes)
-    assert all(_claims.summarize_by_node([view])[n]["reserved"] == 1 for n in pod_nodes)
+    assert view["node_scope"] == locations.CLAIM_SELECTOR and view["allocation_nodes"] == pod_nodes
+    assert view["nodes"] == pod_nodes and all(claims.blocks_node(view, n) for n in pod_nodes)
+    assert all(claims.summarize_by_node([view])[n]["reserved"] == 1 for n in pod_nodes)
     gone, stays = w["pods"]
     w["index"].pop(gone["metadata"]["uid"])
     (after,) = views(w)
     assert after["nodes"] == [stays["spec"]["nodeName"]]
-    assert not _claims.blocks_node(after, gone["spec"]["nodeName"])
+    assert not claims.blocks_node(after, gone["spec"]["nodeName"])
     assert [c["name"] for c in after["missing_consumers"]] == [gone["metadata"]["name"]]
 
 
@@ -110,12 +112,12 @@ def test_recorded_per_device_slice_and_its_claim():
     w = world("per-device")
     part = next(s for s in w["slices"] if s["spec"].get("perDeviceNodeSelection"))
     driver = part["spec"]["driver"]
-    by_node = _slices.devices_by_node(_slices.summarize_pools(w["slices"]))
+    by_node = slices.devices_by_node(slices.summarize_pools(w["slices"]))
     assert by_node["node-000000"][driver]["devices"] == 2 and by_node["node-000001"][driver]["devices"] == 1
-    assert by_node[_locations.SLICE_ALL_NODES][driver]["devices"] == 1
+    assert by_node[locations.SLICE_ALL_NODES][driver]["devices"] == 1
     assert driver not in by_node["node-000002"]
     (view,) = views(w)
-    assert view["node_scope"] == _locations.CLAIM_PINNED and view["nodes"] == ["node-000001"]
+    assert view["node_scope"] == locations.CLAIM_PINNED and view["nodes"] == ["node-000001"]
     assert view["problems"] == []
 
 
@@ -124,4 +126,4 @@ def test_recorded_daemonset_pod_claim_is_reported_not_blocking():
     (view,) = views(w)
     node = w["pods"][0]["spec"]["nodeName"]
     assert view["consumers"][0]["daemonset"] is True and view["nodes"] == [node]
-    assert not _claims.blocks_node(view, node) and _claims.daemonset_claims([view], node) == [view]
+    assert not claims.blocks_node(view, node) and claims.daemonset_claims([view], node) == [view]

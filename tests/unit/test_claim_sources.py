@@ -12,7 +12,10 @@ import datetime
 
 from hypothesis import given, settings, strategies as st
 
-from ansible_collections.dra.admin.plugins.module_utils import _claims, _device_health, _device_taints, _drain
+from ansible_collections.dra.admin.plugins.module_utils.claims import claims as claim_rules
+from ansible_collections.dra.admin.plugins.module_utils.devices import health
+from ansible_collections.dra.admin.plugins.module_utils.devices import taints
+from ansible_collections.dra.admin.plugins.module_utils.nodes import drain
 
 SETTINGS = settings(max_examples=200, deadline=None)
 NAMESPACE = "team"
@@ -83,7 +86,7 @@ def claim_sources(draw):
 
 
 def pods_index(pods):
-    return dict((p["metadata"]["uid"], _claims.pod_ref(p["spec"].get("nodeName"), p["metadata"].get("ownerReferences")))
+    return dict((p["metadata"]["uid"], claim_rules.pod_ref(p["spec"].get("nodeName"), p["metadata"].get("ownerReferences")))
                 for p in pods)
 
 
@@ -91,18 +94,18 @@ def pods_index(pods):
 @given(claim_sources())
 def test_a_pods_claims_are_the_same_whichever_field_names_them(sources):
     pod, claims = build(sources)
-    assert _claims.pod_claims(pod, claims) == sorted(sources)
+    assert claim_rules.pod_claims(pod, claims) == sorted(sources)
     named_by_pod = sorted(n for n, s in sources.items() if s != RESERVED_ONLY)
-    assert _claims.pod_claims(pod) == named_by_pod
-    assert _claims.names_claims(pod) == bool(named_by_pod)
-    assert _claims.claims_used_by([pod], claims) == set((NAMESPACE, n) for n in sources)
+    assert claim_rules.pod_claims(pod) == named_by_pod
+    assert claim_rules.names_claims(pod) == bool(named_by_pod)
+    assert claim_rules.claims_used_by([pod], claims) == set((NAMESPACE, n) for n in sources)
 
 
 @SETTINGS
 @given(claim_sources())
 def test_the_drain_evicts_a_pod_first_whichever_field_names_its_claim(sources):
     pod, claims = build(sources)
-    plan = _drain.plan_drain([pod])
+    plan = drain.plan_drain([pod])
     named_by_pod = any(s != RESERVED_ONLY for s in sources.values())
     assert plan["claim_pods" if named_by_pod else "other_pods"] == [pod]
 
@@ -120,7 +123,7 @@ def node_slice(claims):
 @given(claim_sources(), st.booleans())
 def test_device_health_lists_the_pod_on_every_device_of_its_claims(sources, as_group):
     pod, claims = build(sources, group="gang" if as_group else None)
-    report = _device_health.device_health([node_slice(claims)], claims, [pod], NOW)
+    report = health.device_health([node_slice(claims)], claims, [pod], NOW)
     assert [d["device"] for d in report["devices"]] == sorted("gpu-%d" % i for i in range(len(sources)))
     for device in report["devices"]:
         assert device["pods"] == [{"namespace": NAMESPACE, "name": "trainer-0", "node": NODE}]
@@ -133,9 +136,9 @@ def test_the_taint_dry_run_names_the_pod_whichever_field_names_its_claim(sources
     pod, claims = build(sources)
     devices = [{"driver": r["driver"], "pool": r["pool"], "device": r["device"]}
                for c in claims for r in c["status"]["allocation"]["devices"]["results"]]
-    affected = _device_taints.affected_claims(claims, devices, {"key": "k", "effect": "NoExecute"}, pods_index([pod]))
+    affected = taints.affected_claims(claims, devices, {"key": "k", "effect": "NoExecute"}, pods_index([pod]))
     assert sorted(a["name"] for a in affected) == sorted(sources)
-    assert _device_taints.pod_names(affected) == (["%s/trainer-0" % NAMESPACE] if sources else [])
+    assert taints.pod_names(affected) == (["%s/trainer-0" % NAMESPACE] if sources else [])
 
 
 @SETTINGS
@@ -146,18 +149,18 @@ def test_a_pod_group_consumer_keeps_its_claim_until_the_group_is_gone(sources, g
     others = {"exists": {("scheduling.k8s.io", "podgroups"): {"uid-group-gang"}},
               "gone": {("scheduling.k8s.io", "podgroups"): set()}, "unknown": {}}[group_state]
     for claim in claims:
-        view = _claims.claim_view(claim, {NODE: {}}, pods, ({}, set()), others)
+        view = claim_rules.claim_view(claim, {NODE: {}}, pods, ({}, set()), others)
         (consumer,) = view["consumers"]
-        by_group = consumer["kind"] == _claims.CONSUMER_POD_GROUP
+        by_group = consumer["kind"] == claim_rules.CONSUMER_POD_GROUP
         assert by_group == (sources[claim["metadata"]["name"]] in (SPEC, TEMPLATE))
         if by_group:
             # The group's pods come and go; the group is what keeps the claim.
             assert view["orphaned"] == (group_state == "gone")
             assert view["non_pod_consumers"] == ([] if group_state == "gone" else [consumer])
-            assert _claims.consumer_label(consumer) == "podgroups.scheduling.k8s.io/gang"
+            assert claim_rules.consumer_label(consumer) == "podgroups.scheduling.k8s.io/gang"
         else:
             assert view["orphaned"] == (not pod_alive)
-            assert _claims.consumer_label(consumer) == "pods/trainer-0"
+            assert claim_rules.consumer_label(consumer) == "pods/trainer-0"
 
 
 @SETTINGS
@@ -166,26 +169,26 @@ def test_a_claim_held_only_for_a_pod_group_blocks_the_node_only_while_a_pod_ther
     pod, claims = build(sources, group="gang")
     pods = pods_index([pod] if pod_on_node else [])
     others = {("scheduling.k8s.io", "podgroups"): {"uid-group-gang"}}
-    used = {"used": _claims.claims_used_by([pod]), "unused": set(), "unknown": None}[use]
+    used = {"used": claim_rules.claims_used_by([pod]), "unused": set(), "unknown": None}[use]
     for claim in claims:
-        view = _claims.claim_view(claim, {NODE: {}}, pods, ({}, set()), others)
+        view = claim_rules.claim_view(claim, {NODE: {}}, pods, ({}, set()), others)
         assert view["nodes"] == [NODE]
-        if _claims.held_for_non_pods_only(view):
-            assert _claims.blocks_node(view, NODE, used) == (use != "unused")
-            assert (view in _claims.non_pod_claims([view], NODE, used)) == (use == "unused")
+        if claim_rules.held_for_non_pods_only(view):
+            assert claim_rules.blocks_node(view, NODE, used) == (use != "unused")
+            assert (view in claim_rules.non_pod_claims([view], NODE, used)) == (use == "unused")
         else:
             # A claim reserved for the pod blocks while the pod exists (or, deallocating, until released).
-            assert _claims.blocks_node(view, NODE, used)
-            assert _claims.non_pod_claims([view], NODE, used) == []
+            assert claim_rules.blocks_node(view, NODE, used)
+            assert claim_rules.non_pod_claims([view], NODE, used) == []
 
 
 def test_the_non_pod_message_names_the_consumer_and_what_to_do():
     pod, claims = build({"gpu": SPEC}, group="gang")
-    view = _claims.claim_view(claims[0], {NODE: {}}, {}, ({}, set()), {})
-    text = _claims.non_pod_message(view)
+    view = claim_rules.claim_view(claims[0], {NODE: {}}, {}, ({}, set()), {})
+    text = claim_rules.non_pod_message(view)
     assert "team/gpu [reserved] reserved for podgroups.scheduling.k8s.io/gang" in text
     assert "delete the PodGroup (or its workload)" in text
-    message = _claims.blocking_message(NODE, [view])
+    message = claim_rules.blocking_message(NODE, [view])
     assert "podgroups.scheduling.k8s.io/gang (a workload's PodGroup, not a pod)" in message
 
 
@@ -208,14 +211,14 @@ def test_a_pod_group_listing_a_claim_is_its_consumer_also_after_the_scheduler_dr
     for claim in claims:
         claim["status"].pop("reservedFor")
     groups = [pod_group_object("gang", group_claims)] if group_exists else []
-    listed = _claims.claims_listed_by_groups(groups)
+    listed = claim_rules.claims_listed_by_groups(groups)
     others = {("scheduling.k8s.io", "podgroups"): set(g["metadata"]["uid"] for g in groups)}
-    used = _claims.claims_used_by([pod]) if use == "used" else set()
+    used = claim_rules.claims_used_by([pod]) if use == "used" else set()
     for claim in claims:
-        view = _claims.claim_view(claim, {NODE: {}}, pods_index([pod]), ({}, set()), others, listed)
+        view = claim_rules.claim_view(claim, {NODE: {}}, pods_index([pod]), ({}, set()), others, listed)
         assert view["state"] == "allocated"
         held_by_group = group_exists and claim["metadata"]["name"] in group_claims
         assert [(c["kind"], c["reserved"], c["exists"]) for c in view["consumers"]] == (
             [("pod_group", False, True)] if held_by_group else [])
         assert view["orphaned"] is not held_by_group
-        assert _claims.blocks_node(view, NODE, used) is (not held_by_group or use == "used")
+        assert claim_rules.blocks_node(view, NODE, used) is (not held_by_group or use == "used")

@@ -15,12 +15,13 @@ import os
 
 import pytest
 
-from ansible_collections.dra.admin.plugins.module_utils import _doctor, doctor
-from ansible_collections.dra.admin.plugins.module_utils.api import DraApi
+from ansible_collections.dra.admin.plugins.module_utils.claims import doctor as doctor_rules
+from ansible_collections.dra.admin.plugins.module_utils.claims import doctor_service
+from ansible_collections.dra.admin.plugins.module_utils.common.api import DraApi
 
 FIX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "doctor")
 # The clock of the recording: after every deletion, before term-pod's grace period ended (17:18:01).
-RECORDED_AT = _doctor.epoch("2026-11-23T17:08:30Z")
+RECORDED_AT = doctor_rules.epoch("2026-11-23T17:08:30Z")
 
 
 class ReplayApi(DraApi):
@@ -49,10 +50,10 @@ def by_kind(findings):
 
 def test_each_finding_of_the_recorded_cluster():
     api = ReplayApi("findings.json")
-    found = by_kind(doctor.examine(api, now=RECORDED_AT)["findings"])
-    assert sorted(found) == sorted(_doctor.KINDS)
+    found = by_kind(doctor_service.examine(api, now=RECORDED_AT)["findings"])
+    assert sorted(found) == sorted(doctor_rules.KINDS)
     (orphan,) = found["orphaned"]
-    assert orphan["claim"].startswith("doc/orphan-pod-gpu-") and orphan["action"] == _doctor.RESYNC
+    assert orphan["claim"].startswith("doc/orphan-pod-gpu-") and orphan["action"] == doctor_rules.RESYNC
     assert "pods/orphan-pod" in orphan["message"]
     (stuck,) = found["stuck_deletion"]
     assert stuck["claim"] == "doc/held" and stuck["nodes"] == ["node-000001"]
@@ -68,22 +69,22 @@ def test_each_finding_of_the_recorded_cluster():
 
 
 def test_a_pod_past_its_grace_period_says_by_how_much():
-    found = by_kind(doctor.examine(ReplayApi("findings.json"), now=_doctor.epoch("2026-11-23T17:19:01Z"))["findings"])
+    found = by_kind(doctor_service.examine(ReplayApi("findings.json"), now=doctor_rules.epoch("2026-11-23T17:19:01Z"))["findings"])
     assert found["pod_stuck_terminating"][0]["overdue_seconds"] == 60
     assert "60s past its grace period" in found["pod_stuck_terminating"][0]["message"]
 
 
 def test_finalizers_are_removed_only_with_force_and_without_a_consumer():
-    refused = by_kind(doctor.examine(ReplayApi("findings-consumer-gone.json"), now=RECORDED_AT)["findings"])
+    refused = by_kind(doctor_service.examine(ReplayApi("findings-consumer-gone.json"), now=RECORDED_AT)["findings"])
     assert refused["stuck_deletion"][0]["action"] is None
     assert "force: true" in refused["stuck_deletion"][0]["refused"]
     api = ReplayApi("findings-consumer-gone.json")
-    found = doctor.examine(api, force=True, now=RECORDED_AT)
+    found = doctor_service.examine(api, force=True, now=RECORDED_AT)
     (stuck,) = by_kind(found["findings"])["stuck_deletion"]
-    assert stuck["action"] == _doctor.REMOVE_FINALIZERS and "scheduler may give them" in stuck["warning"]
-    todo = _doctor.plan(found["findings"], ["stuck_deletion"])
+    assert stuck["action"] == doctor_rules.REMOVE_FINALIZERS and "scheduler may give them" in stuck["warning"]
+    todo = doctor_rules.plan(found["findings"], ["stuck_deletion"])
     assert [f["claim"] for f in todo] == ["doc/held"]
-    doctor.carry_out(api, found["version"], stuck, found["metas"]["doc/held"])
+    doctor_service.carry_out(api, found["version"], stuck, found["metas"]["doc/held"])
     ((method, path, body, content_type),) = api.writes
     assert (method, path, content_type) == ("PATCH", "/apis/resource.k8s.io/v1/namespaces/doc/resourceclaims/held",
                                             "application/json-patch+json")
@@ -94,21 +95,21 @@ def test_finalizers_are_removed_only_with_force_and_without_a_consumer():
 
 def test_the_orphan_fix_is_an_annotation_conditional_on_the_resource_version():
     api = ReplayApi("findings.json")
-    found = doctor.examine(api, now=RECORDED_AT)
-    (orphan,) = _doctor.plan(found["findings"], ["orphaned"])
+    found = doctor_service.examine(api, now=RECORDED_AT)
+    (orphan,) = doctor_rules.plan(found["findings"], ["orphaned"])
     meta = found["metas"][orphan["claim"]]
-    doctor.carry_out(api, found["version"], orphan, meta)
+    doctor_service.carry_out(api, found["version"], orphan, meta)
     ((method, path, body, content_type),) = api.writes
     assert method == "PATCH" and content_type == "application/merge-patch+json" and path.endswith(orphan["name"])
     assert body["metadata"]["resourceVersion"] == meta["resourceVersion"]
-    assert list(body["metadata"]["annotations"]) == [_doctor.RESYNC_ANNOTATION]
-    before, after = _doctor.claim_diff(orphan, meta)
-    assert _doctor.RESYNC_ANNOTATION not in before["annotations"] and _doctor.RESYNC_ANNOTATION in after["annotations"]
+    assert list(body["metadata"]["annotations"]) == [doctor_rules.RESYNC_ANNOTATION]
+    before, after = doctor_rules.claim_diff(orphan, meta)
+    assert doctor_rules.RESYNC_ANNOTATION not in before["annotations"] and doctor_rules.RESYNC_ANNOTATION in after["annotations"]
 
 
 def test_nothing_is_planned_without_fix_and_report_only_kinds_have_no_action():
-    found = doctor.examine(ReplayApi("findings.json"), force=True, now=RECORDED_AT)["findings"]
-    assert _doctor.plan(found, []) == []
+    found = doctor_service.examine(ReplayApi("findings.json"), force=True, now=RECORDED_AT)["findings"]
+    assert doctor_rules.plan(found, []) == []
     assert all(f["action"] is None for f in found if f["kind"] in ("pod_stuck_terminating", "missing_devices"))
 
 
@@ -130,10 +131,10 @@ def test_an_unreserved_claim_of_a_gone_pod_is_deleted_one_made_by_hand_only_repo
                                                              "kind": "PriorityClass"}]}
     api = ReplayApi("findings.json")
     api.recorded = recorded
-    orphans = dict((f["name"], f) for f in by_kind(doctor.examine(api, now=RECORDED_AT)["findings"])["orphaned"])
-    assert orphans[generated["metadata"]["name"]]["action"] == _doctor.DELETE
+    orphans = dict((f["name"], f) for f in by_kind(doctor_service.examine(api, now=RECORDED_AT)["findings"])["orphaned"])
+    assert orphans[generated["metadata"]["name"]]["action"] == doctor_rules.DELETE
     assert orphans["by-hand"]["action"] is None and "Delete the claim" in orphans["by-hand"]["advice"]
-    doctor.carry_out(api, "v1", orphans[generated["metadata"]["name"]], generated["metadata"])
+    doctor_service.carry_out(api, "v1", orphans[generated["metadata"]["name"]], generated["metadata"])
     ((method, dummy, body, dummy2),) = api.writes
     assert method == "DELETE" and body["preconditions"]["uid"] == generated["metadata"]["uid"]
 
@@ -145,7 +146,7 @@ def test_no_finding_once_the_driver_is_back():
     back["metadata"]["name"] = "back"
     back["spec"].update(nodeName="node-000001", pool=dict(back["spec"]["pool"], name="node-000001"))
     slices.append(back)
-    kinds = set(f["kind"] for f in doctor.examine(api, now=RECORDED_AT)["findings"])
+    kinds = set(f["kind"] for f in doctor_service.examine(api, now=RECORDED_AT)["findings"])
     assert kinds == {"orphaned"}  # the controller, not the driver, releases that one
 
 
@@ -154,11 +155,11 @@ def test_no_finding_once_the_driver_is_back():
     (["orphaned"], True, "force: true only applies"),
 ])
 def test_bad_fix_requests_name_the_field(fix, force, error):
-    errors = _doctor.validate_fix(fix, force)
+    errors = doctor_rules.validate_fix(fix, force)
     assert errors and error in " ".join(errors)
 
 
 def test_good_fix_requests():
-    assert _doctor.validate_fix(["orphaned", "stuck_deletion"], True) == []
+    assert doctor_rules.validate_fix(["orphaned", "stuck_deletion"], True) == []
     want = {"orphaned": 1, "stuck_deletion": 0, "pod_stuck_terminating": 0, "missing_devices": 0}
-    assert _doctor.counts([{"kind": "orphaned"}]) == want
+    assert doctor_rules.counts([{"kind": "orphaned"}]) == want

@@ -1,4 +1,4 @@
-"""A component's /metrics after a change (_component_metrics, module component_metrics_info), on the
+"""A component's /metrics after a change (control_plane.component_metrics, module component_metrics_info), on the
 kube-controller-manager and kube-scheduler v1.36.3 metrics recorded in fixtures/metrics."""
 import gzip
 import json
@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.dra.admin.plugins.module_utils import _component_metrics as cm
+from ansible_collections.dra.admin.plugins.module_utils.control_plane import component_metrics as cm
 from ansible_collections.dra.admin.plugins.modules import component_metrics_info
 
 from conftest import FIXTURES

@@ -1,4 +1,4 @@
-"""Device health (_device_health, device_health) on objects recorded from the real cluster (Kubernetes v1.36.3).
+"""Device health (devices.health, device_health) on objects recorded from the real cluster (Kubernetes v1.36.3).
 
 tests/unit/fixtures/device-health/v1.36.3/ holds one namespace's pods and ResourceClaims, every
 ResourceSlice and /version, read with kubectl from a hack/cluster/up cluster (2 KWOK nodes, the example
@@ -21,9 +21,9 @@ import os
 
 import pytest
 
-from ansible_collections.dra.admin.plugins.module_utils import _device_health as dh
-from ansible_collections.dra.admin.plugins.module_utils.api import DraApi
-from ansible_collections.dra.admin.plugins.module_utils.device_health import gather_device_health
+from ansible_collections.dra.admin.plugins.module_utils.devices import health as dh
+from ansible_collections.dra.admin.plugins.module_utils.common.api import DraApi
+from ansible_collections.dra.admin.plugins.module_utils.devices.health_service import gather_device_health
 
 REC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "device-health", "v1.36.3")
 NOW = datetime.datetime(2026, 11, 23, 17, 30, tzinfo=datetime.timezone.utc)

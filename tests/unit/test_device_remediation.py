@@ -17,11 +17,11 @@ import os
 
 import pytest
 
-from ansible_collections.dra.admin.plugins.module_utils import _device_remediation as rem
-from ansible_collections.dra.admin.plugins.module_utils import _device_taints as dt
-from ansible_collections.dra.admin.plugins.module_utils._device_health import device_health
-from ansible_collections.dra.admin.plugins.module_utils._timestamps import parse_time
-from ansible_collections.dra.admin.plugins.module_utils.device_remediation import remediate
+from ansible_collections.dra.admin.plugins.module_utils.devices import remediation as rem
+from ansible_collections.dra.admin.plugins.module_utils.devices import taints as dt
+from ansible_collections.dra.admin.plugins.module_utils.devices.health import device_health
+from ansible_collections.dra.admin.plugins.module_utils.common.times import parse_time
+from ansible_collections.dra.admin.plugins.module_utils.devices.remediation_service import remediate
 
 from test_device_taints import ScriptedApi
 

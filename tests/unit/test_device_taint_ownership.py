@@ -13,10 +13,10 @@ import copy
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ansible_collections.dra.admin.plugins.module_utils import _device_taints as dt
-from ansible_collections.dra.admin.plugins.module_utils import _device_remediation as rem
-from ansible_collections.dra.admin.plugins.module_utils.device_remediation import remediate
-from ansible_collections.dra.admin.plugins.module_utils.device_taints import DeviceTaint, drain_devices
+from ansible_collections.dra.admin.plugins.module_utils.devices import taints as dt
+from ansible_collections.dra.admin.plugins.module_utils.devices import remediation as rem
+from ansible_collections.dra.admin.plugins.module_utils.devices.remediation_service import remediate
+from ansible_collections.dra.admin.plugins.module_utils.devices.taints_service import DeviceTaint, drain_devices
 
 from test_device_taints import DRIVER, POOL, ScriptedApi, recorded
 

@@ -16,10 +16,10 @@ import os
 
 import pytest
 
-from ansible_collections.dra.admin.plugins.module_utils import _device_taints as dt
-from ansible_collections.dra.admin.plugins.module_utils import _gates
-from ansible_collections.dra.admin.plugins.module_utils.api import DraApi, DraApiError
-from ansible_collections.dra.admin.plugins.module_utils.device_taints import (
+from ansible_collections.dra.admin.plugins.module_utils.devices import taints as dt
+from ansible_collections.dra.admin.plugins.module_utils.releases import catalog
+from ansible_collections.dra.admin.plugins.module_utils.common.api import DraApi, DraApiError
+from ansible_collections.dra.admin.plugins.module_utils.devices.taints_service import (
     DRAIN_VALUE, DRAINED_NODE_ANNOTATION, DeviceTaint, DeviceTaintFailure, drain_devices, rule_path,
 )
 
@@ -44,7 +44,7 @@ def test_catalog_rows_for_device_taint_rules():
     # Checked against kube_features.go and storage_resource.go of k8s.io/kubernetes v1.33.13-v1.37.2 and the
     # --help of kube-apiserver v1.33.13 (DRADeviceTaints ALPHA false), v1.35.4 (both ALPHA false) and
     # v1.36.3 (DRADeviceTaintRules BETA false, DRADeviceTaints BETA true).
-    rows = dict((minor, _gates.device_taint_rule_support("1.%d" % minor)) for minor in _gates.SUPPORTED_MINORS)
+    rows = dict((minor, catalog.device_taint_rule_support("1.%d" % minor)) for minor in catalog.SUPPORTED_MINORS)
     assert [m for m, r in rows.items() if r["api_version"] is None] == [30, 31, 32]
     assert rows[33]["api_version"] == rows[34]["api_version"] == rows[35]["api_version"] == "v1alpha3"
     assert rows[33]["gates"] == {"DRADeviceTaints": True}  # DynamicResourceAllocation comes with DRA itself
@@ -57,31 +57,31 @@ def test_catalog_rows_for_device_taint_rules():
     assert rows[36]["selector_fields"] == ["driver", "pool", "device"]
 
 
-@pytest.mark.parametrize("minor", [m for m in _gates.SUPPORTED_MINORS if m >= 33])
+@pytest.mark.parametrize("minor", [m for m in catalog.SUPPORTED_MINORS if m >= 33])
 def test_device_taints_knob_writes_only_gates_the_release_knows_and_accepts(minor):
     version = "1.%d" % minor
-    gates = _gates.device_taints_gates(version)
-    assert all(_gates.gate_info(version, name) is not None for name in gates)
-    assert _gates.validate_dra_gates(version, gates) == []
-    settings = _gates.dra_settings(version, gates)
-    support = _gates.device_taint_rule_support(version)
+    gates = catalog.device_taints_gates(version)
+    assert all(catalog.gate_info(version, name) is not None for name in gates)
+    assert catalog.validate_dra_gates(version, gates) == []
+    settings = catalog.dra_settings(version, gates)
+    support = catalog.device_taint_rule_support(version)
     for entry, value in support["runtime_config"].items():
         assert settings["runtime_config"][entry] == value
 
 
 def test_device_taints_knob_refuses_releases_without_the_rule():
-    with pytest.raises(_gates.VersionError) as err:
-        _gates.device_taints_gates("v1.32.4")
+    with pytest.raises(catalog.VersionError) as err:
+        catalog.device_taints_gates("v1.32.4")
     assert "first exists in 1.33" in str(err.value) and "dra_feature_gates_device_taints: false" in str(err.value)
 
 
 def test_not_available_messages_name_version_and_switch():
-    text = _gates.device_taint_rules_unavailable("v1.36.3")
+    text = catalog.device_taint_rules_unavailable("v1.36.3")
     assert "Kubernetes v1.36.3" in text and "DRADeviceTaintRules=true" in text
     assert "--runtime-config=resource.k8s.io/v1beta2=true" in text and "dra_feature_gates_device_taints: true" in text
-    text = _gates.device_taint_rules_unavailable("v1.33.13")
+    text = catalog.device_taint_rules_unavailable("v1.33.13")
     assert "v1alpha3" in text and "without effect None" in text and "upgrade to 1.35" in text
-    assert "runtime-config" in _gates.device_taint_rules_unavailable("1.37")
+    assert "runtime-config" in catalog.device_taint_rules_unavailable("1.37")
 
 
 # ---- input --------------------------------------------------------------------------------------

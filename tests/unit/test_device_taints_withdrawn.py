@@ -11,7 +11,7 @@ import os
 
 from hypothesis import given, settings, strategies as st
 
-from ansible_collections.dra.admin.plugins.module_utils import _device_taints as dt
+from ansible_collections.dra.admin.plugins.module_utils.devices import taints as dt
 
 REC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "recorded")
 DRIVER = "maint.example.com"

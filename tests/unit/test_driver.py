@@ -5,8 +5,13 @@ import subprocess
 
 import pytest
 
-from ansible_collections.dra.admin.plugins.module_utils import _driver_charts, _driver_checks, _driver_inputs, _driver_manifests, _driver_nodes, _driver_upgrade
-from ansible_collections.dra.admin.plugins.module_utils._node_selection import (
+from ansible_collections.dra.admin.plugins.module_utils.drivers import charts
+from ansible_collections.dra.admin.plugins.module_utils.drivers import checks
+from ansible_collections.dra.admin.plugins.module_utils.drivers import inputs
+from ansible_collections.dra.admin.plugins.module_utils.drivers import manifests
+from ansible_collections.dra.admin.plugins.module_utils.drivers import nodes as driver_nodes
+from ansible_collections.dra.admin.plugins.module_utils.drivers import upgrade
+from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import (
     DEFAULT_EXCLUSION_LABEL, daemonset_excludes as excludes_label, with_exclusion,
 )
 
@@ -40,31 +45,31 @@ def params(**extra):
 
 @pytest.mark.parametrize("port", [0, 65536, -1, "abc", "51515x", None, True, 1.5])
 def test_invalid_health_port_is_refused(port):
-    problems = _driver_inputs.validate_inputs(params(health_port=port))
+    problems = inputs.validate_inputs(params(health_port=port))
     assert any("health_port must be a port number 1-65535" in p for p in problems), problems
 
 
 @pytest.mark.parametrize("port", [1, 65535, "51515", 8081])
 def test_valid_health_ports_pass(port):
-    assert _driver_inputs.validate_inputs(params(health_port=port)) == []
+    assert inputs.validate_inputs(params(health_port=port)) == []
 
 
 def test_health_port_colliding_with_another_container_port():
-    problems = _driver_inputs.validate_inputs(params(health_port=8080))
+    problems = inputs.validate_inputs(params(health_port=8080))
     assert problems == ["health_port 8080 collides with another container port of the driver (8080): pick a free "
                         "port for the gRPC health service"]
 
 
 def test_missing_image_or_chart_named():
-    assert any("image is required with method template" in p for p in _driver_inputs.validate_inputs(params(image="")))
+    assert any("image is required with method template" in p for p in inputs.validate_inputs(params(image="")))
     assert any("chart_ref is required with method helm" in p
-               for p in _driver_inputs.validate_inputs(params(method="helm", image="", chart_ref=None)))
-    assert _driver_inputs.validate_inputs(params(method="helm", image="", chart_ref="./charts/x")) == []
+               for p in inputs.validate_inputs(params(method="helm", image="", chart_ref=None)))
+    assert inputs.validate_inputs(params(method="helm", image="", chart_ref="./charts/x")) == []
 
 
 def test_every_problem_is_reported_at_once():
-    problems = _driver_inputs.validate_inputs(params(image="", health_port=0, max_unavailable=0, env={"POD_UID": "x"},
-                                                     plugin_dir="relative", driver="Not_A_Driver"))
+    problems = inputs.validate_inputs(params(image="", health_port=0, max_unavailable=0, env={"POD_UID": "x"},
+                                             plugin_dir="relative", driver="Not_A_Driver"))
     assert len(problems) == 6, problems
     assert any("POD_UID" in p for p in problems)
     assert any("max_unavailable" in p for p in problems)
@@ -74,12 +79,12 @@ def test_every_problem_is_reported_at_once():
 @pytest.mark.parametrize("value,ok", [(1, True), ("2", True), ("25%", True), ("100%", True), (0, False),
                                       ("0%", False), ("101%", False), ("x", False), (True, False)])
 def test_max_unavailable(value, ok):
-    assert (_driver_upgrade.max_unavailable_problem(value) is None) is ok
+    assert (upgrade.max_unavailable_problem(value) is None) is ok
 
 
 def test_default_daemonset_name_is_a_valid_name():
-    assert _driver_inputs.default_daemonset_name("gpu.example.com") == "gpu-example-com-kubeletplugin"
-    assert _driver_inputs.validate_inputs(params(daemonset_name=_driver_inputs.default_daemonset_name("a" * 63))) == []
+    assert inputs.default_daemonset_name("gpu.example.com") == "gpu-example-com-kubeletplugin"
+    assert inputs.validate_inputs(params(daemonset_name=inputs.default_daemonset_name("a" * 63))) == []
 
 
 # --- selection ----------------------------------------------------------------------------
@@ -103,7 +108,7 @@ def test_select_nodes_follows_selector_affinity_taints_and_exclusion():
              node("e", {"gpu": "yes"}, unschedulable=True,
                   taints=[KWOK_TAINT, {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}])]
     terms = with_exclusion([], EXCL)
-    selected, excluded = _driver_nodes.select_nodes(nodes, {"gpu": "yes"}, terms, [KWOK_TOLERATION])
+    selected, excluded = driver_nodes.select_nodes(nodes, {"gpu": "yes"}, terms, [KWOK_TOLERATION])
     assert selected == ["a", "e"], "cordoned nodes keep their DaemonSet pods"
     assert "exclusion" in excluded["b"] and "nodeSelector gpu=yes" in excluded["c"]
     assert excluded["d"] == "taints not tolerated: dedicated=x:NoExecute"
@@ -112,47 +117,47 @@ def test_select_nodes_follows_selector_affinity_taints_and_exclusion():
 # --- strategy -----------------------------------------------------------------------------
 
 def test_seamless_when_every_kubelet_is_new_enough():
-    result = _driver_upgrade.decide_strategy([node("a", kubelet="v1.33.0"), node("b", kubelet="v1.36.3")])
+    result = upgrade.decide_strategy([node("a", kubelet="v1.33.0"), node("b", kubelet="v1.36.3")])
     assert result["seamless"] is True and result["warning"] is None
     assert result["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
 
 
 def test_one_old_kubelet_falls_back_with_a_warning_naming_it():
-    result = _driver_upgrade.decide_strategy([node("a"), node("old", kubelet="v1.32.9")], max_unavailable="25%")
+    result = upgrade.decide_strategy([node("a"), node("old", kubelet="v1.32.9")], max_unavailable="25%")
     assert result["seamless"] is False
     assert result["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": "25%"}}
     assert "old runs v1.32.9" in result["warning"] and "kubelet >= 1.33" in result["warning"]
 
 
 def test_unreadable_kubelet_version_counts_as_old():
-    result = _driver_upgrade.decide_strategy([node("a", kubelet="kwok-v0.8.0")])
+    result = upgrade.decide_strategy([node("a", kubelet="kwok-v0.8.0")])
     assert not result["seamless"] and "a runs kwok-v0.8.0" in result["warning"]
 
 
 def test_required_seamless_with_old_kubelet_is_an_error():
-    with pytest.raises(_driver_upgrade.SeamlessUpgradeError) as err:
-        _driver_upgrade.decide_strategy([node("a"), node("b", kubelet="v1.31.1")], mode="required")
+    with pytest.raises(upgrade.SeamlessUpgradeError) as err:
+        upgrade.decide_strategy([node("a"), node("b", kubelet="v1.31.1")], mode="required")
     assert "b runs v1.31.1" in str(err.value) and "seamless_upgrade=auto" in str(err.value)
 
 
 def test_driver_without_support_falls_back_or_fails_when_required():
-    result = _driver_upgrade.decide_strategy([node("a")], driver_supports=False, max_unavailable=2)
+    result = upgrade.decide_strategy([node("a")], driver_supports=False, max_unavailable=2)
     assert result["strategy"]["rollingUpdate"] == {"maxSurge": 0, "maxUnavailable": 2}
     assert "does not support seamless upgrades" in result["warning"]
-    with pytest.raises(_driver_upgrade.SeamlessUpgradeError):
-        _driver_upgrade.decide_strategy([node("a")], mode="required", driver_supports=False)
+    with pytest.raises(upgrade.SeamlessUpgradeError):
+        upgrade.decide_strategy([node("a")], mode="required", driver_supports=False)
 
 
 def test_disabled_uses_max_unavailable_without_warning():
-    result = _driver_upgrade.decide_strategy([node("a")], mode="disabled", max_unavailable=3)
+    result = upgrade.decide_strategy([node("a")], mode="disabled", max_unavailable=3)
     assert result["warning"] is None and result["strategy"]["rollingUpdate"] == {"maxSurge": 0, "maxUnavailable": 3}
 
 
 # --- manifests ----------------------------------------------------------------------------
 
 def test_daemonset_has_probes_paths_downward_env_affinity_and_strategy():
-    strategy = _driver_upgrade.decide_strategy([node("a")])["strategy"]
-    ds = _driver_manifests.build_daemonset(params(node_affinity=[
+    strategy = upgrade.decide_strategy([node("a")])["strategy"]
+    ds = manifests.build_daemonset(params(node_affinity=[
         {"matchExpressions": [{"key": "gpu", "operator": "Exists"}]},
         {"matchExpressions": [{"key": "accel", "operator": "Exists"}]}]), strategy)
     assert ds["spec"]["updateStrategy"] == strategy
@@ -172,26 +177,26 @@ def test_daemonset_has_probes_paths_downward_env_affinity_and_strategy():
     mounts = dict((m["name"], m["mountPath"]) for m in container["volumeMounts"])
     assert mounts == volumes
     assert ds["spec"]["selector"]["matchLabels"].items() <= ds["spec"]["template"]["metadata"]["labels"].items()
-    assert _driver_checks.check_daemonset(ds, EXCL, [51515], strategy, require_startup=True) == []
+    assert checks.check_daemonset(ds, EXCL, [51515], strategy, require_startup=True) == []
 
 
 def test_check_daemonset_names_what_is_missing():
     strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
-    ds = _driver_manifests.build_daemonset(params(), strategy)
+    ds = manifests.build_daemonset(params(), strategy)
     broken = copy.deepcopy(ds)
     spec = broken["spec"]["template"]["spec"]
     spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"].append(
         {"matchExpressions": [{"key": "gpu", "operator": "Exists"}]})
     del spec["containers"][0]["livenessProbe"]
     broken["spec"]["updateStrategy"] = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
-    problems = _driver_checks.check_daemonset(broken, EXCL, [51515], strategy)
+    problems = checks.check_daemonset(broken, EXCL, [51515], strategy)
     assert len(problems) == 3
     assert "DoesNotExist" in problems[0] and "livenessProbe on port 51515" in problems[1]
     assert "updateStrategy" in problems[2]
 
 
 def test_device_classes_match_the_driver_and_add_expressions():
-    classes = _driver_manifests.build_device_classes("gpu.example.com", [
+    classes = manifests.build_device_classes("gpu.example.com", [
         {"name": "gpu.example.com"}, {"name": "big-gpu", "expression": "device.capacity['gpu.example.com'].memory"
                                                                        ".compareTo(quantity('40Gi')) >= 0"}], "v1")
     assert [c["metadata"]["name"] for c in classes] == ["gpu.example.com", "big-gpu"]
@@ -210,14 +215,14 @@ def test_device_classes_match_the_driver_and_add_expressions():
     ("./something-else", None),
 ])
 def test_chart_kind(ref, kind):
-    assert _driver_charts.chart_kind(ref) == kind
+    assert charts.chart_kind(ref) == kind
 
 
 def test_example_chart_values_overlay_keeps_user_values():
-    strategy = _driver_upgrade.decide_strategy([node("a")])["strategy"]
+    strategy = upgrade.decide_strategy([node("a")])["strategy"]
     user = {"image": {"tag": "v9"}, "kubeletPlugin": {"numDevices": 2, "containers": {"plugin": {"metricsPort": 9090}}}}
-    values, ports = _driver_charts.chart_values("dra-example-driver", user, params(health_port=50000,
-                                                                                   node_selector={"gpu": "yes"}), strategy)
+    values, ports = charts.chart_values("dra-example-driver", user, params(health_port=50000,
+                                                                           node_selector={"gpu": "yes"}), strategy)
     assert ports == [50000]
     plugin = values["kubeletPlugin"]
     assert plugin["numDevices"] == 2 and plugin["containers"]["plugin"] == {"metricsPort": 9090, "healthcheckPort": 50000}
@@ -227,8 +232,8 @@ def test_example_chart_values_overlay_keeps_user_values():
 
 
 def test_nvidia_overlay_keeps_the_chart_gpu_node_terms_with_exclusion():
-    strategy = _driver_upgrade.decide_strategy([node("a")], driver_supports=False)["strategy"]
-    values, ports = _driver_charts.chart_values("nvidia", {}, params(health_port=51516), strategy)
+    strategy = upgrade.decide_strategy([node("a")], driver_supports=False)["strategy"]
+    values, ports = charts.chart_values("nvidia", {}, params(health_port=51516), strategy)
     terms = values["kubeletPlugin"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
         "nodeSelectorTerms"]
     assert len(terms) == 5 and all({"key": EXCL, "operator": "DoesNotExist"} in t["matchExpressions"] for t in terms)
@@ -236,29 +241,29 @@ def test_nvidia_overlay_keeps_the_chart_gpu_node_terms_with_exclusion():
     containers = values["kubeletPlugin"]["containers"]
     assert containers["gpus"]["healthcheckPort"] == 51516 and containers["computeDomains"]["healthcheckPort"] == 51515
     assert "driverName" not in values
-    with pytest.raises(_driver_inputs.DriverInputError) as err:
-        _driver_charts.chart_values("nvidia", {}, params(health_port=51515), strategy)
+    with pytest.raises(inputs.DriverInputError) as err:
+        charts.chart_values("nvidia", {}, params(health_port=51515), strategy)
     assert "collides with the health port of another container" in str(err.value)
 
 
 def test_chart_rendered_against_the_cluster_with_values_on_stdin():
-    argv = _driver_charts.helm_template_argv("/opt/helm", "gpu", "/charts/dra-example-driver", "dra-system",
-                                             version="0.4.0", repo_url="https://charts.example.com",
-                                             kubeconfig="/k/config", context="admin@prod")
-    prologue = ["/bin/sh", "-c", _driver_charts.helm_credentials_script(), "helm-template"]
+    argv = charts.helm_template_argv("/opt/helm", "gpu", "/charts/dra-example-driver", "dra-system",
+                                     version="0.4.0", repo_url="https://charts.example.com",
+                                     kubeconfig="/k/config", context="admin@prod")
+    prologue = ["/bin/sh", "-c", charts.helm_credentials_script(), "helm-template"]
     assert argv == prologue + [
         "/opt/helm", "template", "gpu", "/charts/dra-example-driver", "--namespace", "dra-system",
         "--values", "-", "--validate", "--version", "0.4.0", "--repo", "https://charts.example.com",
         "--kubeconfig", "/k/config", "--kube-context", "admin@prod"]
     # No helm path: the one on PATH; a kubeconfig given as a dict (kubernetes.core allows it) is not a path.
-    bare = _driver_charts.helm_template_argv("", "gpu", "oci://r/c", "ns", kubeconfig={"clusters": []})
+    bare = charts.helm_template_argv("", "gpu", "oci://r/c", "ns", kubeconfig={"clusters": []})
     assert bare == prologue + ["helm", "template", "gpu", "oci://r/c", "--namespace", "ns", "--values", "-",
                                "--validate"]
 
 
 def run_prologue(environment):
     """What the argv's shell prologue hands to the program it runs: that program's environment (env -0)."""
-    argv = ["/bin/sh", "-c", _driver_charts.helm_credentials_script(), "helm-template", "env", "-0"]
+    argv = ["/bin/sh", "-c", charts.helm_credentials_script(), "helm-template", "env", "-0"]
     out = subprocess.run(argv, env=environment, capture_output=True, check=True).stdout.decode()
     return dict(item.split("=", 1) for item in out.split("\0") if item)
 
@@ -280,22 +285,22 @@ def test_chart_render_gets_the_credentials_awx_injects():
     # Nothing set: nothing added.
     assert set(run_prologue({"PATH": os.environ["PATH"]})) <= {"PATH", "PWD", "SHLVL", "_"}
     # The token is in no argv.
-    argv = _driver_charts.helm_template_argv("helm", "gpu", "oci://r/c", "ns")
+    argv = charts.helm_template_argv("helm", "gpu", "oci://r/c", "ns")
     assert not [a for a in argv if "tok" in a]
 
 
 def test_default_release_name_and_the_charts_own_device_classes():
-    assert _driver_charts.default_release_name("gpu.example.com") == "gpu-example-com"
-    assert _driver_charts.default_release_name("GPU_x.example.com") == "-x-example-com"
+    assert charts.default_release_name("gpu.example.com") == "gpu-example-com"
+    assert charts.default_release_name("GPU_x.example.com") == "-x-example-com"
     rendered = [{"kind": "DeviceClass", "metadata": {"name": "chart.example.com"}},
                 {"kind": "DaemonSet", "metadata": {"name": "chart-kubeletplugin"}}, None,
                 {"kind": "DeviceClass", "metadata": {}}]
-    assert _driver_charts.chart_device_class_names(rendered) == ["chart.example.com"]
+    assert charts.chart_device_class_names(rendered) == ["chart.example.com"]
 
 
 def test_unknown_chart_values_untouched():
     user = {"a": {"b": 1}}
-    values, ports = _driver_charts.chart_values(None, user, params(), {"type": "RollingUpdate"})
+    values, ports = charts.chart_values(None, user, params(), {"type": "RollingUpdate"})
     assert values == user and ports == [51515]
 
 
@@ -305,10 +310,10 @@ def test_rollout_state():
     ds = {"metadata": {"generation": 3}, "status": {"observedGeneration": 3, "desiredNumberScheduled": 3,
                                                     "updatedNumberScheduled": 3, "numberAvailable": 3,
                                                     "numberReady": 3}}
-    assert _driver_checks.rollout_state(ds)["done"] is True
+    assert checks.rollout_state(ds)["done"] is True
     ds["status"]["numberAvailable"] = 2
     ds["status"]["numberUnavailable"] = 1
-    state = _driver_checks.rollout_state(ds)
+    state = checks.rollout_state(ds)
     assert state["done"] is False and state["text"] == "3/3 pods updated, 2/3 available"
     ds["status"].update(numberAvailable=3, numberUnavailable=0, observedGeneration=2)
-    assert _driver_checks.rollout_state(ds)["done"] is False
+    assert checks.rollout_state(ds)["done"] is False

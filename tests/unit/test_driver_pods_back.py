@@ -1,7 +1,7 @@
 """The drain's return to service: which driver DaemonSets place a pod on the node, which have none ready."""
-from ansible_collections.dra.admin.plugins.module_utils._driver_nodes import select_nodes_for_daemonset
-from ansible_collections.dra.admin.plugins.module_utils._node_selection import DEFAULT_EXCLUSION_LABEL
-from ansible_collections.dra.admin.plugins.module_utils.drain import missing_driver_pods
+from ansible_collections.dra.admin.plugins.module_utils.drivers.nodes import select_nodes_for_daemonset
+from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import DEFAULT_EXCLUSION_LABEL
+from ansible_collections.dra.admin.plugins.module_utils.nodes.drain_service import missing_driver_pods
 
 EXCLUDE = {"key": DEFAULT_EXCLUSION_LABEL, "operator": "DoesNotExist"}
 

@@ -4,7 +4,7 @@ The general form is tested with generated inputs (Hypothesis): slices at slice l
 nodeSelector) or with perDeviceNodeSelection (each device's nodeName, allNodes or nodeSelector, in the v1 and
 the v1beta1 ``basic`` form), several pools and generations, nodes with generated labels. Each generated
 requirement is kept twice, as the API's JSON and as a plain model the oracle below evaluates on its own, so
-the oracle shares no code with _slices or _node_selection. Then the claim doctor: it never plans a finalizer
+the oracle shares no code with slice_rules or nodes.selection. Then the claim doctor: it never plans a finalizer
 removal, nor reports a pod stuck terminating (whose advice is a force delete), for a claim whose driver is
 present on its node; and it does plan the removal when the driver is gone.
 
@@ -17,7 +17,9 @@ import os
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from ansible_collections.dra.admin.plugins.module_utils import _claims, _doctor, _slices
+from ansible_collections.dra.admin.plugins.module_utils.claims import claims as claim_rules
+from ansible_collections.dra.admin.plugins.module_utils.claims import doctor
+from ansible_collections.dra.admin.plugins.module_utils.claims import slices as slice_rules
 
 REC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "recorded")
 NODE_NAMES = ["node-a", "node-b", "node-c"]
@@ -154,20 +156,20 @@ def test_a_driver_is_present_on_a_node_iff_some_current_slice_of_it_covers_the_n
     nodes, generated = world
     slices = [s for s, dummy in generated]
     entries = [e for dummy, e in generated]
-    publishers = _slices.node_publishers(slices)
-    by_node = _slices.drivers_by_node(slices, nodes)
+    publishers = slice_rules.node_publishers(slices)
+    by_node = slice_rules.drivers_by_node(slices, nodes)
     shuffled = list(slices)
     rng.shuffle(shuffled)
     for name, labels in nodes.items():
         expected = set(d for d in DRIVERS if oracle_present(entries, d, name, labels))
-        assert _slices.drivers_for_node(publishers, name, labels) == expected
+        assert slice_rules.drivers_for_node(publishers, name, labels) == expected
         assert by_node[name] == expected
-        assert _slices.drivers_for_node(_slices.node_publishers(shuffled), name, labels) == expected
+        assert slice_rules.drivers_for_node(slice_rules.node_publishers(shuffled), name, labels) == expected
         for driver in DRIVERS:
-            assert _slices.driver_publishes_for_node(slices, driver, name, labels) == (driver in expected)
-    assert _slices.nodes_without_slices(nodes, publishers) == sorted(n for n in nodes if not by_node[n])
+            assert slice_rules.driver_publishes_for_node(slices, driver, name, labels) == (driver in expected)
+    assert slice_rules.nodes_without_slices(nodes, publishers) == sorted(n for n in nodes if not by_node[n])
     # A driver publishing for some node is among those publishing anywhere.
-    assert set().union(*by_node.values()) <= _slices.publishing_drivers(publishers)
+    assert set().union(*by_node.values()) <= slice_rules.publishing_drivers(publishers)
 
 
 @settings(max_examples=150, deadline=None)
@@ -177,7 +179,7 @@ def test_a_newer_generation_replaces_what_its_pool_published(world, driver, pool
     generation added afterwards changes nothing."""
     nodes, generated = world
     slices = [s for s, dummy in generated]
-    newest = max([_slices.pool_generation(s) for s in slices if _slices.pool_key(s) == (driver, pool)] or [0])
+    newest = max([slice_rules.pool_generation(s) for s in slices if slice_rules.pool_key(s) == (driver, pool)] or [0])
     empty = {"metadata": {"name": "withdrawn"},
              "spec": {"driver": driver, "pool": {"name": pool, "generation": newest + 1, "resourceSliceCount": 1},
                       "perDeviceNodeSelection": True, "devices": []}}
@@ -185,9 +187,9 @@ def test_a_newer_generation_replaces_what_its_pool_published(world, driver, pool
     stale["spec"].update(allNodes=True, perDeviceNodeSelection=None)
     stale["spec"]["pool"]["generation"] = newest
     for name, labels in nodes.items():
-        pools = _slices.pools_for_node(_slices.node_publishers(slices + [empty]), name, labels)
+        pools = slice_rules.pools_for_node(slice_rules.node_publishers(slices + [empty]), name, labels)
         assert (driver, pool) not in pools
-        assert _slices.pools_for_node(_slices.node_publishers(slices + [empty, stale]), name, labels) == pools
+        assert slice_rules.pools_for_node(slice_rules.node_publishers(slices + [empty, stale]), name, labels) == pools
 
 
 def test_each_kind_of_placement_on_a_recorded_node():
@@ -204,10 +206,10 @@ def test_each_kind_of_placement_on_a_recorded_node():
                                "devices": [dict(fields, name="x")]}}
         beta = {"spec": dict(per_device["spec"], devices=[{"name": "x", "basic": fields}])}
         for item in (at_slice, per_device, beta):
-            assert _slices.driver_publishes_for_node([item], "d", name, labels) is expected, (fields, item)
+            assert slice_rules.driver_publishes_for_node([item], "d", name, labels) is expected, (fields, item)
     # A per-device slice without devices publishes for no node.
     empty = {"spec": {"driver": "d", "pool": {"name": "p", "generation": 1}, "perDeviceNodeSelection": True}}
-    assert not _slices.driver_publishes_for_node([empty], "d", name, labels)
+    assert not slice_rules.driver_publishes_for_node([empty], "d", name, labels)
 
 
 # --- the doctor never calls a present driver gone -------------------------------------------------------------
@@ -234,7 +236,7 @@ def doctor_world(draw):
         if consumer != "none":
             uid = "pod-uid-%d" % i
             claim["status"]["reservedFor"] = [{"resource": "pods", "name": "pod-%d" % i, "uid": uid}]
-            pods[uid] = _claims.pod_ref(node, [])
+            pods[uid] = claim_rules.pod_ref(node, [])
             infos[uid] = {"namespace": "ns", "name": "pod-%d" % i, "node": node,
                           "deletion_timestamp": NOW - 60 if consumer == "terminating pod" else None}
         claims.append(claim)
@@ -245,18 +247,18 @@ def doctor_world(draw):
 @given(doctor_world())
 def test_the_doctor_never_forces_a_claim_whose_driver_is_present_on_its_node(world):
     nodes, slices, claims, pods, infos = world
-    slice_index = _slices.device_index(slices)
-    views = [_claims.claim_view(c, nodes, pods, slice_index) for c in claims]
+    slice_index = slice_rules.device_index(slices)
+    views = [claim_rules.claim_view(c, nodes, pods, slice_index) for c in claims]
     metas = dict(("ns/%s" % c["metadata"]["name"], c["metadata"]) for c in claims)
-    findings = _doctor.diagnose(views, metas, infos, slices, nodes, NOW, force=True)
-    publishers = _slices.node_publishers(slices)
-    anywhere = _slices.publishing_drivers(publishers)
+    findings = doctor.diagnose(views, metas, infos, slices, nodes, NOW, force=True)
+    publishers = slice_rules.node_publishers(slices)
+    anywhere = slice_rules.publishing_drivers(publishers)
 
     def present(driver, node):
-        return driver in _slices.drivers_for_node(publishers, node, nodes.get(node) or {})
+        return driver in slice_rules.drivers_for_node(publishers, node, nodes.get(node) or {})
 
     by_claim = dict(("ns/%s" % v["name"], v) for v in views)
-    planned = _doctor.plan(findings, ["stuck_deletion"])
+    planned = doctor.plan(findings, ["stuck_deletion"])
     for view in views:
         key = "ns/%s" % view["name"]
         (driver,) = view["drivers"]
@@ -298,7 +300,7 @@ def deleted_while_in_use(kinds):
     (pod,) = copy.deepcopy(kinds["Pod"])
     claim["metadata"].update(deletionTimestamp="2033-05-18T03:33:20Z",
                              finalizers=["resource.kubernetes.io/delete-protection"])
-    pods = {pod["metadata"]["uid"]: _claims.pod_ref(pod["spec"]["nodeName"], [])}
+    pods = {pod["metadata"]["uid"]: claim_rules.pod_ref(pod["spec"]["nodeName"], [])}
     infos = {pod["metadata"]["uid"]: {"namespace": pod["metadata"]["namespace"], "name": pod["metadata"]["name"],
                                       "node": pod["spec"]["nodeName"], "deletion_timestamp": NOW - 60}}
     return claim, pods, infos
@@ -307,9 +309,9 @@ def deleted_while_in_use(kinds):
 def doctor_kinds(kinds, slices, force=True):
     claim, pods, infos = deleted_while_in_use(kinds)
     nodes = dict((n["metadata"]["name"], n["metadata"].get("labels") or {}) for n in kinds["Node"])
-    view = _claims.claim_view(claim, nodes, pods, _slices.device_index(slices))
+    view = claim_rules.claim_view(claim, nodes, pods, slice_rules.device_index(slices))
     meta = {"%s/%s" % (view["namespace"], view["name"]): claim["metadata"]}
-    return [f["kind"] for f in _doctor.diagnose([view], meta, infos, slices, nodes, NOW, force)]
+    return [f["kind"] for f in doctor.diagnose([view], meta, infos, slices, nodes, NOW, force)]
 
 
 def test_recorded_network_attached_claim_is_not_called_gone():
@@ -357,11 +359,11 @@ def test_a_node_is_ready_for_a_driver_when_every_pool_covering_it_is_complete():
             "spec": {"driver": "d", "pool": {"name": "zone", "generation": 1, "resourceSliceCount": 2},
                      "nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [
                          {"key": "zone", "operator": "Exists"}]}]}}}
-    assert _slices.nodes_with_complete_slices([own, zone], "d", nodes) == []  # zone pool: 1 of 2 slices
+    assert slice_rules.nodes_with_complete_slices([own, zone], "d", nodes) == []  # zone pool: 1 of 2 slices
     second = copy.deepcopy(zone)
     second["metadata"]["name"] = "zone-1"
-    assert _slices.nodes_with_complete_slices([own, zone, second], "d", nodes) == ["node-a", "node-b"]
+    assert slice_rules.nodes_with_complete_slices([own, zone, second], "d", nodes) == ["node-a", "node-b"]
     everywhere = {"metadata": {"name": "fabric"},
                   "spec": {"driver": "d", "allNodes": True, "pool": {"name": "fabric", "generation": 1}}}
-    assert _slices.nodes_with_complete_slices([everywhere], "d", nodes) == sorted(nodes)
-    assert _slices.nodes_with_complete_slices([everywhere], "other", nodes) == []
+    assert slice_rules.nodes_with_complete_slices([everywhere], "d", nodes) == sorted(nodes)
+    assert slice_rules.nodes_with_complete_slices([everywhere], "other", nodes) == []

@@ -2,8 +2,8 @@
 (POST .../pods/p/eviction in a namespace being deleted)."""
 import os
 
-from ansible_collections.dra.admin.plugins.module_utils._drain import eviction_refusal
-from ansible_collections.dra.admin.plugins.module_utils.api import status_causes
+from ansible_collections.dra.admin.plugins.module_utils.nodes.drain import eviction_refusal
+from ansible_collections.dra.admin.plugins.module_utils.common.api import status_causes
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "api-errors")
 

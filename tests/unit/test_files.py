@@ -1,7 +1,7 @@
 """Reading host files (module_utils/files.py): the one reader of component_flags, kubelet_config and Chart.yaml."""
 import pytest
 
-from ansible_collections.dra.admin.plugins.module_utils.files import read_regular_file, read_text
+from ansible_collections.dra.admin.plugins.module_utils.common.files import read_regular_file, read_text
 
 
 class Refused(Exception):

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from ansible_collections.dra.admin.plugins.module_utils import _hardware
+from ansible_collections.dra.admin.plugins.module_utils.nodes import hardware
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HW = os.path.join(HERE, "fixtures", "hardware")
@@ -82,14 +82,14 @@ def test_sysfs_links_in_trees_are_relative_symlinks():
 
 
 def test_gpu_node_lists_every_pci_function_once():
-    facts = _hardware.discover(GPU_NODE, nvidia=None)
+    facts = hardware.discover(GPU_NODE, nvidia=None)
     listed = sorted(os.listdir(os.path.join(GPU_NODE, "sys", "bus", "pci", "devices")))
     assert [d["address"] for d in facts["pci_devices"]] == listed
     assert facts["errors"] == []
 
 
 def test_gpu_node_gpus_with_numa_iommu_render_nodes_and_names():
-    facts = _hardware.discover(GPU_NODE)
+    facts = hardware.discover(GPU_NODE)
     gpus = [d for d in facts["pci_devices"] if d["type"] == "gpu"]
     assert [g["address"] for g in gpus] == GPU_ADDRESSES
     assert {(g["vendor_id"], g["device_id"], g["class"], g["class_name"]) for g in gpus} == {
@@ -108,7 +108,7 @@ def test_gpu_node_gpus_with_numa_iommu_render_nodes_and_names():
 
 
 def test_bmc_display_and_nvswitches_are_not_gpus():
-    devices = by_address(_hardware.discover(GPU_NODE))
+    devices = by_address(hardware.discover(GPU_NODE))
     bmc = devices["0000:02:00.0"]
     assert (bmc["type"], bmc["class_name"], bmc["driver"]) == ("bmc_vga", "VGA compatible controller", "ast")
     assert bmc["device_name"] == "ASPEED Graphics Family" and bmc["render_nodes"] == []
@@ -118,7 +118,7 @@ def test_bmc_display_and_nvswitches_are_not_gpus():
 
 
 def test_gpu_node_sriov_nic_and_its_virtual_functions():
-    devices = by_address(_hardware.discover(GPU_NODE))
+    devices = by_address(hardware.discover(GPU_NODE))
     pf = devices["0000:4b:00.0"]
     vfs = ["0000:4b:01.%d" % i for i in range(4)]
     assert pf["type"] == "network" and pf["driver"] == "ice" and not pf["virtual_function"]
@@ -133,7 +133,7 @@ def test_gpu_node_sriov_nic_and_its_virtual_functions():
 
 
 def test_gpu_node_infiniband_hca_and_rdma_ports():
-    facts = _hardware.discover(GPU_NODE)
+    facts = hardware.discover(GPU_NODE)
     hca = by_address(facts)["0000:29:00.0"]
     assert (hca["type"], hca["class_name"], hca["driver"]) == ("infiniband", "Infiniband controller", "mlx5_core")
     assert (hca["vendor_name"], hca["device_name"]) == ("Mellanox Technologies", "MT2910 Family [ConnectX-7]")
@@ -145,7 +145,7 @@ def test_gpu_node_infiniband_hca_and_rdma_ports():
 
 
 def test_gpu_node_names_come_from_misc_pci_ids_and_unknown_devices_stay_unnamed():
-    facts = _hardware.discover(GPU_NODE)
+    facts = hardware.discover(GPU_NODE)
     assert facts["pci_ids"] == "/usr/share/misc/pci.ids"
     host = by_address(facts)["0000:00:00.0"]
     assert (host["vendor_name"], host["device_name"]) == ("Intel Corporation", None)
@@ -153,7 +153,7 @@ def test_gpu_node_names_come_from_misc_pci_ids_and_unknown_devices_stay_unnamed(
 
 
 def test_gpu_node_cpu_and_numa_summary():
-    facts = _hardware.discover(GPU_NODE)
+    facts = hardware.discover(GPU_NODE)
     assert facts["cpu"] == {"logical_cpus": 224, "sockets": 2, "cores": 112, "vendor": "GenuineIntel",
                             "model": "Intel(R) Xeon(R) Platinum 8480+", "online": "0-223", "online_cpus": 224}
     assert facts["numa"] == {"available": True, "nodes": [
@@ -162,7 +162,7 @@ def test_gpu_node_cpu_and_numa_summary():
 
 
 def test_cpu_node_has_no_accelerators():
-    facts = _hardware.discover(CPU_NODE)
+    facts = hardware.discover(CPU_NODE)
     assert facts["errors"] == []
     types = {d["type"] for d in facts["pci_devices"]}
     assert not types & {"gpu", "infiniband", "accelerator"}
@@ -178,7 +178,7 @@ def test_cpu_node_has_no_accelerators():
 
 
 def test_include_limits_sections():
-    facts = _hardware.discover(GPU_NODE, include=["numa"])
+    facts = hardware.discover(GPU_NODE, include=["numa"])
     assert facts["sections"] == ["numa"]
     assert "pci_devices" not in facts and "cpu" not in facts and facts["numa"]["available"]
 
@@ -200,7 +200,7 @@ def test_include_limits_sections():
     (0xff0000, "1af4", ("other", None)),
 ])
 def test_pci_class_decoding(code, vendor, expected):
-    decoded = _hardware.decode_pci_class(code, vendor)
+    decoded = hardware.decode_pci_class(code, vendor)
     assert (decoded["type"], decoded["class_name"]) == expected
     assert decoded["class"] == "0x%06x" % code and decoded["prog_if"] == "%02x" % (code & 0xFF)
 
@@ -211,7 +211,7 @@ def test_pci_ids_lookup_skips_subsystem_lines_and_stops_past_wanted_vendors(tmp_
                    "\t\t10de 16c1  H100 SXM5 80GB\n1af4  Red Hat, Inc.\n\t1041  Virtio network device\n"
                    "20de  Past the wanted vendors\n10de  Out-of-order entry that must not be read\n"
                    "\t10de  Not a device either\nC 03  Display controller\n\t00  VGA compatible controller\n")
-    vendors, devices = _hardware.lookup_pci_names(str(ids), {"10de": {"2330", "10de"}, "1af4": {"1041", "1042"}})
+    vendors, devices = hardware.lookup_pci_names(str(ids), {"10de": {"2330", "10de"}, "1af4": {"1041", "1042"}})
     assert vendors == {"10de": "NVIDIA Corporation", "1af4": "Red Hat, Inc."}
     assert devices == {("10de", "2330"): "GH100 [H100 SXM5 80GB]", ("1af4", "1041"): "Virtio network device"}
 
@@ -219,14 +219,14 @@ def test_pci_ids_lookup_skips_subsystem_lines_and_stops_past_wanted_vendors(tmp_
 def test_pci_ids_class_section_is_not_read_as_vendors(tmp_path):
     ids = tmp_path / "pci.ids"
     ids.write_text("8086  Intel Corporation\nC 03  Display controller\n\t00  VGA compatible controller\n")
-    vendors, devices = _hardware.lookup_pci_names(str(ids), {"c 03": {"00"}, "8086": {"0000"}})
+    vendors, devices = hardware.lookup_pci_names(str(ids), {"c 03": {"00"}, "8086": {"0000"}})
     assert vendors == {"8086": "Intel Corporation"} and devices == {}
 
 
 def test_no_pci_ids_installed_leaves_names_empty(tmp_path):
     root = copy_tree(CPU_NODE, tmp_path)
     os.remove(os.path.join(root, "usr", "share", "hwdata", "pci.ids"))
-    facts = _hardware.discover(root)
+    facts = hardware.discover(root)
     assert facts["pci_ids"] is None and facts["errors"] == []
     assert {d["vendor_name"] for d in facts["pci_devices"]} == {None}
     assert {d["device_name"] for d in facts["pci_devices"]} == {None}
@@ -234,13 +234,13 @@ def test_no_pci_ids_installed_leaves_names_empty(tmp_path):
 
 @pytest.mark.parametrize("text,cpus", [("0-3,8,10-11", [0, 1, 2, 3, 8, 10, 11]), ("5", [5]), ("", [])])
 def test_cpulist(text, cpus):
-    assert _hardware.parse_cpulist(text) == cpus
+    assert hardware.parse_cpulist(text) == cpus
 
 
 @pytest.mark.parametrize("text", ["0-x", "3-1", "1,,2", "a"])
 def test_bad_cpulist_raises_value_error(text):
     with pytest.raises(ValueError):
-        _hardware.parse_cpulist(text)
+        hardware.parse_cpulist(text)
 
 
 # --- bad trees: reported per item, never raised -------------------------------------
@@ -251,7 +251,7 @@ def errors_for(facts, section=None, item=None):
 
 
 def test_root_without_sysfs_is_reported_not_raised(tmp_path):
-    facts = _hardware.discover(str(tmp_path))
+    facts = hardware.discover(str(tmp_path))
     assert facts["pci_devices"] == [] and facts["render_nodes"] == [] and facts["rdma_devices"] == []
     assert facts["numa"] == {"available": False, "nodes": []}
     pci = errors_for(facts, "pci")
@@ -262,7 +262,7 @@ def test_root_without_sysfs_is_reported_not_raised(tmp_path):
 
 
 def test_nonexistent_root_is_one_error():
-    facts = _hardware.discover("/nonexistent/root/for/discovery")
+    facts = hardware.discover("/nonexistent/root/for/discovery")
     assert [e["section"] for e in facts["errors"]] == ["root"]
     assert "pci_devices" not in facts
 
@@ -272,7 +272,7 @@ def test_directory_where_a_file_is_expected(tmp_path):
     class_file = os.path.join(device_dir(root, "0000:18:00.0"), "class")
     os.remove(class_file)
     os.mkdir(class_file)
-    facts = _hardware.discover(root)
+    facts = hardware.discover(root)
     broken = by_address(facts)["0000:18:00.0"]
     assert broken["type"] is None and broken["class"] is None
     assert broken["vendor_id"] == "10de" and broken["driver"] == "nvidia"
@@ -286,7 +286,7 @@ def test_directory_where_a_file_is_expected(tmp_path):
 def test_dangling_device_symlink_keeps_the_entry_and_reports_it(tmp_path):
     root = copy_tree(GPU_NODE, tmp_path)
     shutil.rmtree(device_dir(root, "0000:2a:00.0"))
-    facts = _hardware.discover(root)
+    facts = hardware.discover(root)
     listed = sorted(os.listdir(os.path.join(root, "sys", "bus", "pci", "devices")))
     assert [d["address"] for d in facts["pci_devices"]] == listed
     entry = by_address(facts)["0000:2a:00.0"]
@@ -302,7 +302,7 @@ def test_dangling_attribute_symlink(tmp_path):
     numa = os.path.join(device_dir(root, "0000:9a:00.0"), "numa_node")
     os.remove(numa)
     os.symlink("../gone/numa_node", numa)
-    facts = _hardware.discover(root)
+    facts = hardware.discover(root)
     assert by_address(facts)["0000:9a:00.0"]["numa_node"] is None
     assert by_address(facts)["0000:9a:00.0"]["type"] == "gpu"
     assert [e["error"] for e in facts["errors"]] == ["no such file (dangling symlink or removed device)"]
@@ -317,7 +317,7 @@ def test_file_that_cannot_be_opened(tmp_path):
         os.symlink("vendor", vendor)
     else:
         os.chmod(vendor, 0)
-    facts = _hardware.discover(root)
+    facts = hardware.discover(root)
     gpu = by_address(facts)["0000:ab:00.0"]
     assert gpu["vendor_id"] is None and gpu["device_id"] == "2330" and gpu["type"] == "gpu"
     errors = errors_for(facts, "pci", "0000:ab:00.0")
@@ -333,7 +333,7 @@ def test_malformed_values_are_reported(tmp_path):
         handle.write("one\n")
     with open(os.path.join(root, "sys", "devices", "system", "node", "node1", "cpulist"), "w") as handle:
         handle.write("56-x\n")
-    facts = _hardware.discover(root)
+    facts = hardware.discover(root)
     entry = by_address(facts)["0000:ba:00.0"]
     assert entry["device_id"] is None and entry["numa_node"] is None and entry["type"] == "gpu"
     assert sorted(e["error"] for e in errors_for(facts, "pci")) == ["not an integer: '0xzz'", "not an integer: 'one'"]
@@ -348,7 +348,7 @@ def test_driver_link_that_is_a_file(tmp_path):
     os.remove(link)
     with open(link, "w") as handle:
         handle.write("i40e\n")
-    facts = _hardware.discover(root)
+    facts = hardware.discover(root)
     assert by_address(facts)["0000:41:00.0"]["driver"] is None
     assert [e["error"] for e in facts["errors"]] == ["expected a symlink"]
 
@@ -357,9 +357,9 @@ def test_driver_link_that_is_a_file(tmp_path):
 
 def run_standin(mode):
     env = dict(os.environ, DRA_TEST_NVIDIA_SMI_MODE=mode)
-    res = subprocess.run([STANDIN] + _hardware.NVIDIA_SMI_ARGS, env=env, capture_output=True, encoding="utf-8",
+    res = subprocess.run([STANDIN] + hardware.NVIDIA_SMI_ARGS, env=env, capture_output=True, encoding="utf-8",
                          errors="replace", check=False)
-    return _hardware.nvidia_report(STANDIN, res.returncode, res.stdout, res.stderr)
+    return hardware.nvidia_report(STANDIN, res.returncode, res.stdout, res.stderr)
 
 
 def test_nvidia_smi_normal_output():
@@ -417,18 +417,18 @@ def test_nvidia_smi_standin_rejects_other_queries():
 
 
 def test_nvidia_product_name_with_a_comma():
-    gpus, problems = _hardware.parse_nvidia_smi("0, GPU-1, Quadro RTX 8000, Rev A, 48601, [N/A]\n")
+    gpus, problems = hardware.parse_nvidia_smi("0, GPU-1, Quadro RTX 8000, Rev A, 48601, [N/A]\n")
     assert problems == [] and gpus[0]["name"] == "Quadro RTX 8000, Rev A" and gpus[0]["memory_mib"] == 48601
 
 
 def test_nvidia_section_when_tool_is_absent():
-    facts = _hardware.discover(CPU_NODE, nvidia=_hardware.nvidia_report(None, 0, "", ""))
+    facts = hardware.discover(CPU_NODE, nvidia=hardware.nvidia_report(None, 0, "", ""))
     assert facts["nvidia"] == {"available": False, "command": None, "gpus": [], "reason": "nvidia-smi not found"}
     assert facts["errors"] == []
 
 
 def test_nvidia_errors_join_the_fact_error_list():
-    facts = _hardware.discover(GPU_NODE, include=["nvidia"], nvidia=run_standin("error"))
+    facts = hardware.discover(GPU_NODE, include=["nvidia"], nvidia=run_standin("error"))
     assert "errors" not in facts["nvidia"] and [e["section"] for e in facts["errors"]] == ["nvidia"]
 
 
@@ -436,7 +436,7 @@ def test_nvidia_errors_join_the_fact_error_list():
 
 def test_large_generated_tree(tmp_path):
     made = make_trees.large_tree(str(tmp_path), 256)
-    facts = _hardware.discover(str(tmp_path), include=["pci", "render_nodes", "rdma"])
+    facts = hardware.discover(str(tmp_path), include=["pci", "render_nodes", "rdma"])
     assert made == 256 and len(facts["pci_devices"]) == 256 and facts["errors"] == []
     virtual = [d for d in facts["pci_devices"] if d["virtual_function"]]
     parents = {d["physfn"] for d in virtual}
@@ -447,7 +447,7 @@ def test_large_generated_tree(tmp_path):
 def test_this_machine_pci_devices_are_exactly_sysfs():
     bus = "/sys/bus/pci/devices"
     assert os.path.isdir(bus), "this machine exposes no PCI bus in sysfs"
-    facts = _hardware.discover("/", include=["pci"])
+    facts = hardware.discover("/", include=["pci"])
     assert [d["address"] for d in facts["pci_devices"]] == sorted(os.listdir(bus))
     for device in facts["pci_devices"]:
         with open(os.path.join(bus, device["address"], "vendor")) as handle:
@@ -463,7 +463,7 @@ def test_this_machine_pci_devices_are_exactly_sysfs():
 @pytest.mark.parametrize("gpus", [0, 1, 3, 12])
 def test_generated_gpu_node_with_other_gpu_counts(tmp_path, gpus):
     make_trees.gpu_node(str(tmp_path), gpus)
-    facts = _hardware.discover(str(tmp_path))
+    facts = hardware.discover(str(tmp_path))
     found = [d for d in facts["pci_devices"] if d["type"] == "gpu"]
     assert len(found) == gpus and facts["errors"] == []
     assert len(facts["render_nodes"]) == gpus

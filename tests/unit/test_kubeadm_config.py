@@ -1,4 +1,4 @@
-"""kubeadm-config's ClusterConfiguration merged as data (_kubeadm_config) and the kubeadm_config module,
+"""kubeadm-config's ClusterConfiguration merged as data (control_plane.kubeadm_config) and the kubeadm_config module,
 on the ConfigMaps the real kubeadm v1.36.3 and v1.33.13 store (fixtures/kubeadm-*/kubeadm-config.yaml)."""
 import json
 import os
@@ -7,9 +7,9 @@ import pytest
 import yaml
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.dra.admin.plugins.module_utils import _kubeadm_config as kc
-from ansible_collections.dra.admin.plugins.module_utils._manifest import ManifestError
-from ansible_collections.dra.admin.plugins.module_utils.api import DraApiError
+from ansible_collections.dra.admin.plugins.module_utils.control_plane import kubeadm_config as kc
+from ansible_collections.dra.admin.plugins.module_utils.control_plane.manifest import ManifestError
+from ansible_collections.dra.admin.plugins.module_utils.common.api import DraApiError
 from ansible_collections.dra.admin.plugins.modules import kubeadm_config
 
 from conftest import FIXTURES

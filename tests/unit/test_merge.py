@@ -1,5 +1,5 @@
-"""The one deep merge (_merge.deep_merge): component config files and Helm chart values."""
-from ansible_collections.dra.admin.plugins.module_utils._merge import deep_merge
+"""The one deep merge (common.merge.deep_merge): component config files and Helm chart values."""
+from ansible_collections.dra.admin.plugins.module_utils.common.merge import deep_merge
 
 
 def test_mappings_merge_recursively_and_other_values_replace():

@@ -12,8 +12,8 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from ansible_collections.dra.admin.plugins.module_utils import _metrics
-from ansible_collections.dra.admin.plugins.module_utils._gates import KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER
+from ansible_collections.dra.admin.plugins.module_utils.metrics import diagnosis
+from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER
 from ansible_collections.dra.admin.plugins.modules import dra_metrics_advice as mod
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -85,7 +85,7 @@ def closed_port_url():
 
 def params(**kw):
     base = dict(prometheus_url=None, bearer_token=None, headers={}, validate_certs=True, ca_path=None, scrape=None,
-                interval=0, timeout=5, checks=list(_metrics.GROUPS), thresholds={}, current_qps=None,
+                interval=0, timeout=5, checks=list(diagnosis.GROUPS), thresholds={}, current_qps=None,
                 current_burst=None, workqueue_depth_selector='endpoint="kube-controller-manager"')
     base.update(kw)
     return base
@@ -93,7 +93,7 @@ def params(**kw):
 
 def prometheus_double(values, names=None, counts=None):
     """A Prometheus API answering instant queries from `values` {expression: number | None}."""
-    names = set(names if names is not None else [mod._metrics.series_name(q) for q in _metrics.QUERIES])
+    names = set(names if names is not None else [diagnosis.series_name(q) for q in diagnosis.QUERIES])
     counts = counts or {}
 
     def query(qs):
@@ -122,7 +122,7 @@ def page_values(**by_id):
               "scheduler_e2e_p99": 0.2, "scheduler_algorithm_p99": 0.01, "kubelet_prepare_p99": 0.1,
               "kubelet_unprepare_p99": 0.1, "plugin_prepare_p99": 0.05, "plugin_unprepare_p99": 0.05}
     values.update(by_id)
-    return dict((_metrics.QUERY_BY_ID[k]["expression"], v) for k, v in values.items())
+    return dict((diagnosis.QUERY_BY_ID[k]["expression"], v) for k, v in values.items())
 
 
 def run(p):
@@ -138,18 +138,18 @@ def run(p):
 def test_recorded_component_metrics_parse():
     for name in ("kube-controller-manager-v1.36.3-before", "kube-controller-manager-v1.36.3-after",
                  "kube-scheduler-v1.36.3-before", "kube-scheduler-v1.36.3-after"):
-        scrape = _metrics.parse_text(recorded(name))
+        scrape = diagnosis.parse_text(recorded(name))
         assert len(scrape.samples) > 500
-    kcm = _metrics.parse_text(recorded("kube-controller-manager-v1.36.3-after"))
+    kcm = diagnosis.parse_text(recorded("kube-controller-manager-v1.36.3-after"))
     assert kcm.types["workqueue_work_duration_seconds"] == "histogram"
     assert kcm.types["workqueue_adds_total"] == "counter"
-    adds = _metrics.select(kcm.samples, "workqueue_adds_total", [("name", "=", "resource_claim")])
+    adds = diagnosis.select(kcm.samples, "workqueue_adds_total", [("name", "=", "resource_claim")])
     assert [s.value for s in adds] == [12.0]
 
 
 def _recorded_rounds():
     def tag(text, component):
-        samples = _metrics.parse_text(text).samples
+        samples = diagnosis.parse_text(text).samples
         for s in samples:
             s.labels["endpoint"] = component
         return samples
@@ -162,32 +162,32 @@ def _recorded_rounds():
 
 def test_recorded_cluster_measurements():
     first, second = _recorded_rounds()
-    q = _metrics.QUERY_BY_ID
-    assert _metrics.measure_scrapes(q["workqueue_add_rate"], first, second, 20)["value"] == pytest.approx(12 / 20)
-    assert _metrics.measure_scrapes(q["workqueue_depth"], first, second, 20)["value"] == 0
-    work = _metrics.measure_scrapes(q["workqueue_work_duration_p99"], first, second, 20)
+    q = diagnosis.QUERY_BY_ID
+    assert diagnosis.measure_scrapes(q["workqueue_add_rate"], first, second, 20)["value"] == pytest.approx(12 / 20)
+    assert diagnosis.measure_scrapes(q["workqueue_depth"], first, second, 20)["value"] == 0
+    work = diagnosis.measure_scrapes(q["workqueue_work_duration_p99"], first, second, 20)
     # 12 syncs took 0.235s in total: the p99 is below the slowest possible bucket bound of 1s.
     assert work["state"] == "ok" and 0 < work["value"] < 1
-    algo = _metrics.measure_scrapes(q["scheduler_algorithm_p99"], first, second, 20)
+    algo = diagnosis.measure_scrapes(q["scheduler_algorithm_p99"], first, second, 20)
     assert algo["state"] == "ok" and algo["value"] > 0
     # No pod could be scheduled (the recording had no ResourceSlices): the SLI histogram does not exist yet.
-    e2e = _metrics.measure_scrapes(q["scheduler_e2e_p99"], first, second, 20)
+    e2e = diagnosis.measure_scrapes(q["scheduler_e2e_p99"], first, second, 20)
     assert e2e["state"] == "missing-metric" and "first pod is scheduled" in e2e["detail"]
 
 
 def test_recorded_cluster_diagnosis_is_not_healthy_while_a_metric_is_missing():
     first, second = _recorded_rounds()
-    measured = dict((q["id"], _metrics.measure_scrapes(q, first, second, 20)) for q in _metrics.QUERIES
+    measured = dict((q["id"], diagnosis.measure_scrapes(q, first, second, 20)) for q in diagnosis.QUERIES
                     if q["group"] in ("controller", "scheduler"))
-    findings = _metrics.diagnose(measured, groups=("controller", "scheduler"))
+    findings = diagnosis.diagnose(measured, groups=("controller", "scheduler"))
     assert [f["id"] for f in findings] == ["missing-metric-scheduler_e2e_p99"]
 
 
 def test_recorded_cluster_with_a_slow_controller_threshold_fires_rule_a():
     first, second = _recorded_rounds()
-    measured = dict((q["id"], _metrics.measure_scrapes(q, first, second, 20)) for q in _metrics.QUERIES
+    measured = dict((q["id"], diagnosis.measure_scrapes(q, first, second, 20)) for q in diagnosis.QUERIES
                     if q["group"] == "controller")
-    findings = _metrics.diagnose(measured, {"workqueue_work_duration_p99_high": 0.001}, 2, 3, groups=("controller",))
+    findings = diagnosis.diagnose(measured, {"workqueue_work_duration_p99_high": 0.001}, 2, 3, groups=("controller",))
     assert [f["id"] for f in findings] == ["resource-claim-controller-not-performing"]
     assert "--kube-api-qps from 2 to 75 and --kube-api-burst from 3 to 150" in findings[0]["advice"]
 
@@ -227,7 +227,7 @@ def test_scrape_mode_unreachable_endpoint_is_reported_per_component(server):
     # The same text twice: no adds in between is a measured 0, not missing data.
     add_rate = result["measurements"]["workqueue_add_rate"]
     assert (add_rate["state"], add_rate["value"], add_rate["component"]) == ("ok", 0.0, "kube-controller-manager")
-    assert add_rate["query"] == _metrics.QUERY_BY_ID["workqueue_add_rate"]["expression"]
+    assert add_rate["query"] == diagnosis.QUERY_BY_ID["workqueue_add_rate"]["expression"]
     assert result["healthy"] is False
 
 
@@ -257,7 +257,7 @@ def test_prometheus_healthy_when_every_metric_has_data(server):
     server.routes.update(prometheus_double(page_values()))
     result, http = run(params(prometheus_url=server.url + "/", bearer_token="tok", headers={"X-Scope-OrgID": "a"}))
     assert result["findings"] == [] and result["healthy"] is True
-    assert http.requests == 1 + len(_metrics.QUERIES)
+    assert http.requests == 1 + len(diagnosis.QUERIES)
     for _path, _query, headers in server.seen:
         lowered = dict((k.lower(), v) for k, v in headers.items())
         assert lowered["authorization"] == "Bearer tok" and lowered["x-scope-orgid"] == "a"
@@ -305,7 +305,7 @@ def test_prometheus_unreachable_is_never_healthy():
     result, http = run(params(prometheus_url=closed_port_url()))
     assert http.requests == 1
     assert result["healthy"] is False
-    assert len(result["findings"]) == len(_metrics.QUERIES)
+    assert len(result["findings"]) == len(diagnosis.QUERIES)
     assert set(f["kind"] for f in result["findings"]) == {"unreachable"}
     assert all(f["severity"] == "unknown" for f in result["findings"])
 
@@ -328,7 +328,7 @@ def test_prometheus_no_data_yet_and_nan(server):
 
 
 def test_prometheus_missing_metric_with_older_name(server):
-    names = [_metrics.series_name(q) for q in _metrics.QUERIES if q["id"] != "scheduler_e2e_p99"]
+    names = [diagnosis.series_name(q) for q in diagnosis.QUERIES if q["id"] != "scheduler_e2e_p99"]
     names.append("scheduler_pod_scheduling_duration_seconds_bucket")
     server.routes.update(prometheus_double(page_values(scheduler_e2e_p99=None), names=names))
     result, _http = run(params(prometheus_url=server.url))
@@ -377,7 +377,7 @@ def test_module_through_ansible(server):
                                                            "scheduler-binding-slow"]
     assert "from 20 to 75" in result["findings"][0]["advice"]
     assert result["thresholds"]["scheduler_e2e_p99_high"] == 0.1 and result["healthy"] is False
-    assert result["api_requests"] == 1 + len(_metrics.QUERIES) and "requests" not in result
+    assert result["api_requests"] == 1 + len(diagnosis.QUERIES) and "requests" not in result
 
 
 def test_module_rejects_bad_input():

@@ -67,7 +67,7 @@ def test_module_says_what_to_install(lonely_collections, module, args):
 
 def test_versions_are_the_ones_galaxy_yml_declares():
     import yaml
-    from ansible_collections.dra.admin.plugins.module_utils import api
+    from ansible_collections.dra.admin.plugins.module_utils.common import api as dra_api
     with open(os.path.join(ROOT, "galaxy.yml")) as handle:
         declared = yaml.safe_load(handle)["dependencies"]["kubernetes.core"]
-    assert declared == api.K8S_CORE_VERSIONS
+    assert declared == dra_api.K8S_CORE_VERSIONS

@@ -14,7 +14,8 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.dra.admin.plugins.module_utils import _capacity, _metrics
+from ansible_collections.dra.admin.plugins.module_utils.claims import capacity
+from ansible_collections.dra.admin.plugins.module_utils.metrics import diagnosis
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ROLE = os.path.join(ROOT, "roles", "monitoring")
@@ -97,13 +98,13 @@ def test_promtool_cases_fail_when_a_threshold_moves(tmp_path):
 def test_recording_rules_are_the_page_queries(rendered):
     groups = yaml.safe_load(rule_file(rendered).read_text())["groups"]
     recorded = dict((r["record"], r["expr"]) for r in groups[0]["rules"])
-    assert recorded == dict((q["record"], q["expression"]) for q in _metrics.QUERIES)
+    assert recorded == dict((q["record"], q["expression"]) for q in diagnosis.QUERIES)
 
 
 def test_device_taint_eviction_alert_is_the_metrics_module_one(rendered):
     alerts = dict((r["alert"], r) for g in yaml.safe_load(rule_file(rendered).read_text())["groups"]
                   for r in g["rules"] if "alert" in r)
-    evictions = _metrics.DEVICE_TAINT_EVICTIONS
+    evictions = diagnosis.DEVICE_TAINT_EVICTIONS
     role = yaml.safe_load(open(os.path.join(ROLE, "vars", "main.yml")))["dra_monitoring_device_taint_evictions"]
     assert dict(role, expression=role.pop("expr")) == dict((k, v) for k, v in evictions.items() if k != "id")
     assert alerts[evictions["alert"]]["expr"] == evictions["expression"] + " > 0"
@@ -113,12 +114,12 @@ def test_device_taint_eviction_alert_is_the_metrics_module_one(rendered):
 def test_device_taint_eviction_alert_can_be_switched_off(tmp_path):
     out = render(tmp_path, dra_monitoring_device_taint_eviction_alert=False)
     alerts = [r["alert"] for g in yaml.safe_load(rule_file(out).read_text())["groups"] for r in g["rules"] if "alert" in r]
-    assert len(alerts) == 10 and _metrics.DEVICE_TAINT_EVICTIONS["alert"] not in alerts
+    assert len(alerts) == 10 and diagnosis.DEVICE_TAINT_EVICTIONS["alert"] not in alerts
 
 
 def test_role_thresholds_equal_the_advice_module_defaults():
     defaults = yaml.safe_load(open(os.path.join(ROLE, "defaults", "main.yml")))
-    for key, value in _metrics.DEFAULT_THRESHOLDS.items():
+    for key, value in diagnosis.DEFAULT_THRESHOLDS.items():
         assert float(defaults["dra_monitoring_" + key]) == value, key
 
 
@@ -135,8 +136,8 @@ def test_role_argument_specs_cover_every_default():
 def test_dashboard_has_one_panel_per_page_query_with_threshold(rendered):
     dashboard = json.loads((rendered / "dra-admin.json").read_text())
     panels = dashboard["panels"][:-1]
-    assert [p["targets"][0]["expr"] for p in panels] == [q["expression"] for q in _metrics.QUERIES]
-    assert [p["title"] for p in panels] == [q["title"] for q in _metrics.QUERIES]
+    assert [p["targets"][0]["expr"] for p in panels] == [q["expression"] for q in diagnosis.QUERIES]
+    assert [p["title"] for p in panels] == [q["title"] for q in diagnosis.QUERIES]
     steps = dict((p["title"], p["fieldConfig"]["defaults"]["thresholds"]["steps"][1]["value"]) for p in panels)
     assert steps["ResourceClaim workqueue depth"] == 10.0
     assert steps["Scheduler end-to-end scheduling duration (p99)"] == 5.0
@@ -148,7 +149,7 @@ def test_dashboard_shows_the_capacity_health_yml_exports(rendered):
     """The last panel reads the gauges of dra_capacity_info's metrics_text (playbooks/health.yml writes them)."""
     panel = json.loads((rendered / "dra-admin.json").read_text())["panels"][-1]
     (target,) = panel["targets"]
-    assert target["expr"] == 'max by (driver, pool) (%s{state="free"})' % _capacity.METRIC_DEVICES
+    assert target["expr"] == 'max by (driver, pool) (%s{state="free"})' % capacity.METRIC_DEVICES
     assert target["legendFormat"] == "{{driver}}/{{pool}}"
     assert panel["gridPos"]["y"] >= max(p["gridPos"]["y"] for p in
                                         json.loads((rendered / "dra-admin.json").read_text())["panels"][:-1]) + 8
@@ -215,7 +216,7 @@ def _random_histogram(rng):
 
 
 def test_histogram_quantile_agrees_with_promql(tmp_path):
-    """_metrics.histogram_quantile against Prometheus' own, on bucket gauges (no rate extrapolation)."""
+    """diagnosis.histogram_quantile against Prometheus' own, on bucket gauges (no rate extrapolation)."""
     rng = random.Random(20240611)
     series, exprs, rules = [], [], []
     for index in range(40):
@@ -224,7 +225,7 @@ def test_histogram_quantile_agrees_with_promql(tmp_path):
         for bound, count in buckets:
             le = "+Inf" if bound == float("inf") else repr(float(bound))
             series.append({"series": 'h_bucket{h="%d", le="%s"}' % (index, le), "values": "%sx2" % count})
-        expected = _metrics.histogram_quantile(quantile, buckets)
+        expected = diagnosis.histogram_quantile(quantile, buckets)
         rules.append({"record": "q%d" % index,
                       "expr": 'histogram_quantile(%r, h_bucket{h="%d"})' % (quantile, index)})
         exprs.append({"expr": "q%d" % index, "eval_time": "1m",

@@ -5,7 +5,9 @@ import os
 
 import pytest
 
-from ansible_collections.dra.admin.plugins.module_utils import _driver_checks, _driver_nodes, _node_selection as ns
+from ansible_collections.dra.admin.plugins.module_utils.drivers import checks
+from ansible_collections.dra.admin.plugins.module_utils.drivers import nodes as driver_nodes
+from ansible_collections.dra.admin.plugins.module_utils.nodes import selection as ns
 
 EXCL = ns.DEFAULT_EXCLUSION_LABEL
 REC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "recorded")
@@ -57,7 +59,7 @@ def test_the_driver_selection_uses_the_same_matcher_as_claims():
     term = {"matchExpressions": [{"key": "gpu", "operator": "In", "values": ["yes"]}],
             "matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["b"]}]}
     nodes = [{"metadata": {"name": n, "labels": {"gpu": "yes"}}, "spec": {}} for n in ("a", "b")]
-    selected, excluded = _driver_nodes.select_nodes(nodes, terms=[term])
+    selected, excluded = driver_nodes.select_nodes(nodes, terms=[term])
     assert selected == ["a"] and list(excluded) == ["b"]
     assert ns.matching_nodes({"nodeSelectorTerms": [term]}, {"a": {"gpu": "yes"}, "b": {"gpu": "yes"}}) == ["a"]
 
@@ -85,7 +87,7 @@ def test_with_exclusion_keeps_a_term_that_excludes_by_notin():
 def test_the_drain_and_the_driver_check_agree_on_the_recorded_daemonset():
     ds = recorded_driver_daemonset()
     assert ns.daemonset_excludes(ds, EXCL)
-    assert not any("DoesNotExist" in p for p in _driver_checks.check_daemonset(ds, EXCL))
+    assert not any("DoesNotExist" in p for p in checks.check_daemonset(ds, EXCL))
     weak = copy.deepcopy(ds)
     terms = weak["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
         "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
@@ -94,12 +96,12 @@ def test_the_drain_and_the_driver_check_agree_on_the_recorded_daemonset():
             if expression["key"] == EXCL:
                 expression.update(operator="NotIn", values=["false"])
     assert not ns.daemonset_excludes(weak, EXCL)
-    assert any("DoesNotExist" in p for p in _driver_checks.check_daemonset(weak, EXCL))
+    assert any("DoesNotExist" in p for p in checks.check_daemonset(weak, EXCL))
     for expression in terms[0]["matchExpressions"]:
         if expression["key"] == EXCL:
             expression["values"] = ["true"]
     assert ns.daemonset_excludes(weak, EXCL) == (len(terms) == 1)
-    assert (not _driver_checks.check_daemonset(weak, EXCL)) == (len(terms) == 1)
+    assert (not checks.check_daemonset(weak, EXCL)) == (len(terms) == 1)
 
 
 def _yaml(*parts):
@@ -138,7 +140,7 @@ def test_python_code_spells_the_exclusion_label_only_in_the_constant():
     """Module DOCUMENTATION (YAML, checked above) may repeat it; code imports DEFAULT_EXCLUSION_LABEL."""
     import ast
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    home = os.path.join(root, "plugins", "module_utils", "_node_selection.py")
+    home = os.path.join(root, "plugins", "module_utils", "nodes", "selection.py")
     spelled = []
     for top in ("plugins", "tests", "bench", "hack"):
         for directory, dummy, files in os.walk(os.path.join(root, top)):

@@ -19,9 +19,10 @@ from fractions import Fraction
 import hypothesis
 import hypothesis.strategies as st
 
-from ansible_collections.dra.admin.plugins.module_utils import _capacity, _gates
-from ansible_collections.dra.admin.plugins.module_utils.api import DraApi
-from ansible_collections.dra.admin.plugins.module_utils.claims import gather_capacity
+from ansible_collections.dra.admin.plugins.module_utils.claims import capacity
+from ansible_collections.dra.admin.plugins.module_utils.releases import catalog
+from ansible_collections.dra.admin.plugins.module_utils.common.api import DraApi
+from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import gather_capacity
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "capacity")
 PATH = "/apis/resource.k8s.io/v1alpha3/resourcepoolstatusrequests"
@@ -81,17 +82,17 @@ def test_recorded_137_pool_status_agrees_with_every_computed_count_and_view():
 
 def test_computed_views_of_the_recorded_objects():
     rec = recorded()
-    computed = _capacity.pool_status_computed(rec["/apis/resource.k8s.io/v1/resourceslices"]["items"],
-                                              rec["/apis/resource.k8s.io/v1/resourceclaims"]["items"], "v1.37.2",
-                                              rec["/apis/resource.k8s.io/v1/devicetaintrules"]["items"])
+    computed = capacity.pool_status_computed(rec["/apis/resource.k8s.io/v1/resourceslices"]["items"],
+                                             rec["/apis/resource.k8s.io/v1/resourceclaims"]["items"], "v1.37.2",
+                                             rec["/apis/resource.k8s.io/v1/devicetaintrules"]["items"])
     profile = "partitions.example.com/profile"
     assert computed[PARTITIONS] == {"idle": 4, "partitions": {
         (profile, "full"): {"total": 1, "allocatable": 0}, (profile, "half"): {"total": 2, "allocatable": 0},
         (profile, "quarter"): {"total": 4, "allocatable": 1}}}
     assert computed[SHARED] == {"idle": 0, "partitions": {}}
     # Before 1.37 the pool status has no views: none are computed to compare.
-    before = _capacity.pool_status_computed(rec["/apis/resource.k8s.io/v1/resourceslices"]["items"],
-                                            rec["/apis/resource.k8s.io/v1/resourceclaims"]["items"], "v1.36.3")
+    before = capacity.pool_status_computed(rec["/apis/resource.k8s.io/v1/resourceslices"]["items"],
+                                           rec["/apis/resource.k8s.io/v1/resourceclaims"]["items"], "v1.36.3")
     assert before[PARTITIONS]["partitions"] is None and before[PARTITIONS]["idle"] == 5  # no rules given
 
 
@@ -134,7 +135,7 @@ def test_not_served_says_what_the_catalog_says_serves_it():
     out = run(Replay137(rec))
     skipped = out["pool_status"]["skipped"]
     assert skipped.startswith("resourcepoolstatusrequests is not served")
-    needs = _gates.gate_api_versions("DRAResourcePoolStatus")
+    needs = catalog.gate_api_versions("DRAResourcePoolStatus")
     assert sorted(needs) == [36, 37]
     for minor, entry in needs.items():
         assert "--runtime-config=%s=true" % entry in skipped and "1.%d" % minor in skipped
@@ -172,7 +173,7 @@ def test_allocatable_per_type_is_what_the_counters_have_left(allocated):
     used = sum(COST[kind[d]] for d in allocated)
     hypothesis.assume(used <= 8)
     slices, claims, rules = with_allocations(sorted(allocated))
-    computed = _capacity.pool_status_computed(slices, claims, "v1.37.2", rules)
+    computed = capacity.pool_status_computed(slices, claims, "v1.37.2", rules)
     partitions = computed[PARTITIONS]["partitions"]
     for type_name, cost in COST.items():
         members = [d for d in kind if kind[d] == type_name]

@@ -1,7 +1,7 @@
 """RBAC personas rendered for what a cluster serves."""
 import pytest
 
-from ansible_collections.dra.admin.plugins.module_utils import _rbac as r
+from ansible_collections.dra.admin.plugins.module_utils.rbac import personas as r
 
 # Discovery of resource.k8s.io/v1 on 1.36 (names only), and v1beta2 with DeviceTaintRules switched on.
 V1_36 = {"resources": [{"name": n} for n in (

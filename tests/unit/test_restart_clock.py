@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from ansible_collections.dra.admin.plugins.module_utils._component_metrics import procfs_start_time
+from ansible_collections.dra.admin.plugins.module_utils.control_plane.component_metrics import procfs_start_time
 from ansible_collections.dra.admin.plugins.modules import component_flags
 
 # What the module does in its own process, run as a fresh process as the module is.

@@ -1,7 +1,7 @@
 """The small rules several modules share: API times, toleration matching, a device's own fields."""
-from ansible_collections.dra.admin.plugins.module_utils._slices import device_fields, device_location
-from ansible_collections.dra.admin.plugins.module_utils._timestamps import epoch_seconds, format_time, parse_time
-from ansible_collections.dra.admin.plugins.module_utils._tolerations import tolerates
+from ansible_collections.dra.admin.plugins.module_utils.claims.slices import device_fields, device_location
+from ansible_collections.dra.admin.plugins.module_utils.common.times import epoch_seconds, format_time, parse_time
+from ansible_collections.dra.admin.plugins.module_utils.common.tolerations import tolerates
 
 
 def test_api_times_round_trip_and_epoch():
@@ -30,7 +30,7 @@ def test_v1beta1_devices_keep_their_fields_and_node_under_basic():
 
 
 def test_wait_parameters_must_be_above_zero():
-    from ansible_collections.dra.admin.plugins.module_utils._waits import wait_parameter_errors
+    from ansible_collections.dra.admin.plugins.module_utils.common.waits import wait_parameter_errors
     params = {"wait_timeout": 0, "wait_sleep": -1.0, "pool_status_timeout": 30}
     assert wait_parameter_errors(params) == [
         "wait_timeout must be a finite number of seconds above 0, got 0: give for example wait_timeout: 300",

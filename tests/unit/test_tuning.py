@@ -10,7 +10,10 @@ import pytest
 import yaml
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.dra.admin.plugins.module_utils import _host_paths, _manifest, _manifest_text, _tuning
+from ansible_collections.dra.admin.plugins.module_utils.control_plane import host_paths
+from ansible_collections.dra.admin.plugins.module_utils.control_plane import manifest as manifest_rules
+from ansible_collections.dra.admin.plugins.module_utils.control_plane import manifest_text
+from ansible_collections.dra.admin.plugins.module_utils.control_plane import tuning
 from ansible_collections.dra.admin.plugins.modules import component_flags, kubelet_config
 
 from conftest import FIXTURES
@@ -22,7 +25,7 @@ KUBEADM_VERSIONS = sorted(d for d in os.listdir(FIXTURES) if d.startswith("kubea
 
 @pytest.mark.parametrize("qps,burst", [(75, 150), (7.5, 8), ("75", "150"), (1, 1), (0.5, 1)])
 def test_good_rates_pass(qps, burst):
-    assert _tuning.check_rate(qps, burst) == []
+    assert tuning.check_rate(qps, burst) == []
 
 
 @pytest.mark.parametrize("qps,burst,words", [
@@ -36,7 +39,7 @@ def test_good_rates_pass(qps, burst):
     (7.5, 5, ["set burst to at least 7.5", "e.g. 15"]),
 ])
 def test_bad_rates_name_the_item_and_the_fix(qps, burst, words):
-    errors = _tuning.check_rate(qps, burst, "kcm")
+    errors = tuning.check_rate(qps, burst, "kcm")
     assert len(errors) == 1, errors
     for word in words:
         assert word in errors[0], (word, errors)
@@ -53,47 +56,47 @@ def test_bad_rates_name_the_item_and_the_fix(qps, burst, words):
     (75, "Infinity", ["burst='Infinity' is not a finite number"]),
 ])
 def test_nan_and_infinity_are_refused_with_a_message(qps, burst, words):
-    errors = _tuning.check_rate(qps, burst, "kcm")
+    errors = tuning.check_rate(qps, burst, "kcm")
     assert len(errors) == 1, errors
     for word in words:
         assert word in errors[0], (word, errors)
     # the same through the component checks (pair with the current or default values)
-    assert len(_tuning.check_component_rate("kube-controller-manager", qps, burst)) == 1
-    assert len(_tuning.config_rate_errors("kube-scheduler", {"clientConnection": {"qps": qps, "burst": burst}})) == 1
+    assert len(tuning.check_component_rate("kube-controller-manager", qps, burst)) == 1
+    assert len(tuning.config_rate_errors("kube-scheduler", {"clientConnection": {"qps": qps, "burst": burst}})) == 1
 
 
 def test_a_single_value_is_checked_against_what_stays():
     # only Burst given: the QPS in effect is the current one, else the component's default
-    assert _tuning.check_component_rate("kube-controller-manager", burst=25) == []  # default QPS 20
-    errors = _tuning.check_component_rate("kube-controller-manager", burst=25, current_qps="75")
+    assert tuning.check_component_rate("kube-controller-manager", burst=25) == []  # default QPS 20
+    errors = tuning.check_component_rate("kube-controller-manager", burst=25, current_qps="75")
     assert len(errors) == 1 and "current QPS (75) kept" in errors[0] and "lower than qps=75" in errors[0]
-    errors = _tuning.check_component_rate("kube-scheduler", qps=150)  # default Burst 100
+    errors = tuning.check_component_rate("kube-scheduler", qps=150)  # default Burst 100
     assert "built-in default Burst (100) kept" in errors[0]
-    assert _tuning.check_component_rate("kube-scheduler") == []
+    assert tuning.check_component_rate("kube-scheduler") == []
 
 
 def test_flag_errors_use_the_flag_names():
-    errors = _tuning.flag_rate_errors("kube-controller-manager", {"kube-api-burst": 10}, {"kube-api-qps": "75"},
-                                      "kcm.yaml")
+    errors = tuning.flag_rate_errors("kube-controller-manager", {"kube-api-burst": 10}, {"kube-api-qps": "75"},
+                                     "kcm.yaml")
     assert errors and "kcm.yaml" in errors[0] and "kube-api-burst=10 is lower than kube-api-qps=75" in errors[0]
-    assert _tuning.flag_rate_errors("kube-controller-manager", {"v": 2}, {}) == []
+    assert tuning.flag_rate_errors("kube-controller-manager", {"v": 2}, {}) == []
 
 
 def test_config_errors_use_the_config_names():
     config = {"clientConnection": {"qps": 100, "burst": 50}}
-    errors = _tuning.config_rate_errors("kube-scheduler", config, "/x/sched.yaml")
+    errors = tuning.config_rate_errors("kube-scheduler", config, "/x/sched.yaml")
     assert errors == ["/x/sched.yaml clientConnection.burst=50 is lower than clientConnection.qps=100: the client "
                       "could never reach its QPS; set clientConnection.burst to at least 100 (twice the QPS is "
                       "usual, e.g. 200)"]
-    assert _tuning.config_rate_errors("kube-scheduler", {"clientConnection": {"qps": 120}}) != []  # default 100
-    assert _tuning.config_rate_errors("kube-scheduler", {"clientConnection": {"qps": 75}}) == []
-    assert "not a mapping" in _tuning.config_rate_errors("kube-scheduler", {"clientConnection": 5})[0]
+    assert tuning.config_rate_errors("kube-scheduler", {"clientConnection": {"qps": 120}}) != []  # default 100
+    assert tuning.config_rate_errors("kube-scheduler", {"clientConnection": {"qps": 75}}) == []
+    assert "not a mapping" in tuning.config_rate_errors("kube-scheduler", {"clientConnection": 5})[0]
 
 
 def test_new_scheduler_config_takes_over_the_deprecated_flags():
     flags = {"kubeconfig": "/etc/kubernetes/scheduler.conf", "kube-api-qps": "30", "kube-api-burst": "60",
              "profiling": "false", "contention-profiling": None, "leader-elect": "true"}
-    assert _tuning.scheduler_config_from_flags(flags) == {
+    assert tuning.scheduler_config_from_flags(flags) == {
         "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
         "clientConnection": {"kubeconfig": "/etc/kubernetes/scheduler.conf", "qps": 30.0, "burst": 60},
         "enableProfiling": False, "enableContentionProfiling": True}
@@ -110,56 +113,56 @@ def fixture_text(version_dir, name):
 def test_kubeadm_files_are_in_the_canonical_layout(version_dir):
     for name in ("kube-apiserver.yaml", "kube-controller-manager.yaml", "kube-scheduler.yaml", "etcd.yaml"):
         text = fixture_text(version_dir, name)
-        assert _manifest_text.canonical_manifest(yaml.safe_load(text)) == text
+        assert manifest_text.canonical_manifest(yaml.safe_load(text)) == text
 
 
 @pytest.mark.parametrize("version_dir", KUBEADM_VERSIONS)
 def test_host_paths_through_mounts(version_dir):
     manifest = yaml.safe_load(fixture_text(version_dir, "kube-controller-manager.yaml"))
-    assert _host_paths.host_path_for(manifest, None, "/etc/kubernetes/pki/ca.crt") == "/etc/kubernetes/pki/ca.crt"
-    assert _host_paths.host_path_for(manifest, None, "/etc/kubernetes/controller-manager.conf") == \
+    assert host_paths.host_path_for(manifest, None, "/etc/kubernetes/pki/ca.crt") == "/etc/kubernetes/pki/ca.crt"
+    assert host_paths.host_path_for(manifest, None, "/etc/kubernetes/controller-manager.conf") == \
         "/etc/kubernetes/controller-manager.conf"
-    assert _host_paths.host_path_for(manifest, None, "/etc/kubernetes/other.yaml") is None
+    assert host_paths.host_path_for(manifest, None, "/etc/kubernetes/other.yaml") is None
     manifest["spec"]["volumes"][0]["hostPath"]["path"] = "/srv/certs"  # ca-certs: /etc/ssl/certs
-    assert _host_paths.host_path_for(manifest, None, "/etc/ssl/certs/a/b.pem") == "/srv/certs/a/b.pem"
+    assert host_paths.host_path_for(manifest, None, "/etc/ssl/certs/a/b.pem") == "/srv/certs/a/b.pem"
 
 
 @pytest.mark.parametrize("version_dir", KUBEADM_VERSIONS)
 def test_mount_goes_in_sorted_place_and_only_its_lines_change(version_dir):
     text = fixture_text(version_dir, "kube-scheduler.yaml")
     manifest = yaml.safe_load(text)
-    new, changed = _host_paths.add_host_path_mount(manifest, None, "kube-scheduler-config", "/etc/k/s.yaml",
-                                                   "/etc/k/s.yaml")
+    new, changed = host_paths.add_host_path_mount(manifest, None, "kube-scheduler-config", "/etc/k/s.yaml",
+                                                  "/etc/k/s.yaml")
     assert changed and manifest == yaml.safe_load(text)  # input untouched
     names = [v["name"] for v in new["spec"]["volumes"]]
     assert names == sorted(names) and "kube-scheduler-config" in names
-    diff = list(difflib.ndiff(text.splitlines(), _manifest_text.canonical_manifest(new).splitlines()))
+    diff = list(difflib.ndiff(text.splitlines(), manifest_text.canonical_manifest(new).splitlines()))
     assert [line for line in diff if line.startswith("- ")] == []
     added = [line[2:] for line in diff if line.startswith("+ ")]
     assert len(added) == 7  # 3 lines of the mount, 4 of the volume; every other line as it was
     assert set(added) <= {"    - mountPath: /etc/k/s.yaml", "      name: kube-scheduler-config", "      readOnly: true",
                           "  - hostPath:", "      path: /etc/k/s.yaml", "      type: File",
                           "    name: kube-scheduler-config"}
-    again, changed_again = _host_paths.add_host_path_mount(new, None, "kube-scheduler-config", "/etc/k/s.yaml",
-                                                           "/etc/k/s.yaml")
+    again, changed_again = host_paths.add_host_path_mount(new, None, "kube-scheduler-config", "/etc/k/s.yaml",
+                                                          "/etc/k/s.yaml")
     assert not changed_again and again == new
 
 
 def test_mount_conflicts_are_refused():
     manifest = yaml.safe_load(fixture_text("kubeadm-v1.36.3", "kube-scheduler.yaml"))
-    with pytest.raises(_manifest.ManifestError, match="already has a volume named 'kubeconfig'"):
-        _host_paths.add_host_path_mount(manifest, None, "kubeconfig", "/etc/k/s.yaml", "/etc/k/s.yaml")
-    with pytest.raises(_manifest.ManifestError, match="already mounts 'kubeconfig' at /etc/kubernetes/scheduler.conf"):
-        _host_paths.add_host_path_mount(manifest, None, "other", "/srv/s.conf", "/etc/kubernetes/scheduler.conf")
+    with pytest.raises(manifest_rules.ManifestError, match="already has a volume named 'kubeconfig'"):
+        host_paths.add_host_path_mount(manifest, None, "kubeconfig", "/etc/k/s.yaml", "/etc/k/s.yaml")
+    with pytest.raises(manifest_rules.ManifestError, match="already mounts 'kubeconfig' at /etc/kubernetes/scheduler.conf"):
+        host_paths.add_host_path_mount(manifest, None, "other", "/srv/s.conf", "/etc/kubernetes/scheduler.conf")
 
 
 def test_annotation_set_and_removed():
     manifest = yaml.safe_load(fixture_text("kubeadm-v1.36.3", "kube-scheduler.yaml"))
-    new, changed = _manifest.set_annotation(manifest, "dra.admin/config-sha256", "abc")
+    new, changed = manifest_rules.set_annotation(manifest, "dra.admin/config-sha256", "abc")
     assert changed and new["metadata"]["annotations"] == {"dra.admin/config-sha256": "abc"}
-    same, changed = _manifest.set_annotation(new, "dra.admin/config-sha256", "abc")
+    same, changed = manifest_rules.set_annotation(new, "dra.admin/config-sha256", "abc")
     assert not changed
-    gone, changed = _manifest.set_annotation(new, "dra.admin/config-sha256", None)
+    gone, changed = manifest_rules.set_annotation(new, "dra.admin/config-sha256", None)
     assert changed and "annotations" not in gone["metadata"]
 
 
@@ -206,7 +209,7 @@ def test_scheduler_config_created_mounted_and_idempotent(capsys, node):
     assert oct(os.stat(str(node["config"])).st_mode & 0o777) == "0o600"
     manifest = yaml.safe_load(read(manifest_path))
     assert "--config=%s" % node["config"] in manifest["spec"]["containers"][0]["command"]
-    assert _host_paths.host_path_for(manifest, None, str(node["config"])) == str(node["config"])
+    assert host_paths.host_path_for(manifest, None, str(node["config"])) == str(node["config"])
     assert len(manifest["metadata"]["annotations"]["dra.admin/config-sha256"]) == 64
     assert read(first["backup_file"]) == original
     assert isinstance(first["diff"], list) and first["diff"][0]["before_header"] == "/dev/null"
@@ -236,8 +239,8 @@ def test_existing_config_found_through_its_mount(capsys, node, tmp_path):
     path = node["manifests"] / "kube-scheduler.yaml"
     manifest = yaml.safe_load(read(path))
     manifest["spec"]["containers"][0]["command"].append("--config=/etc/sched/sched.yaml")
-    manifest, dummy = _host_paths.add_host_path_mount(manifest, None, "sched", str(host_dir), "/etc/sched", "Directory")
-    path.write_text(_manifest_text.canonical_manifest(manifest))
+    manifest, dummy = host_paths.add_host_path_mount(manifest, None, "sched", str(host_dir), "/etc/sched", "Directory")
+    path.write_text(manifest_text.canonical_manifest(manifest))
     args = scheduler_args(node)
     del args["config_file"]["path"]
     result = run_module(component_flags, capsys, args)
@@ -280,7 +283,7 @@ def test_config_named_but_not_mounted_is_refused(capsys, node):
     path = node["manifests"] / "kube-scheduler.yaml"
     manifest = yaml.safe_load(read(path))
     manifest["spec"]["containers"][0]["command"].append("--config=/etc/elsewhere/s.yaml")
-    path.write_text(_manifest_text.canonical_manifest(manifest))
+    path.write_text(manifest_text.canonical_manifest(manifest))
     result = run_module(component_flags, capsys, scheduler_args(node))
     assert result["failed"] is True
     assert "--config=/etc/elsewhere/s.yaml is not mounted from the host" in result["msg"]
@@ -407,18 +410,19 @@ def test_role_refuses_nan_and_infinity_before_writing(tmp_path, role_vars, task,
 
 
 def test_component_names_and_the_controller_manager_defaults_have_one_home():
-    from ansible_collections.dra.admin.plugins.module_utils import _gates, _metrics
-    assert set(_tuning.DEFAULT_RATES) <= set(_gates.COMPONENTS)
-    assert set(_metrics.SCRAPED_COMPONENTS) - {_metrics.PLUGIN} <= set(_gates.COMPONENTS)
-    assert _tuning.DEFAULT_RATES[_gates.KUBE_CONTROLLER_MANAGER] == (20.0, 30)
-    assert (_metrics.DEFAULT_KCM_QPS, _metrics.DEFAULT_KCM_BURST) == (_tuning.DEFAULT_KCM_QPS, _tuning.DEFAULT_KCM_BURST)
-    assert "defaults are 20 and 30" in _metrics._advice("kcm_tuning", None, None)
+    from ansible_collections.dra.admin.plugins.module_utils.releases import catalog
+    from ansible_collections.dra.admin.plugins.module_utils.metrics import diagnosis
+    assert set(tuning.DEFAULT_RATES) <= set(catalog.COMPONENTS)
+    assert set(diagnosis.SCRAPED_COMPONENTS) - {diagnosis.PLUGIN} <= set(catalog.COMPONENTS)
+    assert tuning.DEFAULT_RATES[catalog.KUBE_CONTROLLER_MANAGER] == (20.0, 30)
+    assert (diagnosis.DEFAULT_KCM_QPS, diagnosis.DEFAULT_KCM_BURST) == (tuning.DEFAULT_KCM_QPS, tuning.DEFAULT_KCM_BURST)
+    assert "defaults are 20 and 30" in diagnosis._advice("kcm_tuning", None, None)
 
 
 def test_tuning_requests_per_component():
     both = ["kube-controller-manager", "kube-scheduler"]
-    requests = _tuning.tuning_requests(both, {"qps": 75.0, "burst": "150"}, {"qps": "7.5", "burst": None},
-                                       "/etc/kubernetes/sched.yaml")
+    requests = tuning.tuning_requests(both, {"qps": 75.0, "burst": "150"}, {"qps": "7.5", "burst": None},
+                                      "/etc/kubernetes/sched.yaml")
     kcm = requests["kube-controller-manager"]
     assert kcm["set_flags"] == {"kube-api-qps": 75, "kube-api-burst": 150}
     assert isinstance(kcm["set_flags"]["kube-api-qps"], int) and kcm["config_file"] is None
@@ -436,7 +440,7 @@ def test_tuning_requests_per_component():
 
 def test_tuning_requests_leave_out_unset_and_unlisted_components_and_pass_non_numbers_on():
     none = {"qps": None, "burst": None}
-    assert _tuning.tuning_requests(["kube-scheduler"], {"qps": 75, "burst": 150}, none, "/s.yaml") == {}
-    refused = _tuning.tuning_requests(["kube-controller-manager"], {"qps": "nan", "burst": True}, none, "/s.yaml")
+    assert tuning.tuning_requests(["kube-scheduler"], {"qps": 75, "burst": 150}, none, "/s.yaml") == {}
+    refused = tuning.tuning_requests(["kube-controller-manager"], {"qps": "nan", "burst": True}, none, "/s.yaml")
     # component_flags refuses these with a message naming them; they are not turned into numbers here.
     assert refused["kube-controller-manager"]["set_flags"] == {"kube-api-qps": "nan", "kube-api-burst": True}

@@ -1,4 +1,4 @@
-"""_upgrade: findings from objects and kube-apiserver /metrics recorded from the real local clusters
+"""upgrade.checks: findings from objects and kube-apiserver /metrics recorded from the real local clusters
 (tests/unit/fixtures/upgrade/README.md), and the catalog's upgrade facts."""
 import gzip
 import json
@@ -9,8 +9,8 @@ import hypothesis.strategies as st
 import pytest
 import yaml
 
-from ansible_collections.dra.admin.plugins.module_utils import _gates
-from ansible_collections.dra.admin.plugins.module_utils import _upgrade as u
+from ansible_collections.dra.admin.plugins.module_utils.releases import catalog
+from ansible_collections.dra.admin.plugins.module_utils.upgrade import checks as u
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 
@@ -57,8 +57,8 @@ def test_recorded_storage_versions():
     assert u.storage_versions_from_discovery([recorded("discovery-v1.36.3-v1.json")]) == dict(
         (r, "v1") for r in u.STORED_RESOURCES)
     for minor, version in ((33, "v1beta1"), (34, "v1beta2"), (35, "v1"), (38, "v1")):
-        assert _gates.storage_version("1.%d" % minor, "resourceclaims") == version
-    assert _gates.storage_version("1.37", "devicetaintrules") == "v1beta2"
+        assert catalog.storage_version("1.%d" % minor, "resourceclaims") == version
+    assert catalog.storage_version("1.37", "devicetaintrules") == "v1beta2"
 
 
 def test_storage_version_api_objects():
@@ -178,13 +178,13 @@ def test_bad_target(current, target, words):
 
 
 def test_api_serving_catalog():
-    assert _gates.api_serving("1.34", "v1alpha3", "resourceclaims") is None
-    assert _gates.api_serving("1.34", "v1alpha3", "devicetaintrules") == "runtime-config"
-    assert _gates.api_serving("1.37", "v1beta1", "resourceclaims") == "runtime-config"
-    assert _gates.api_serving("1.38", "v1beta1", "resourceclaims") is None
-    assert _gates.api_serving("1.38", "v1", "resourceclaims") == "default"
-    assert _gates.api_serving("1.33", "v1", "resourceclaims") is None
-    assert _gates.oldest_kubelet_minor("1.36") == 33
+    assert catalog.api_serving("1.34", "v1alpha3", "resourceclaims") is None
+    assert catalog.api_serving("1.34", "v1alpha3", "devicetaintrules") == "runtime-config"
+    assert catalog.api_serving("1.37", "v1beta1", "resourceclaims") == "runtime-config"
+    assert catalog.api_serving("1.38", "v1beta1", "resourceclaims") is None
+    assert catalog.api_serving("1.38", "v1", "resourceclaims") == "default"
+    assert catalog.api_serving("1.33", "v1", "resourceclaims") is None
+    assert catalog.oldest_kubelet_minor("1.36") == 33
 
 
 def test_metrics_not_readable_is_a_warning_not_a_pass():
@@ -238,7 +238,7 @@ def test_recorded_kubelet_configz_of_a_real_137_kubelet():
     # The same kubelet with device taints switched off (allowed on 1.37: both gates GA, not locked) does not start
     # on 1.38, which locks both on.
     gates = {"DRADeviceTaints": False, "DRADeviceTaintRules": False}
-    assert _gates.validate_gates("v1.37.2", gates) == []
+    assert catalog.validate_gates("v1.37.2", gates) == []
     real[u.KUBELET_CONFIGZ_KEY]["featureGates"] = gates
     facts = {"kubelet_gates": {"worker": {"gates": u.kubelet_gates_from_configz(real)}}}
     found = [f for f in u.findings(facts, "v1.37.2", "v1.38") if f["subject"].startswith("kubelet on worker")]
@@ -304,11 +304,11 @@ def test_control_plane_gates_get_the_kubelets_rule():
 
 
 def test_sensitive_gates_follow_the_catalog():
-    assert _gates.upgrade_sensitive_gates("1.36", "1.37") == {
+    assert catalog.upgrade_sensitive_gates("1.36", "1.37") == {
         "DRAExtendedResource": "locked to true on 1.37", "DRAPrioritizedList": "locked to true on 1.37",
         "DRAResourceClaimDeviceStatus": "locked to true on 1.37",
         "DRADeviceTaints": "DRADeviceTaintRules is on by default on 1.37 and depends on it"}
-    assert _gates.upgrade_sensitive_gates("1.37", "1.38") == {
+    assert catalog.upgrade_sensitive_gates("1.37", "1.38") == {
         "DRADeviceTaintRules": "locked to true on 1.38", "DRADeviceTaints": "locked to true on 1.38",
         "DynamicResourceAllocation": "removed in 1.38"}
 
@@ -320,9 +320,9 @@ PAIRS = [("1.%d" % now, "1.%d" % then) for now in range(33, 38) for then in rang
 def settings_valid_on(draw, pair):
     """Gate settings a running component of the current release can have (the catalog accepts them there)."""
     current = pair[0]
-    names = sorted(_gates.gate_catalog(current))
+    names = sorted(catalog.gate_catalog(current))
     settings = draw(st.dictionaries(st.sampled_from(names), st.booleans(), max_size=6))
-    hypothesis.assume(_gates.validate_gates(current, settings) == [])
+    hypothesis.assume(catalog.validate_gates(current, settings) == [])
     return settings
 
 
@@ -334,5 +334,5 @@ def test_a_kubelet_breaks_exactly_when_the_catalog_refuses_its_gates(case):
     (current, target), settings = case
     found = u.findings({"kubelet_gates": {"n1": {"gates": settings}}}, current, target)
     breaking = [f for f in found if f["severity"] == "breaking" and f["subject"].startswith("kubelet on n1")]
-    refused = _gates.validate_gates(target, settings)
+    refused = catalog.validate_gates(target, settings)
     assert bool(breaking) == bool(refused), (settings, refused, breaking)

@@ -1,6 +1,6 @@
 import pytest
 
-from ansible_collections.dra.admin.plugins.module_utils._gates import VersionError
+from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import VersionError
 from ansible_collections.dra.admin.plugins.modules.dra_version_info import version_info
 
 

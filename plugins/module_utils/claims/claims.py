@@ -1,0 +1,474 @@
+# -*- coding: utf-8 -*-
+# Copyright: dra.admin contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Views over ResourceClaims: state, devices, nodes, consumers, orphans.
+
+Pure functions over the JSON objects the API returns. v1, v1beta2 and
+v1beta1 claims share every field read here.
+
+Which nodes a claim is on: the nodes of the pods among its consumers
+(``status.reservedFor``); when no consumer is a live pod with a node, the nodes
+its allocation is local to (pinned by matchFields, or label-selected). A claim
+shared by pods on several nodes is on each of them; a network-attached claim
+(no node selector) is on the nodes of its pods, and on none without them.
+
+Who uses a claim, seen from either side (the one home of this rule):
+
+- a pod's claims (``pod_claims``) are every claim it names, whichever field names it:
+  ``spec.resourceClaims[].resourceClaimName``; for a claim made from
+  ``resourceClaimTemplateName``, ``status.resourceClaimStatuses[].resourceClaimName``; for the
+  extended resources backed by DRA that its containers request (a DeviceClass's
+  ``extendedResourceName``), the claim the scheduler made for it, which only
+  ``status.extendedResourceClaimStatus.resourceClaimName`` names; and any claim whose
+  ``status.reservedFor`` names the pod's uid;
+- a claim's consumers (``consumers``) are its ``status.reservedFor`` entries: pods, and objects
+  that are not pods, such as a workload's PodGroup (``scheduling.k8s.io`` ``podgroups``, with
+  DRAWorkloadResourceClaims): the claim stays reserved for the group while the group exists, whatever
+  happens to its pods, and only the group's pods (which name the claim in their spec) use it on a node.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.dra.admin.plugins.module_utils.claims.locations import (
+    CLAIM_CLUSTER_WIDE, CLAIM_PINNED, CLAIM_SELECTOR, CLAIM_UNALLOCATED, claim_marker, is_marker,
+)
+from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import matching_nodes, pinned_nodes
+
+PENDING = "pending"
+ALLOCATED = "allocated"
+RESERVED = "reserved"
+DEALLOCATING = "deallocating"
+
+
+def _meta(obj):
+    return obj.get("metadata") or {}
+
+
+def _annotations(meta):
+    return meta.get("annotations") or {}
+
+
+def _status(obj):
+    return obj.get("status") or {}
+
+
+def allocation(claim):
+    return _status(claim).get("allocation")
+
+
+def reserved_for(claim):
+    return _status(claim).get("reservedFor") or []
+
+
+# ---------------------------------------------------------------------------
+# Who uses a claim: a pod's claims from every source, a claim's consumers of every kind
+# ---------------------------------------------------------------------------
+
+POD_GROUP_API_GROUP = "scheduling.k8s.io"
+POD_GROUP_RESOURCE = "podgroups"
+CONSUMER_POD = "pod"
+CONSUMER_POD_GROUP = "pod_group"
+CONSUMER_OTHER = "other"
+
+# Where a pod's claim is named (pod_claim_refs, pod_claims).
+SOURCE_SPEC = "spec.resourceClaims"
+SOURCE_TEMPLATE = "status.resourceClaimStatuses"
+SOURCE_EXTENDED_RESOURCE = "status.extendedResourceClaimStatus"
+# The annotation the scheduler puts on the claim it makes for a pod's extended resources.
+EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
+
+
+def consumer_kind(ref):
+    """pod, pod_group (a workload's PodGroup) or other, of one status.reservedFor entry."""
+    if ref.get("resource") == "pods" and not ref.get("apiGroup"):
+        return CONSUMER_POD
+    if ref.get("resource") == POD_GROUP_RESOURCE and ref.get("apiGroup") == POD_GROUP_API_GROUP:
+        return CONSUMER_POD_GROUP
+    return CONSUMER_OTHER
+
+
+def consumer_resource(ref):
+    """(API group, resource) of a reservedFor entry: the key of a consumer index (see consumers)."""
+    return ref.get("apiGroup") or "", ref.get("resource")
+
+
+def consumer_label(consumer):
+    """How reports name a consumer: pods/<name>, or <resource>.<group>/<name> for objects that are not pods."""
+    group = consumer.get("api_group")
+    return "%s%s/%s" % (consumer.get("resource"), "." + group if group else "", consumer.get("name"))
+
+
+def pod_claim_refs(pod):
+    """Every claim the pod names itself: [(pod claim name or None, ResourceClaim name or None, source)].
+
+    A claim from a template that is not made yet (or not needed) has no ResourceClaim name; the claim for
+    the pod's extended resources has no pod claim name (containers do not name it).
+    """
+    spec, status = pod.get("spec") or {}, pod.get("status") or {}
+    made = dict((s.get("name"), s.get("resourceClaimName")) for s in status.get("resourceClaimStatuses") or [])
+    refs = []
+    for ref in spec.get("resourceClaims") or []:
+        if ref.get("resourceClaimName"):
+            refs.append((ref.get("name"), ref["resourceClaimName"], SOURCE_SPEC))
+        else:
+            refs.append((ref.get("name"), made.get(ref.get("name")), SOURCE_TEMPLATE))
+    named = set(r[0] for r in refs)
+    refs.extend((name, claim, SOURCE_TEMPLATE) for name, claim in sorted(made.items(), key=lambda i: i[0] or "")
+                if name not in named and claim)
+    extended = (status.get("extendedResourceClaimStatus") or {}).get("resourceClaimName")
+    if extended:
+        refs.append((None, extended, SOURCE_EXTENDED_RESOURCE))
+    return refs
+
+
+def names_claims(pod):
+    """Whether the pod names any claim (from any field; one from a template not made yet counts)."""
+    return bool(pod_claim_refs(pod))
+
+
+def pod_claim_names(pod):
+    """{pod claim name: ResourceClaim name} of the claims containers can name (claim:<name> in health reports)."""
+    return dict((name, claim) for name, claim, dummy in pod_claim_refs(pod) if name and claim)
+
+
+def reserves(claim, uid):
+    """Whether the claim's reservedFor names the pod with this uid."""
+    return any(consumer_kind(r) == CONSUMER_POD and r.get("uid") == uid for r in reserved_for(claim))
+
+
+def pod_claims(pod, claims=()):
+    """Sorted names of every ResourceClaim the pod uses, whichever field names it (see the module text):
+    those pod_claim_refs finds in the pod, and among `claims` (any claims; only the pod's namespace counts)
+    those whose reservedFor names the pod."""
+    meta = _meta(pod)
+    names = set(claim for dummy, claim, dummy2 in pod_claim_refs(pod) if claim)
+    for claim in claims:
+        if _meta(claim).get("namespace") == meta.get("namespace") and reserves(claim, meta.get("uid")):
+            names.add(_meta(claim).get("name"))
+    return sorted(names)
+
+
+def claims_used_by(pods, claims=()):
+    """{(namespace, claim name)} used by any of the pods (pod_claims of each)."""
+    return set((_meta(p).get("namespace"), name) for p in pods for name in pod_claims(p, claims))
+
+
+def claim_state(claim):
+    """pending, allocated, reserved, or deallocating (deleted while still allocated or reserved)."""
+    held = allocation(claim) is not None or bool(reserved_for(claim))
+    if _meta(claim).get("deletionTimestamp") and held:
+        return DEALLOCATING
+    if reserved_for(claim):
+        return RESERVED
+    if allocation(claim) is not None:
+        return ALLOCATED
+    return PENDING
+
+
+def allocated_devices(claim):
+    results = ((allocation(claim) or {}).get("devices") or {}).get("results") or []
+    return [{"request": r.get("request"), "driver": r.get("driver"), "pool": r.get("pool"),
+             "device": r.get("device"), "admin_access": bool(r.get("adminAccess"))} for r in results]
+
+
+def allocation_nodes(claim, node_labels):
+    """Where the claim's allocation can be used: (node_scope, sorted node names).
+
+    node_labels maps every known node name to its labels. Pinned (matchFields on
+    metadata.name) or label-selected allocations name their nodes; an allocation
+    without a nodeSelector can be used on every node (network-attached devices):
+    scope cluster-wide with no node list, never a guess.
+    """
+    alloc = allocation(claim)
+    if alloc is None:
+        return CLAIM_UNALLOCATED, []
+    selector = alloc.get("nodeSelector")
+    if not selector:
+        return CLAIM_CLUSTER_WIDE, []
+    pinned = pinned_nodes(selector)
+    if pinned is not None:
+        return CLAIM_PINNED, pinned
+    return CLAIM_SELECTOR, matching_nodes(selector, node_labels)
+
+
+def claim_nodes(local_nodes, consumer_list):
+    """The nodes a claim is on: those of its consumer pods; without a live scheduled consumer, its allocation's.
+
+    A shared claim is on every node whose pods use it. A node-local allocation
+    counts for its node(s) only while no consumer elsewhere explains it.
+    """
+    consumer_nodes = sorted(set(c["node"] for c in consumer_list if c.get("node")))
+    return consumer_nodes or list(local_nodes)
+
+
+def slice_cross_check(devices, scope, local_nodes, slice_index):
+    """Problems found when comparing a claim's allocation with the slices of its devices.
+
+    slice_index: (device locations, published pools) from claims.slices.device_index.
+    """
+    locations, pools = slice_index
+    problems = []
+    for dev in devices:
+        label = "device %s/%s/%s" % (dev["driver"], dev["pool"], dev["device"])
+        where = locations.get((dev["driver"], dev["pool"], dev["device"]))
+        if (dev["driver"], dev["pool"]) not in pools:
+            problems.append("%s: no ResourceSlice publishes pool %s" % (label, dev["pool"]))
+        elif scope == CLAIM_PINNED and where is not None and not is_marker(where) and where not in local_nodes:
+            problems.append("%s: allocated for node(s) %s but it is published for node %s"
+                            % (label, ", ".join(local_nodes), where))
+    return problems
+
+
+def consumer_problems(consumer_list, scope, local_nodes):
+    """Consumer pods running outside the nodes a node-local allocation allows."""
+    if scope not in (CLAIM_PINNED, CLAIM_SELECTOR):
+        return []
+    return ["consumer pods/%s runs on node %s, outside the allocation's node(s) %s"
+            % (c["name"], c["node"], ", ".join(local_nodes) or "(none)")
+            for c in consumer_list if c.get("node") and c["node"] not in local_nodes]
+
+
+UNSCHEDULED = "<none>"  # the pod table's Node cell of a pod without spec.nodeName
+
+
+def pod_ref(node_name, owner_references):
+    """What the claim views keep of a pod: (its node or None, whether a DaemonSet controls it)."""
+    controller = next((r for r in owner_references or [] if r.get("controller")), None)
+    node = node_name if node_name and node_name != UNSCHEDULED else None
+    return node, bool(controller) and controller.get("kind") == "DaemonSet"
+
+
+def pod_group_ref(group):
+    """A PodGroup as a consumer reference (the shape of a reservedFor entry)."""
+    meta = _meta(group)
+    return {"apiGroup": POD_GROUP_API_GROUP, "resource": POD_GROUP_RESOURCE, "name": meta.get("name"),
+            "uid": meta.get("uid")}
+
+
+def pod_group_claim_names(group):
+    """The claims a PodGroup lists for its pods to share: spec.resourceClaims[].resourceClaimName, and for claims
+    made from templates status.resourceClaimStatuses[].resourceClaimName."""
+    names = set(c.get("resourceClaimName") for c in (group.get("spec") or {}).get("resourceClaims") or [])
+    names |= set(c.get("resourceClaimName") for c in _status(group).get("resourceClaimStatuses") or [])
+    return sorted(n for n in names if n)
+
+
+def claims_listed_by_groups(groups):
+    """{(namespace, claim name): [consumer reference]} of the PodGroups that list each claim."""
+    listed = {}
+    for group in groups:
+        for name in pod_group_claim_names(group):
+            listed.setdefault((_meta(group).get("namespace"), name), []).append(pod_group_ref(group))
+    return listed
+
+
+def consumers(claim, pods, others=None, listed=None):
+    """A claim's consumers: its reservedFor entries, each with its kind (pod, pod_group, other), whether it
+    still exists, its node, whether it is a DaemonSet pod and whether the claim is reserved for it.
+
+    pods: {uid: pod_ref(...)} of the pods that exist. others: {(API group, resource): set of uids} of the
+    objects that exist, for consumers that are not pods (a PodGroup); a consumer whose resource is not in it
+    cannot be checked and is reported with exists=None (never counted as gone). listed: the PodGroups that list
+    the claim (claims_listed_by_groups, for this claim): a group is a consumer of the claims it lists also while
+    it holds no reservation (the scheduler drops a group's reservation, keeping the allocation, while none of
+    its pods can be placed), reported with reserved=False.
+    """
+    refs = [(ref, True) for ref in reserved_for(claim)]
+    uids = set(ref.get("uid") for ref, dummy in refs)
+    refs += [(ref, False) for ref in listed or () if ref.get("uid") not in uids]
+    out = []
+    for ref, reserved in refs:
+        kind = consumer_kind(ref)
+        if kind == CONSUMER_POD:
+            known = pods.get(ref.get("uid"))
+            exists = known is not None
+        else:
+            known = None
+            index = (others or {}).get(consumer_resource(ref))
+            exists = None if index is None else ref.get("uid") in index
+            if not reserved and exists is None:
+                exists = True  # listed just now by the LIST that found it
+        out.append({"kind": kind, "resource": ref.get("resource"), "api_group": ref.get("apiGroup") or "",
+                    "name": ref.get("name"), "uid": ref.get("uid"), "reserved": reserved,
+                    "exists": exists,
+                    "node": known[0] if known else None,
+                    "daemonset": known[1] if known else None})
+    return out
+
+
+def live_consumer_pods(claim, pods):
+    """Names of the claim's consumer pods that exist (pods: {uid: pod_ref}, or None when every one counts)."""
+    return sorted(r.get("name") for r in reserved_for(claim)
+                  if consumer_kind(r) == CONSUMER_POD and (pods is None or r.get("uid") in pods))
+
+
+def non_pod_consumers(consumer_list):
+    """The consumers that are not pods and may exist (a workload's PodGroup): no eviction ends them."""
+    return [c for c in consumer_list if c["kind"] != CONSUMER_POD and c["exists"] is not False]
+
+
+def held_for_non_pods_only(view):
+    """Held, and every consumer that may still exist is not a pod (a PodGroup reserving or listing the claim):
+    the claim stays held while that object exists, whatever happens to pods."""
+    live = [c for c in view["consumers"] if c["exists"] is not False]
+    return bool(live) and all(c["kind"] != CONSUMER_POD for c in live)
+
+
+def is_orphaned(state, consumer_list):
+    """Allocated or reserved, yet no consumer is (or may be) alive."""
+    if state not in (ALLOCATED, RESERVED):
+        return False
+    return not any(c["exists"] is not False for c in consumer_list)
+
+
+def claim_view(claim, node_labels, pods, slice_index, others=None, listed=None):
+    """Everything the reports say about one claim.
+
+    node_labels: {node: labels}; pods: {uid: pod_ref}; slice_index: claims.slices.device_index(slices);
+    others: the index of consumers that are not pods, listed: {(namespace, claim name): [consumer reference]}
+    of the PodGroups listing claims (see consumers).
+    """
+    meta = _meta(claim)
+    state = claim_state(claim)
+    devices = allocated_devices(claim)
+    scope, local_nodes = allocation_nodes(claim, node_labels)
+    consumer_list = consumers(claim, pods, others, (listed or {}).get((meta.get("namespace"), meta.get("name"))))
+    return {
+        "namespace": meta.get("namespace"), "name": meta.get("name"), "uid": meta.get("uid"),
+        "state": state, "node_scope": scope, "nodes": claim_nodes(local_nodes, consumer_list),
+        "allocation_nodes": local_nodes, "devices": devices,
+        "drivers": sorted(set(d["driver"] for d in devices)),
+        "consumers": consumer_list,
+        "missing_consumers": [c for c in consumer_list if c["exists"] is False],
+        "non_pod_consumers": non_pod_consumers(consumer_list),
+        "extended_resource_claim": _annotations(meta).get(EXTENDED_RESOURCE_CLAIM_ANNOTATION) == "true",
+        "orphaned": is_orphaned(state, consumer_list),
+        "deletion_requested": bool(meta.get("deletionTimestamp")),
+        "problems": (slice_cross_check(devices, scope, local_nodes, slice_index)
+                     + consumer_problems(consumer_list, scope, local_nodes)),
+    }
+
+
+def claim_selected(view, node=None, driver=None):
+    if node is not None and node not in view["nodes"]:
+        return False
+    if driver is not None and driver not in view["drivers"]:
+        return False
+    return True
+
+
+def holds_devices(view):
+    """Still allocated or reserved (what blocks taking a node's driver away)."""
+    return view["state"] in (ALLOCATED, RESERVED, DEALLOCATING)
+
+
+def held_only_by_daemonset_pods(view, node):
+    """The claim's consumers on the node are all DaemonSet pods (which a drain leaves in place)."""
+    here = [c for c in view["consumers"] if c.get("node") == node]
+    return bool(here) and all(c.get("daemonset") for c in here)
+
+
+def held_for_non_pods_only_off_node(view, used_on_node):
+    """Reserved only for consumers that are not pods, and no pod on the node uses it.
+
+    used_on_node: {(namespace, claim name)} the node's pods use (claims_used_by), or None when not known
+    (then this is never assumed).
+    """
+    return used_on_node is not None and held_for_non_pods_only(view) and \
+        (view["namespace"], view["name"]) not in used_on_node
+
+
+def blocks_node(view, node, used_on_node=None):
+    """Whether the claim keeps the node's DRA driver from leaving.
+
+    It does while it holds devices on the node, unless only DaemonSet pods use it
+    there: those stay on a drained node (kubectl drain rules; their controller
+    would recreate them on a cordoned node), so their claims are reported, not waited for.
+    Nor does a claim reserved only for consumers that are not pods (a workload's PodGroup) once no pod on
+    the node uses it: only pods get devices prepared on a node, and no eviction ends such a reservation
+    (non_pod_claims reports it with its consumer).
+    """
+    return holds_devices(view) and node in view["nodes"] and not held_only_by_daemonset_pods(view, node) \
+        and not held_for_non_pods_only_off_node(view, used_on_node)
+
+
+def daemonset_claims(views, node):
+    """Claims holding devices on the node for DaemonSet pods only (reported, not blocking)."""
+    return [v for v in views if holds_devices(v) and node in v["nodes"] and held_only_by_daemonset_pods(v, node)]
+
+
+def non_pod_claims(views, node, used_on_node):
+    """Claims holding devices on the node, reserved only for consumers that are not pods, that no pod on the
+    node uses (reported with their consumers, not blocking)."""
+    return [v for v in views if holds_devices(v) and node in v["nodes"]
+            and held_for_non_pods_only_off_node(v, used_on_node)]
+
+
+NON_POD_ADVICE = {
+    CONSUMER_POD_GROUP: ("it stays reserved while the PodGroup exists and its pods cannot run elsewhere while "
+                         "its devices are on this node; to free the devices delete the PodGroup (or its workload): "
+                         "kube-controller-manager then releases and deallocates the claim"),
+    CONSUMER_OTHER: ("it stays reserved while that object exists; end or delete it (or ask its controller to "
+                     "release the claim) to free the devices"),
+}
+
+
+def non_pod_message(view):
+    """One line per claim held for consumers that are not pods: the consumer and what to do."""
+    kinds = sorted(set(c["kind"] for c in view["non_pod_consumers"]))
+    return "%s/%s [%s] reserved for %s: %s" % (
+        view["namespace"], view["name"], view["state"],
+        ", ".join(consumer_label(c) for c in view["non_pod_consumers"]),
+        "; ".join(NON_POD_ADVICE[k] for k in kinds))
+
+
+def _empty_counts():
+    return {PENDING: 0, ALLOCATED: 0, RESERVED: 0, DEALLOCATING: 0, "orphaned": 0, "total": 0}
+
+
+def _count(counts, view):
+    counts[view["state"]] += 1
+    counts["orphaned"] += 1 if view["orphaned"] else 0
+    counts["total"] += 1
+
+
+def summarize_by_node(views):
+    """{node: counts}; a shared claim counts under each of its nodes, a claim on no node under
+    its scope's marker (<cluster-wide>, <unallocated>)."""
+    summary = {}
+    for view in views:
+        for key in view["nodes"] or [claim_marker(view["node_scope"])]:
+            _count(summary.setdefault(key, _empty_counts()), view)
+    return summary
+
+
+def claim_totals(views):
+    """Counts by state over every view."""
+    totals = _empty_counts()
+    for view in views:
+        _count(totals, view)
+    return totals
+
+
+def consumer_note(consumer):
+    if consumer["exists"] is False:
+        return " (gone)"
+    if consumer.get("kind", CONSUMER_POD) == CONSUMER_POD_GROUP:
+        return " (a workload's PodGroup, not a pod)"
+    if consumer.get("kind", CONSUMER_POD) != CONSUMER_POD:
+        return " (not a pod)"
+    return " on %s" % consumer["node"] if consumer.get("node") else ""
+
+
+def blocking_message(node, views):
+    """The gate-mode failure text: each claim still holding devices on the node, with its consumers."""
+    lines = ["%d ResourceClaim(s) still allocated or reserved on node %s:" % (len(views), node)]
+    for view in views:
+        who = ", ".join("%s%s" % (consumer_label(c), consumer_note(c)) for c in view["consumers"]) or "no consumer"
+        lines.append("  %s/%s [%s] held by %s" % (view["namespace"], view["name"], view["state"], who))
+    lines.append("Evict or delete the consuming pods first (role dra.admin.drain does this in order), "
+                 "then check again.")
+    lines.extend("  %s" % non_pod_message(v) for v in views if v["non_pod_consumers"])
+    return "\n".join(lines)

@@ -1,0 +1,65 @@
+# -*- coding: utf-8 -*-
+# Copyright: dra.admin contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Files on the host a module runs on: the collection's one way to read them (component_flags,
+kubelet_config, a local chart's Chart.yaml), and for the modules that edit node files a backup
+first, then an atomic write. (nodes.hardware reads sysfs and procfs its own lenient way.)"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import shutil
+import tempfile
+import time
+
+
+def read_text(path):
+    """The UTF-8 text of the file `path`."""
+    with open(path, "rb") as handle:
+        return handle.read().decode("utf-8")
+
+
+def read_regular_file(path, missing, not_a_file, error):
+    """read_text of `path` when it is a regular file; otherwise raise error(missing % path) when it does not
+    exist, error(not_a_file % path) when it is something else."""
+    if not os.path.exists(path):
+        raise error(missing % path)
+    if not os.path.isfile(path):
+        raise error(not_a_file % path)
+    return read_text(path)
+
+
+def _backup_target(name, backup_dir):
+    """A timestamped path for a backup of `name` in `backup_dir` (created 0700)."""
+    if not os.path.isdir(backup_dir):
+        os.makedirs(backup_dir, 0o700)
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + ".%06d" % (int(time.time() * 1e6) % 1000000)
+    return os.path.join(backup_dir, "%s.%s" % (name, stamp))
+
+
+def backup_file(path, backup_dir):
+    """Copy `path` into `backup_dir` (created 0700) under a timestamped name; return the copy's path."""
+    target = _backup_target(os.path.basename(path), backup_dir)
+    shutil.copy2(path, target)
+    return target
+
+
+def backup_text(text, name, backup_dir):
+    """Save `text` (something that is not a host file, such as a ConfigMap's data) into `backup_dir` as a
+    timestamped file named after `name`, readable by its owner only; return its path."""
+    target = _backup_target(name, backup_dir)
+    handle = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(handle, "wb") as out:
+        out.write(text.encode("utf-8"))
+    return target
+
+
+def write_atomically(module, path, text):
+    """Write through a temporary file in the module's own temp dir (never beside the target, where the
+    kubelet would read a manifest directory), then atomic_move over the target."""
+    handle, temp = tempfile.mkstemp(dir=module.tmpdir)
+    with os.fdopen(handle, "wb") as out:
+        out.write(text.encode("utf-8"))
+    module.atomic_move(temp, path)

@@ -1,0 +1,507 @@
+# -*- coding: utf-8 -*-
+# Copyright: dra.admin contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Device health: what the API says about each DRA device (driver/pool/device).
+
+Pure functions over the JSON objects the API returns. Two sources, both read
+from objects the collection LISTs anyway:
+
+* pods' ``status.containerStatuses[].allocatedResourcesStatus`` (and
+  ``initContainerStatuses``), written by the kubelet (gate ResourceHealthStatus:
+  alpha and off before 1.36, beta and on from 1.36). Each entry is named
+  ``claim:<pod claim name>[/<request>]`` and lists ``resources[]`` with a
+  ``resourceID``, a ``health`` (Healthy, Unhealthy, Unknown) and, with
+  ResourceHealthStatusMessage, a ``message``. The API documents the resourceID
+  of a DRA device as ``<driver>/<pool>/<device>``, but the 1.36 kubelet writes the
+  device's first CDI device ID when the driver returned one (the example driver's
+  is the same ``k8s.gpu.example.com/gpu=common`` for every device). So a report is
+  tied to a device through the pod's claim and request: by the resourceID when it
+  names one of the request's devices, otherwise when the request holds exactly
+  one device; a report on a request holding several devices that the resourceID
+  does not name is "unresolved" (the devices it could be are listed).
+* the taints drivers publish on devices in their ResourceSlices (gate
+  DRADeviceTaints: alpha and off before 1.36, beta and on from 1.36). The API
+  server stamps each taint's ``timeAdded`` when the driver does not set it, and the
+  kubelet-plugin helper keeps it across updates, so a taint says since when.
+
+A device is unhealthy when a pod reports it Unhealthy or its driver taints it
+with effect NoSchedule or NoExecute (effect None is informational); unknown when
+a pod reports it Unknown; healthy when pods report it Healthy; otherwise not
+reported. "Since when": the earliest ``timeAdded`` of the taints that make it
+unhealthy, or the time a caller remembered from an earlier run (``first_seen``,
+handed back by every run); the API keeps no time with the pod field, so without
+either the answer is "first seen by this run".
+
+Which pods use a device: the claims whose allocation holds it, and the live pods
+among their consumers (``status.reservedFor``) or that name the claim in any field
+(``claims.claims.pod_claims``: the spec, claims made from templates, the claim made for
+extended resources backed by DRA, and the claims of a workload's PodGroup, which
+are reserved for the group, not for its pods); where a device is: ``claims.slices``.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
+from ansible_collections.dra.admin.plugins.module_utils.claims.claims import (
+    CONSUMER_POD, allocated_devices, consumers, names_claims, pod_claim_names, pod_claims, pod_ref, reserved_for,
+)
+from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import gate_info, parse_minor
+from ansible_collections.dra.admin.plugins.module_utils.claims.slices import current_slices, device_fields, device_location
+from ansible_collections.dra.admin.plugins.module_utils.common.times import format_time, parse_time as parse_api_time
+
+HEALTHY = "Healthy"
+UNHEALTHY = "Unhealthy"
+UNKNOWN = "Unknown"
+# Worst first: a device two pods report differently is as bad as the worst report.
+HEALTH_ORDER = (UNHEALTHY, UNKNOWN, HEALTHY)
+
+COND_UNHEALTHY = "unhealthy"
+COND_UNKNOWN = "unknown"
+COND_HEALTHY = "healthy"
+COND_NOT_REPORTED = "not-reported"
+CONDITIONS = (COND_UNHEALTHY, COND_UNKNOWN, COND_HEALTHY, COND_NOT_REPORTED)
+
+# Driver taints with these effects keep new claims off the device (NoSchedule) or evict (NoExecute): the
+# driver says the device should not be used. Effect None (and any effect unknown to this release) is a note.
+UNHEALTHY_TAINT_EFFECTS = ("NoSchedule", "NoExecute")
+
+SINCE_TAINT = "taint"
+SINCE_FIRST_SEEN = "first-seen"
+SINCE_THIS_RUN = "this-run"
+
+POD_HEALTH_GATE = "ResourceHealthStatus"
+TAINT_GATE = "DRADeviceTaints"
+SOURCE_POD_STATUS = "pod_status"
+SOURCE_SLICE_TAINTS = "slice_taints"
+_SOURCE_WHAT = {
+    SOURCE_POD_STATUS: "pods' status.containerStatuses[].allocatedResourcesStatus",
+    SOURCE_SLICE_TAINTS: "device taints in ResourceSlices",
+}
+_SOURCE_GATE = {SOURCE_POD_STATUS: POD_HEALTH_GATE, SOURCE_SLICE_TAINTS: TAINT_GATE}
+_SOURCE_COMPONENTS = {SOURCE_POD_STATUS: "kube-apiserver and the kubelets",
+                      SOURCE_SLICE_TAINTS: "kube-apiserver, kube-controller-manager and kube-scheduler"}
+
+CLAIM_PREFIX = "claim:"
+
+
+class HealthInputError(ValueError):
+    """A bad option value (first_seen, unknown_after)."""
+
+
+# ---------------------------------------------------------------------------
+# Small helpers
+# ---------------------------------------------------------------------------
+
+def device_key(driver, pool, device):
+    """The device's name in every report, and the DRA resourceID form: <driver>/<pool>/<device>."""
+    return "%s/%s/%s" % (driver, pool, device)
+
+
+def parse_time(text):
+    """common.times.parse_time, with a bad value reported as the module's input error."""
+    try:
+        return parse_api_time(text)
+    except ValueError:
+        raise HealthInputError("%r is not an RFC 3339 time such as 2026-11-23T17:06:50Z" % (text,))
+
+
+def worst_health(values):
+    """The worst of Healthy/Unhealthy/Unknown values (None when there is none); unknown words count as Unknown."""
+    present = set(v if v in HEALTH_ORDER else UNKNOWN for v in values)
+    for health in HEALTH_ORDER:
+        if health in present:
+            return health
+    return None
+
+
+# ---------------------------------------------------------------------------
+# ResourceSlices: devices, where they are, their driver taints
+# ---------------------------------------------------------------------------
+
+def _device_taints(device):
+    """A device's taints (v1/v1beta2 carry them on the device, v1beta1 under ``basic``)."""
+    return device_fields(device).get("taints") or []
+
+
+def taint_view(taint):
+    return {"key": taint.get("key"), "value": taint.get("value") or "", "effect": taint.get("effect"),
+            "time_added": taint.get("timeAdded")}
+
+
+def published_devices(slices):
+    """{(driver, pool, device): {"node": location, "taints": [taint views]}} of each pool's newest generation.
+
+    The location is a node name or a claims.locations marker (claims.slices.device_location).
+    """
+    devices = {}
+    for item in current_slices(slices):
+        spec = item.get("spec") or {}
+        pool = (spec.get("pool") or {}).get("name")
+        for device in spec.get("devices") or []:
+            devices[(spec.get("driver"), pool, device.get("name"))] = {
+                "node": device_location(item, device),
+                "taints": [taint_view(t) for t in _device_taints(device)],
+            }
+    return devices
+
+
+# ---------------------------------------------------------------------------
+# ResourceClaims and pods: who uses which device
+# ---------------------------------------------------------------------------
+
+def _meta(obj):
+    return obj.get("metadata") or {}
+
+
+def base_request(request):
+    """A result's request without its subrequest (``gpus/large`` -> ``gpus``): what containers name."""
+    return (request or "").split("/", 1)[0]
+
+
+def claim_devices(claim):
+    """{request: [(driver, pool, device), ...]} of the claim's allocation (subrequests under their request)."""
+    by_request = {}
+    for dev in allocated_devices(claim):
+        by_request.setdefault(base_request(dev["request"]), []).append((dev["driver"], dev["pool"], dev["device"]))
+    return by_request
+
+
+def pod_index(pods):
+    """{uid: pod_ref} of pods given as whole objects (what claims.claims.consumers reads)."""
+    return dict((_meta(p).get("uid"), pod_ref((p.get("spec") or {}).get("nodeName"), _meta(p).get("ownerReferences")))
+                for p in pods)
+
+
+def pods_naming_claims(pods):
+    """{(namespace, claim name): [(pod name, node)]} of the claims the (whole) pods name in any field
+    (claims.claims.pod_claims)."""
+    named = {}
+    for pod in pods:
+        meta = _meta(pod)
+        for claim in pod_claims(pod):
+            named.setdefault((meta.get("namespace"), claim), []).append(
+                (meta.get("name"), (pod.get("spec") or {}).get("nodeName")))
+    return named
+
+
+def device_users(claims, pods_by_uid, named_by=None):
+    """{(driver, pool, device): {"claims": [ns/name], "pods": [{namespace, name, node}]}} over the allocations.
+
+    A device is in use by the live pods among the consumers (``status.reservedFor``) of the claims holding it,
+    and by the live pods that name such a claim (named_by: pods_naming_claims of the live pods; the pods of a
+    workload's PodGroup use its claims without being in reservedFor).
+    """
+    users = {}
+    for claim in claims:
+        meta = _meta(claim)
+        namespace = meta.get("namespace")
+        name = "%s/%s" % (namespace, meta.get("name"))
+        live = [(c["name"], c["node"]) for c in consumers(claim, pods_by_uid) if c["kind"] == CONSUMER_POD
+                and c["exists"]]
+        live += (named_by or {}).get((namespace, meta.get("name")), [])
+        for devices in claim_devices(claim).values():
+            for key in devices:
+                entry = users.setdefault(key, {"claims": [], "pods": []})
+                if name not in entry["claims"]:
+                    entry["claims"].append(name)
+                for pod_name, node in live:
+                    pod = {"namespace": namespace, "name": pod_name, "node": node}
+                    if pod not in entry["pods"]:
+                        entry["pods"].append(pod)
+    return users
+
+
+def parse_resource_name(name):
+    """``claim:<pod claim>/<request>`` -> (pod claim, request or None); None for non-DRA resources."""
+    if not name or not name.startswith(CLAIM_PREFIX):
+        return None
+    rest = name[len(CLAIM_PREFIX):]
+    claim, sep, request = rest.partition("/")
+    return claim, (request if sep else None)
+
+
+def _container_statuses(pod):
+    status = pod.get("status") or {}
+    return (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or [])
+
+
+def has_health_field(pod):
+    """Whether any container status of the pod carries allocatedResourcesStatus (the API server kept it)."""
+    return any(cs.get("allocatedResourcesStatus") for cs in _container_statuses(pod))
+
+
+def resolve_device(resource_id, candidates):
+    """The device a report is about: named by the resourceID, or the request's only device; else None."""
+    for key in candidates:
+        if resource_id == device_key(*key):
+            return key
+    if len(candidates) == 1:
+        return candidates[0]
+    return None
+
+
+def pod_reports(pod, claims_by_name):
+    """Every DRA health report of one pod, each tied to a device where it can be.
+
+    claims_by_name: {(namespace, claim name): claim_devices(claim)}. A report carries the pod, container,
+    resource name, claim, request, resourceID, health, message, ``device`` ((driver, pool, device) or None)
+    and ``candidates`` (the request's devices).
+    """
+    meta = _meta(pod)
+    namespace = meta.get("namespace")
+    node = (pod.get("spec") or {}).get("nodeName")
+    claim_names = pod_claim_names(pod)
+    reports = []
+    for container in _container_statuses(pod):
+        for entry in container.get("allocatedResourcesStatus") or []:
+            parsed = parse_resource_name(entry.get("name"))
+            if parsed is None:
+                continue
+            pod_claim, request = parsed
+            claim_name = claim_names.get(pod_claim)
+            by_request = claims_by_name.get((namespace, claim_name)) or {}
+            if request is not None:
+                candidates = list(by_request.get(request) or [])
+            else:
+                candidates = [key for devices in by_request.values() for key in devices]
+            for resource in entry.get("resources") or []:
+                resource_id = resource.get("resourceID")
+                reports.append({
+                    "namespace": namespace, "pod": meta.get("name"), "uid": meta.get("uid"), "node": node,
+                    "container": container.get("name"), "resource": entry.get("name"),
+                    "claim": claim_name, "request": request, "resource_id": resource_id,
+                    "health": resource.get("health") or UNKNOWN, "message": resource.get("message"),
+                    "device": resolve_device(resource_id, candidates), "candidates": candidates,
+                })
+    return reports
+
+
+# ---------------------------------------------------------------------------
+# Which sources this cluster has
+# ---------------------------------------------------------------------------
+
+def source_availability(server_version, seen):
+    """{source: {available, gate, detail}} from the release's gate defaults and what the objects showed.
+
+    seen: {source: count of objects carrying the field}. A field seen proves the gate on; a gate on by
+    default is taken as on (the objects may simply have nothing to report); a gate off by default, with
+    nothing seen, is reported as not available: the API server drops the field on write.
+    """
+    minor = parse_minor(server_version)
+    release = "1.%d" % minor
+    out = {}
+    for source, gate in sorted(_SOURCE_GATE.items()):
+        count = seen.get(source, 0)
+        info = gate_info(release, gate) if 30 <= minor <= 37 else None
+        what = _SOURCE_WHAT[source]
+        if count:
+            available, detail = True, "%s: present on %d object(s)" % (what, count)
+        elif info is None:
+            available = minor > 37
+            detail = ("%s: gate %s is not known to this collection's catalog for %s" % (what, gate, release)
+                      if available else "%s: Kubernetes %s has no %s gate; this source does not exist there"
+                      % (what, release, gate))
+        elif info["default"]:
+            available, detail = True, "%s: gate %s is %s and on by default on %s; nothing reported yet" % (
+                what, gate, info["stage"], release)
+        else:
+            available = False
+            detail = ("%s not available: gate %s is %s and off by default on %s, and no object carries the field "
+                      "(the API server drops it while the gate is off). Switch %s on for %s (role "
+                      "dra.admin.feature_gates) to have it."
+                      % (what, gate, info["stage"], release, gate, _SOURCE_COMPONENTS[source]))
+        out[source] = {"available": available, "gate": gate, "detail": detail}
+    return out
+
+
+# ---------------------------------------------------------------------------
+# The report
+# ---------------------------------------------------------------------------
+
+def _since(key, condition, taints, first_seen, now):
+    """(since, source) of an unhealthy or unknown device; (None, None) otherwise."""
+    if condition not in (COND_UNHEALTHY, COND_UNKNOWN):
+        return None, None
+    candidates = []
+    if condition == COND_UNHEALTHY:
+        candidates += [(parse_time(t["time_added"]), SINCE_TAINT) for t in taints
+                       if t["effect"] in UNHEALTHY_TAINT_EFFECTS and t.get("time_added")]
+    remembered = first_seen.get(key)
+    if remembered and remembered.get("condition") == condition:
+        candidates.append((parse_time(remembered["since"]), SINCE_FIRST_SEEN))
+    if not candidates:
+        return now, SINCE_THIS_RUN
+    return min(candidates, key=lambda c: c[0])
+
+
+def device_condition(health, taints):
+    """(condition, reasons) of one device from its worst pod-reported health and its driver taints."""
+    reasons = []
+    bad_taints = [t for t in taints if t["effect"] in UNHEALTHY_TAINT_EFFECTS]
+    if health == UNHEALTHY:
+        reasons.append("a pod reports it Unhealthy")
+    reasons += ["driver taint %s=%s:%s" % (t["key"], t["value"], t["effect"]) for t in bad_taints]
+    if reasons:
+        return COND_UNHEALTHY, reasons
+    if health == UNKNOWN:
+        return COND_UNKNOWN, ["a pod reports it Unknown"]
+    if health == HEALTHY:
+        return COND_HEALTHY, []
+    return COND_NOT_REPORTED, []
+
+
+def check_first_seen(first_seen):
+    """A first_seen mapping as given by a caller: {device key: {condition, since}}; raises naming the fix."""
+    if not first_seen:
+        return {}
+    if not isinstance(first_seen, dict):
+        raise HealthInputError("first_seen must be a mapping of device (driver/pool/device) to {condition, since}: "
+                               "pass the first_seen value an earlier run returned")
+    checked = {}
+    for key, entry in first_seen.items():
+        if not isinstance(entry, dict) or entry.get("condition") not in (COND_UNHEALTHY, COND_UNKNOWN) \
+                or not entry.get("since"):
+            raise HealthInputError(
+                "first_seen[%r] is %r; each entry must be {condition: unhealthy|unknown, since: <RFC 3339 time>}, "
+                "as an earlier run returned it" % (key, entry))
+        parse_time(entry["since"])
+        checked[key] = entry
+    return checked
+
+
+def check_inputs(first_seen, unknown_after):
+    """The checked first_seen; raises HealthInputError naming the option and the fix."""
+    if isinstance(unknown_after, bool) or not isinstance(unknown_after, int) or unknown_after < 0:
+        raise HealthInputError("unknown_after is %r; give a whole number of seconds, 0 or more" % (unknown_after,))
+    return check_first_seen(first_seen)
+
+
+def _new_entry(key, where, published):
+    return {"driver": key[0], "pool": key[1], "device": key[2], "id": device_key(*key),
+            "node": where.get("node"), "published": published, "taints": list(where.get("taints") or []),
+            "reports": [], "claims": [], "pods": []}
+
+
+def _report_view(report):
+    return {"namespace": report["namespace"], "pod": report["pod"], "container": report["container"],
+            "resource": report["resource"], "resource_id": report["resource_id"], "health": report["health"],
+            "message": report["message"]}
+
+
+def _unresolved_view(report):
+    view = _report_view(report)
+    view.update(node=report["node"], claim=report["claim"], request=report["request"],
+                candidates=[device_key(*k) for k in report["candidates"]])
+    return view
+
+
+def device_health(slices, claims, pods, now, first_seen=None, unknown_after=600, driver=None):
+    """The device health report (see the module dra_device_health_info for every field).
+
+    slices, claims, pods: the API's objects (pods: live ones, whole). now: aware datetime.
+    first_seen: an earlier run's ``first_seen``; unknown_after: seconds a device must have been Unknown to
+    count as long Unknown; driver: only this driver's devices.
+    """
+    first_seen = check_inputs(first_seen, unknown_after)
+    claims = list(claims)
+    reserved = set(r.get("uid") for c in claims for r in reserved_for(c))
+    pods = [p for p in pods if names_claims(p) or _meta(p).get("uid") in reserved]  # only these can hold devices
+    published = published_devices(slices)
+    users = device_users(claims, pod_index(pods), pods_naming_claims(pods))
+    claims_by_name = dict(((_meta(c).get("namespace"), _meta(c).get("name")), claim_devices(c)) for c in claims)
+
+    entries = {}
+    unresolved = []
+    pods_with_field = 0
+    for pod in pods:
+        if not has_health_field(pod):
+            continue
+        pods_with_field += 1
+        for report in pod_reports(pod, claims_by_name):
+            key = report["device"]
+            if key is None:
+                if driver is None or any(k[0] == driver for k in report["candidates"]) or not report["candidates"]:
+                    unresolved.append(_unresolved_view(report))
+                continue
+            if driver is not None and key[0] != driver:
+                continue
+            if key not in entries:
+                entries[key] = _new_entry(key, published.get(key) or {"node": report["node"]}, key in published)
+            entries[key]["reports"].append(_report_view(report))
+    devices_with_taints = 0
+    for key, where in published.items():
+        if driver is not None and key[0] != driver:
+            continue
+        if where["taints"]:
+            devices_with_taints += 1
+        if key not in entries:
+            entries[key] = _new_entry(key, where, True)
+
+    devices = []
+    for key in sorted(entries, key=lambda k: tuple(x or "" for x in k)):
+        entry = entries[key]
+        used = users.get(key) or {"claims": [], "pods": []}
+        entry["claims"] = sorted(used["claims"])
+        entry["pods"] = sorted(used["pods"], key=lambda p: (p["namespace"] or "", p["name"] or ""))
+        entry["health"] = worst_health(r["health"] for r in entry["reports"])
+        entry["condition"], entry["reasons"] = device_condition(entry["health"], entry["taints"])
+        since, source = _since(entry["id"], entry["condition"], entry["taints"], first_seen, now)
+        entry["since"] = format_time(since) if since else None
+        entry["since_source"] = source
+        entry["for_seconds"] = int((now - since).total_seconds()) if since else None
+        entry["in_use"] = bool(entry["pods"])
+        devices.append(entry)
+
+    unhealthy = [d for d in devices if d["condition"] == COND_UNHEALTHY]
+    long_unknown = [d for d in devices if d["condition"] == COND_UNKNOWN and d["for_seconds"] >= unknown_after]
+    summary = dict((c.replace("-", "_"), 0) for c in CONDITIONS)
+    for entry in devices:
+        summary[entry["condition"].replace("-", "_")] += 1
+    summary.update(devices=len(devices), published=sum(1 for d in devices if d["published"]),
+                   tainted=sum(1 for d in devices if d["taints"]),
+                   unhealthy_in_use=sum(1 for d in unhealthy if d["in_use"]),
+                   long_unknown=len(long_unknown), unresolved=len(unresolved),
+                   pods_reporting=pods_with_field)
+    return {
+        "devices": devices,
+        "summary": summary,
+        "unhealthy": [_brief(d) for d in unhealthy],
+        "unhealthy_in_use": [_brief(d, pods=True) for d in unhealthy if d["in_use"]],
+        "long_unknown": [_brief(d, pods=True) for d in long_unknown],
+        "driver_taints": [dict(t, driver=d["driver"], pool=d["pool"], device=d["device"], node=d["node"])
+                          for d in devices for t in d["taints"]],
+        "unresolved": unresolved,
+        "first_seen": dict((d["id"], {"condition": d["condition"], "since": d["since"]})
+                           for d in devices if d["since"]),
+        "seen": {SOURCE_POD_STATUS: pods_with_field, SOURCE_SLICE_TAINTS: devices_with_taints},
+    }
+
+
+def _brief(entry, pods=False):
+    """What acting on a device needs: driver, pool, device (a DeviceTaintRule's selector), node, since, why."""
+    brief = {"driver": entry["driver"], "pool": entry["pool"], "device": entry["device"], "id": entry["id"],
+             "node": entry["node"], "since": entry["since"], "since_source": entry["since_source"],
+             "for_seconds": entry["for_seconds"], "reasons": entry["reasons"], "in_use": entry["in_use"]}
+    if pods:
+        brief.update(claims=entry["claims"], pods=entry["pods"])
+    return brief
+
+
+def problems(report, unknown_after):
+    """One line per finding an operator must act on: unhealthy devices in use, long Unknown, unresolved."""
+    lines = []
+    for dev in report["unhealthy_in_use"]:
+        lines.append("device %s on %s is unhealthy (%s) since %s and in use by pod(s) %s" % (
+            dev["id"], dev["node"], "; ".join(dev["reasons"]), dev["since"],
+            ", ".join("%s/%s" % (p["namespace"], p["name"]) for p in dev["pods"])))
+    for dev in report["long_unknown"]:
+        lines.append("device %s on %s has been Unknown for %ds (since %s, %s; limit %ds)" % (
+            dev["id"], dev["node"], dev["for_seconds"], dev["since"], dev["since_source"], unknown_after))
+    for rep in report["unresolved"]:
+        if rep["health"] != HEALTHY:
+            lines.append("pod %s/%s reports %s for %s (resourceID %s), which does not say which of %s" % (
+                rep["namespace"], rep["pod"], rep["health"], rep["resource"], rep["resource_id"],
+                ", ".join(rep["candidates"]) or "no allocated device"))
+    return lines

@@ -1,0 +1,43 @@
+# -*- coding: utf-8 -*-
+# Copyright: dra.admin contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Device health read from a cluster: the API side of devices.health (module dra_device_health_info).
+
+A fixed number of requests, however many nodes there are: the server version,
+resource.k8s.io discovery, and paginated LISTs of ResourceSlices, ResourceClaims
+and the pods that are not finished (whole pods: the health field is in their status).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import datetime
+
+from ansible_collections.dra.admin.plugins.module_utils.devices.health import (
+    check_inputs, device_health, problems, source_availability,
+)
+
+# Finished pods use no device; the server filters them out.
+LIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
+
+
+def gather_device_health(api, driver=None, first_seen=None, unknown_after=600, now=None):
+    """The report of devices.health.device_health, with the sources' availability and the problems.
+
+    Bad options raise devices.health.HealthInputError before any request.
+    """
+    check_inputs(first_seen, unknown_after)
+    version = api.server_version().get("gitVersion") or ""
+    resource_version = api.resource_api_version()
+    slices = api.list_items(api.resource_path("resourceslices", version=resource_version),
+                            {"fieldSelector": "spec.driver=%s" % driver} if driver else None)
+    claims = api.list_items(api.resource_path("resourceclaims", version=resource_version))
+    pods = api.list_items("/api/v1/pods", {"fieldSelector": LIVE_PODS})
+    report = device_health(slices, claims, pods, now or datetime.datetime.now(datetime.timezone.utc),
+                           first_seen=first_seen, unknown_after=unknown_after, driver=driver)
+    report["sources"] = source_availability(version, report.pop("seen"))
+    report["problems"] = problems(report, unknown_after)
+    report["kubernetes_version"] = version
+    report["resource_api_version"] = resource_version
+    return report

@@ -1,0 +1,87 @@
+# -*- coding: utf-8 -*-
+# Copyright: dra.admin contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Remediation of unhealthy devices against the API (module dra_device_remediation).
+
+Reads the device health (device_health.gather_device_health) and the remediation's own DeviceTaintRules (one
+LIST with their labels), plans with devices.remediation.plan, and writes each action through
+device_taints.DeviceTaint, the code of dra_device_taint: taint (create or patch the device's rule), mark or
+unmark healthy-since (a patch of its annotation), lift (delete). Devices whose plan is keep, wait or unpublished
+cost no request beyond the reads.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import datetime
+import time
+
+from ansible_collections.dra.admin.plugins.module_utils.devices.remediation import (
+    KEY, LABEL_SELECTOR, LIFT, PURPOSE, WRITES, check_inputs, plan, rule_annotations, summary,
+)
+from ansible_collections.dra.admin.plugins.module_utils.devices.taints import DeviceTaintError
+from ansible_collections.dra.admin.plugins.module_utils.common.times import format_time
+from ansible_collections.dra.admin.plugins.module_utils.devices.health_service import gather_device_health
+from ansible_collections.dra.admin.plugins.module_utils.devices.taints_service import (
+    ABSENT, TAINTED, DeviceTaint, rule_api_version, rule_path,
+)
+
+
+class RemediationFailure(DeviceTaintError):
+    """A write failed part-way: `changed` says whether an earlier action (or this one) wrote anything."""
+
+    def __init__(self, message, changed, details):
+        super(RemediationFailure, self).__init__(message)
+        self.changed = changed
+        self.details = details
+
+
+def remediation_params(action, now, wait_timeout, poll_interval):
+    """dra_device_taint's parameters for one planned action."""
+    effect = action.get("want_effect") or action.get("effect")
+    return {"state": ABSENT if action["action"] == LIFT else TAINTED, "name": action["rule"],
+            "driver": action["driver"], "pool": action["pool"], "device": action["device"], "key": KEY,
+            "value": "", "effect": effect, "labels": {}, "operation": PURPOSE,
+            "annotations": rule_annotations(action, now), "wait": bool(action.get("want_effect")),
+            "wait_timeout": wait_timeout, "wait_sleep": poll_interval}
+
+
+def remediate(api, effect, healthy_for, driver=None, wait_timeout=300, poll_interval=2.0, check_mode=False,
+              now=None, clock=time.time, sleep=time.sleep):
+    """Plan and carry out the remediation. Returns (result, changed, diff); DeviceTaintError on a cluster
+    without a usable DeviceTaintRule (nothing written) or a failed write."""
+    check_inputs(effect, healthy_for)
+    kube_version, version = rule_api_version(api)
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    health = gather_device_health(api, driver=driver, now=now)
+    rules = list(api.list_items(rule_path(version), {"labelSelector": LABEL_SELECTOR}))
+    actions = plan(health["devices"], rules, now, healthy_for, effect, driver)
+    changed = False
+    diff = {"before": {}, "after": {}}
+    for action in actions:
+        if action["action"] not in WRITES:
+            continue
+        task = DeviceTaint(api, remediation_params(action, now, wait_timeout, poll_interval), check_mode=check_mode,
+                           clock=clock, sleep=sleep)
+        try:
+            outcome = task.run()
+        except DeviceTaintError as exc:
+            raise RemediationFailure(
+                "device %s (%s of rule %s): %s; the actions before it were carried out, the later ones not: run "
+                "again" % (action["id"], action["action"], action["rule"], exc), changed or task.changed,
+                dict(getattr(exc, "details", {}), actions=actions))
+        changed = changed or task.changed
+        action["changed"] = task.changed
+        for field in ("would_evict", "evicted", "still_holding"):
+            if field in outcome:
+                action[field] = outcome[field]
+        if action["action"] == LIFT:  # what still keeps the device out of service (a maintenance rule, say)
+            action["other_rules_in_force"] = [rule["name"] for rule in outcome.get("other_rules_in_force") or []]
+        if task.changed:
+            diff["before"][task.name] = task.diff["before"]
+            diff["after"][task.name] = task.diff["after"]
+    result = {"kubernetes_version": kube_version, "api_version": version, "actions": actions,
+              "health_summary": health["summary"], "sources": health["sources"], "now": format_time(now)}
+    result.update(summary(actions))
+    return result, changed, diff

@@ -1,0 +1,142 @@
+# -*- coding: utf-8 -*-
+# Copyright: dra.admin contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""A DRA driver role's inputs checked before anything is planned.
+
+Every problem is reported at once (driver name, method, image or chart, names, the health
+port and its collisions with other container ports, env, upgrade settings, host paths),
+each naming the field and the fix.
+
+Pure functions over plain values: no Ansible, no network.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.dra.admin.plugins.module_utils.drivers.manifests import DOWNWARD_ENV
+from ansible_collections.dra.admin.plugins.module_utils.drivers.upgrade import SEAMLESS_MODES, max_unavailable_problem
+
+
+_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+_DRIVER_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+class DriverInputError(ValueError):
+    """Role inputs that cannot make a working driver DaemonSet; the message lists every problem."""
+
+    def __init__(self, problems):
+        self.problems = list(problems)
+        super(DriverInputError, self).__init__("; ".join(self.problems))
+
+
+def port_problem(value, what):
+    """None when value is a usable TCP port (1-65535), otherwise a message naming `what`."""
+    if isinstance(value, bool):
+        return "%s must be a port number 1-65535, got %r" % (what, value)
+    try:
+        port = int(value)
+    except (TypeError, ValueError):
+        return "%s must be a port number 1-65535, got %r" % (what, value)
+    if str(value).strip() != str(port) or not 1 <= port <= 65535:
+        return "%s must be a port number 1-65535, got %r" % (what, value)
+    return None
+
+
+def container_port_numbers(ports):
+    """containerPort values of a list of container port dicts."""
+    numbers = []
+    for entry in ports or []:
+        if isinstance(entry, dict) and entry.get("containerPort") is not None:
+            numbers.append(entry.get("containerPort"))
+    return numbers
+
+
+def _name_problems(params):
+    """The driver name, the method and what it needs, and the object names."""
+    problems = []
+    driver = params.get("driver") or ""
+    if not driver:
+        problems.append("driver (the DRA driver name, for example gpu.example.com) is required")
+    elif len(driver) > 63 or not _DRIVER_RE.match(driver):
+        problems.append("driver %r is not a DNS subdomain of at most 63 characters (the name the driver "
+                        "publishes in its ResourceSlices, for example gpu.example.com)" % driver)
+    method = params.get("method") or "template"
+    if method not in ("template", "helm"):
+        problems.append("method must be template or helm, got %r" % method)
+    if method == "template" and not params.get("image"):
+        problems.append("image is required with method template (the driver's kubelet plugin image)")
+    if method == "helm" and not params.get("chart_ref"):
+        problems.append("chart_ref is required with method helm (a chart path, repo/chart or oci:// reference)")
+    for key in ("daemonset_name", "namespace"):
+        value = params.get(key)
+        if value and (len(value) > 63 or not _NAME_RE.match(value)):
+            problems.append("%s %r is not a valid Kubernetes name (lower case letters, digits and '-')"
+                            % (key, value))
+    return problems
+
+
+def _port_problems(health, container_ports):
+    """The health port, and the other container ports: valid, not the health port, not listed twice."""
+    problem = port_problem(health, "health_port")
+    if problem:
+        return [problem + " (the port of the driver's gRPC health service)"]
+    problems = []
+    others = container_port_numbers(container_ports)
+    for other in others:
+        other_problem = port_problem(other, "container port")
+        if other_problem:
+            problems.append(other_problem)
+        elif int(other) == int(health):
+            problems.append("health_port %s collides with another container port of the driver (%s): "
+                            "pick a free port for the gRPC health service" % (health, other))
+    seen = set()
+    for other in others:
+        if not port_problem(other, "container port"):
+            if int(other) in seen:
+                problems.append("container port %s is listed twice" % other)
+            seen.add(int(other))
+    return problems
+
+
+def _env_problems(env):
+    if not isinstance(env, dict):
+        return ["env must be a mapping of variable names to values"]
+    reserved = sorted(set(env) & set(DOWNWARD_ENV))
+    if reserved:
+        return ["env must not set %s: the role sets them from the downward API (POD_UID is what "
+                "lets the driver hand over to its successor during a seamless upgrade)" % ", ".join(reserved)]
+    return []
+
+
+def validate_inputs(params):
+    """Every problem with the inputs of one driver, as a list of messages (empty when usable).
+
+    params: driver, method (template|helm), image, chart_ref, health_port, container_ports,
+    env, seamless_upgrade, max_unavailable, daemonset_name, namespace, plugin_dir,
+    registrar_dir, cdi_dir.
+    """
+    problems = _name_problems(params)
+    problems.extend(_port_problems(params.get("health_port"), params.get("container_ports")))
+    problems.extend(_env_problems(params.get("env") or {}))
+    mode = params.get("seamless_upgrade") or "auto"
+    if mode not in SEAMLESS_MODES:
+        problems.append("seamless_upgrade must be one of %s, got %r" % (", ".join(SEAMLESS_MODES), mode))
+    problem = max_unavailable_problem(params.get("max_unavailable", 1))
+    if problem:
+        problems.append(problem)
+    for key in ("plugin_dir", "registrar_dir", "cdi_dir"):
+        value = params.get(key)
+        if value is not None and not str(value).startswith("/"):
+            problems.append("%s must be an absolute host path, got %r" % (key, value))
+    return problems
+
+
+def default_daemonset_name(driver):
+    """A DaemonSet name derived from the driver name: gpu.example.com -> gpu-example-com-kubeletplugin."""
+    base = re.sub(r"[^a-z0-9-]+", "-", (driver or "driver").lower()).strip("-")[:48].strip("-")
+    return "%s-kubeletplugin" % (base or "driver")

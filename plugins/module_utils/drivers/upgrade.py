@@ -1,0 +1,110 @@
+# -*- coding: utf-8 -*-
+# Copyright: dra.admin contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""A driver DaemonSet's update strategy: seamless when it can be, maxUnavailable otherwise, with the reason.
+
+Seamless (``maxSurge: 1, maxUnavailable: 0``: two plugin instances on a node during an
+update) only when the driver hands over with kubeletplugin.RollingUpdate and its pod UID and
+every selected node's kubelet is new enough.
+
+Pure functions over plain dicts: no Ansible, no network.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import VersionError, parse_minor
+
+
+# kubeletplugin.RollingUpdate (two plugin instances on one node during an update) needs a
+# kubelet of 1.33 or newer. A version fact: it belongs in the catalog (releases.catalog.py), which
+# does not carry it yet; kept here as the single place this collection states it.
+SEAMLESS_UPGRADE_MIN_KUBELET_MINOR = 33
+
+
+SEAMLESS_MODES = ("auto", "required", "disabled")
+
+
+class SeamlessUpgradeError(ValueError):
+    """A seamless upgrade was required but cannot be done on this cluster."""
+
+
+def max_unavailable_problem(value):
+    """None when value is a usable DaemonSet maxUnavailable (integer >= 1 or 'N%' with N 1-100)."""
+    text = str(value).strip()
+    match = re.match(r"^(\d+)%$", text)
+    if match and 1 <= int(match.group(1)) <= 100:
+        return None
+    if not isinstance(value, bool) and re.match(r"^\d+$", text) and int(text) >= 1:
+        return None
+    return ("max_unavailable must be an integer of at least 1 or a percentage such as '25%%', got %r "
+            "(0 would let no pod be replaced without a surge)" % (value,))
+
+
+def normalize_max_unavailable(value):
+    text = str(value).strip()
+    return text if text.endswith("%") else int(text)
+
+
+def kubelet_version(node):
+    return (((node.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion")) or ""
+
+
+def kubelet_minor(node):
+    """The kubelet's minor version, or None when the reported version cannot be read."""
+    try:
+        return parse_minor(kubelet_version(node))
+    except VersionError:
+        return None
+
+
+def old_kubelets(nodes):
+    """{node: reported kubelet version} of the nodes whose kubelet cannot do seamless upgrades
+    (older than 1.33, or a version that cannot be read)."""
+    old = {}
+    for node in nodes:
+        minor = kubelet_minor(node)
+        if minor is None or minor < SEAMLESS_UPGRADE_MIN_KUBELET_MINOR:
+            old[(node.get("metadata") or {}).get("name")] = kubelet_version(node) or "<none>"
+    return old
+
+
+def decide_strategy(nodes, mode="auto", driver_supports=True, max_unavailable=1):
+    """The DaemonSet updateStrategy for the selected nodes.
+
+    Returns a dict: strategy (the updateStrategy), seamless (bool), reason (one sentence),
+    warning (a sentence saying why seamless upgrades are not used, or None).
+    Raises SeamlessUpgradeError when mode is 'required' and a seamless upgrade is impossible.
+    """
+    fallback = {"type": "RollingUpdate",
+                "rollingUpdate": {"maxSurge": 0, "maxUnavailable": normalize_max_unavailable(max_unavailable)}}
+    if mode == "disabled":
+        return {"strategy": fallback, "seamless": False, "warning": None,
+                "reason": "seamless upgrades disabled by seamless_upgrade=disabled; maxUnavailable %s"
+                          % fallback["rollingUpdate"]["maxUnavailable"]}
+    if not driver_supports:
+        reason = ("the driver does not support seamless upgrades (it must hand over with "
+                  "kubeletplugin.RollingUpdate and its pod UID)")
+    else:
+        old = old_kubelets(nodes)
+        reason = None
+        if old:
+            reason = ("seamless upgrades need kubelet >= 1.%d on every selected node; %s"
+                      % (SEAMLESS_UPGRADE_MIN_KUBELET_MINOR,
+                         ", ".join("%s runs %s" % (name, old[name]) for name in sorted(old))))
+    if reason is None:
+        return {"strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+                "seamless": True, "warning": None,
+                "reason": "every selected node runs kubelet >= 1.%d and the driver supports seamless upgrades: "
+                          "maxSurge 1, maxUnavailable 0" % SEAMLESS_UPGRADE_MIN_KUBELET_MINOR}
+    if mode == "required":
+        raise SeamlessUpgradeError(
+            "a seamless upgrade was required (seamless_upgrade=required) but %s. Upgrade those kubelets, "
+            "exclude those nodes from the driver's selection, or set seamless_upgrade=auto to fall back to "
+            "maxUnavailable" % reason)
+    warning = ("not using a seamless upgrade: %s; updating with maxSurge 0, maxUnavailable %s (the driver is "
+               "briefly absent on each node being updated)" % (reason, fallback["rollingUpdate"]["maxUnavailable"]))
+    return {"strategy": fallback, "seamless": False, "warning": warning, "reason": reason}

@@ -1,0 +1,541 @@
+# -*- coding: utf-8 -*-
+# Copyright: dra.admin contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Ordered node drain and return to service, against the API (see nodes.drain for the plan).
+
+Requests per node are proportional to the pods on it: pods are listed with a
+field selector on the node, claims and pods are then polled by name (a claim
+whose consumers left the node is checked for a consumer elsewhere by GET). The
+cluster-wide claim list runs twice per drain (preflight and final check),
+never per poll.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from ansible_collections.dra.admin.plugins.module_utils.common.api import DraApiError
+from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import gather_claim_views
+from ansible_collections.dra.admin.plugins.module_utils.claims.claims import (
+    CONSUMER_POD_GROUP, blocks_node, claim_view, claims_used_by, consumer_label, consumer_note,
+    held_for_non_pods_only_off_node, holds_devices, non_pod_message, pod_claims, pod_ref, reserved_for,
+)
+from ansible_collections.dra.admin.plugins.module_utils.nodes.drain import (
+    CORDON_ANNOTATION, backoff_delays, controller_of, drivers_beyond_daemonsets, drivers_left_on_node,
+    eviction_body, eviction_refusal, plan_drain, pod_key, pod_ready,
+)
+from ansible_collections.dra.admin.plugins.module_utils.drivers.nodes import select_nodes_for_daemonset
+from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import daemonset_excludes
+from ansible_collections.dra.admin.plugins.module_utils.claims.slices import driver_publishes_for_node, slices_for_node
+
+MERGE_PATCH = "application/merge-patch+json"
+MAX_PARALLEL_EVICTIONS = 16
+
+
+class DrainError(Exception):
+    """The drain stopped; `details` says what blocks it. The node stays cordoned."""
+
+    def __init__(self, message, details=None):
+        super(DrainError, self).__init__(message)
+        self.details = details or {}
+
+
+class NodeDrain(object):
+    def __init__(self, api, params, check_mode=False, clock=time.time, sleep=time.sleep):
+        self.api = api
+        self.p = params
+        self.node = params["node"]
+        self.check_mode = check_mode
+        self.clock = clock
+        self.sleep = sleep
+        self.started = clock()
+        self.deadline = self.started + params["wait_timeout"]
+        self.events = []
+        self.phases = {}
+        self.warnings = []
+        self.changed = False
+        self.driver_refs = list(params["driver_daemonsets"])
+        self.non_pod = {}  # claims on the node reserved only for consumers that are not pods: key -> view
+        self.group_consumers = {}  # (namespace, claim) -> the PodGroups reserving or listing it at the start
+
+    # ------------------------------------------------------------------ helpers
+    def event(self, text):
+        self.events.append("%6.1fs %s" % (self.clock() - self.started, text))
+
+    def phase(self, name, since):
+        self.phases[name] = round(self.clock() - since, 2)
+
+    def remaining(self):
+        return self.deadline - self.clock()
+
+    def get_node(self):
+        node = self.api.get_or_none("/api/v1/nodes/%s" % self.node)
+        if node is None:
+            raise DrainError("node %r does not exist; check the name with 'kubectl get nodes'" % self.node)
+        return node
+
+    def patch_node(self, patch):
+        self.api.request("PATCH", "/api/v1/nodes/%s" % self.node, body=patch, content_type=MERGE_PATCH)
+        self.changed = True
+
+    def pods_on_node(self):
+        return list(self.api.list_items("/api/v1/pods", {"fieldSelector": "spec.nodeName=%s" % self.node}))
+
+    def driver_daemonsets(self):
+        """The driver DaemonSets, each checked to keep its pods off nodes with the exclusion label.
+
+        Given neither driver_daemonsets nor driver_pod_labels, the drivers are every DaemonSet that keeps its
+        pods off nodes with the exclusion label (one cluster-wide DaemonSet LIST): the label is what takes
+        them off the node, so they are the ones to remove last and to wait for on the way back."""
+        label = self.p["exclusion_label"]
+        if not (self.p["driver_daemonsets"] or self.p["driver_pod_labels"]):
+            found = [ds for ds in self.api.list_items("/apis/apps/v1/daemonsets") if daemonset_excludes(ds, label)]
+            self.driver_refs = [object_key(ds) for ds in found]
+            return found
+        found = []
+        for ref in self.p["driver_daemonsets"]:
+            namespace, name = ref.split("/", 1)
+            ds = self.api.get_or_none("/apis/apps/v1/namespaces/%s/daemonsets/%s" % (namespace, name))
+            if ds is None:
+                raise DrainError("driver DaemonSet %s not found; give driver_daemonsets as namespace/name" % ref)
+            if not daemonset_excludes(ds, label):
+                raise DrainError(
+                    "driver DaemonSet %s does not keep its pods off nodes labelled %s, so the drain could not "
+                    "take the driver off the node last. Add a required node affinity '%s DoesNotExist' to "
+                    "every nodeSelectorTerm (role dra.admin.driver does), or set exclusion_label to the key "
+                    "it uses." % (ref, label, label))
+            found.append(ds)
+        self.driver_refs = list(self.p["driver_daemonsets"])
+        return found
+
+    # ------------------------------------------------------------------ drain
+    def drain(self):
+        t0 = self.clock()
+        node = self.get_node()
+        self.driver_daemonsets()
+        pods = self.pods_on_node()
+        plan = plan_drain(pods, driver_daemonsets=self.driver_refs,
+                          driver_labels=self.p["driver_pod_labels"],
+                          evict_daemonset_pods=self.p["evict_daemonset_pods"],
+                          delete_emptydir_data=self.p["delete_emptydir_data"], force=self.p["force"])
+        gathered = gather_claim_views(self.api, node=self.node)
+        version, held = gathered["version"], gathered["blocking"]
+        self.phase("preflight", t0)
+        was_cordoned = bool((node.get("spec") or {}).get("unschedulable"))
+        labels = node["metadata"].get("labels") or {}
+        annotations = node["metadata"].get("annotations") or {}
+        self.check_drivers_removable(labels, plan["driver_pods"])
+        summary = self.plan_summary(plan, held, was_cordoned, labels, annotations)
+        summary["daemonset_claims"] = claim_keys(gathered["daemonset_claims"])
+        self.note_non_pod_claims(v for v in gathered["views"] if holds_devices(v) and v["non_pod_consumers"])
+        summary["non_pod_claims"] = self.non_pod_reports()
+        self.group_consumers = pod_group_consumers(gathered["views"])
+        if plan["blocked"]:
+            reasons = "; ".join("%s (%s)" % (b["pod"], b["reason"]) for b in plan["blocked"])
+            raise DrainError("pods on %s need an explicit option before the drain can start: %s. Nothing was "
+                             "changed." % (self.node, reasons), {"blocked_pods": plan["blocked"]})
+        if self.check_mode:
+            self.changed = summary["would_change"]
+            return summary
+        if self.p["force"] and plan["unmanaged"]:
+            self.warnings.append("force=true: evicting pods no controller will recreate: %s"
+                                 % ", ".join(plan["unmanaged"]))
+        if gathered["daemonset_claims"]:
+            self.warnings.append(
+                "ResourceClaim(s) used on %s only by DaemonSet pods, which stay on the node and are not waited "
+                "for: %s. The DRA driver leaves while they are prepared; give such DaemonSets a node affinity that "
+                "keeps them off the node before the drain if they must be unprepared first."
+                % (self.node, describe_claims(gathered["daemonset_claims"])))
+        t = self.clock()
+        self.cordon(node, was_cordoned)
+        self.phase("cordon", t)
+
+        t = self.clock()
+        self.evict_all(plan["claim_pods"], "claim pod")
+        self.phase("evict_claim_pods", t)
+
+        t = self.clock()
+        self.evict_all(plan["other_pods"], "pod")
+        self.phase("evict_other_pods", t)
+
+        t = self.clock()
+        self.wait_claims_released(version, held, plan["claim_pods"], labels)
+        self.phase("wait_claims_released", t)
+        summary["non_pod_claims"] = self.non_pod_reports()
+        if self.non_pod:
+            self.warnings.append(
+                "ResourceClaim(s) on %s stay reserved for consumers that are not pods; the drain evicted the pods "
+                "on the node that use them and does not wait for the reservation (no eviction ends it): %s"
+                % (self.node, "; ".join(r["message"] for r in summary["non_pod_claims"])))
+
+        t = self.clock()
+        self.remove_driver(labels, plan["driver_pods"])
+        self.phase("remove_driver", t)
+        summary.update(phases=self.phases, events=self.events)
+        return summary
+
+    def node_drivers(self):
+        """Drivers publishing the node's own devices: a current slice bound to the node by name (its nodeName,
+        or with perDeviceNodeSelection a device's). One slice LIST."""
+        slices = self.api.list_items(self.api.resource_path("resourceslices"))
+        return sorted(set(((s.get("spec") or {}).get("driver")) for s in slices_for_node(slices, self.node)))
+
+    def check_drivers_removable(self, labels, driver_pods):
+        """Before the first write: refuse a drain that would end with a driver still on the node because no
+        pod of it is among the driver pods to take off (a mistyped exclusion_label or driver_daemonsets finds
+        none). Not checked once the node carries the exclusion label: the driver was taken off before."""
+        if labels.get(self.p["exclusion_label"]) == "true":
+            return
+        drivers = self.node_drivers()
+        not_in_pods = self.p.get("drivers_not_in_pods") or []
+        left = drivers_left_on_node(drivers, driver_pods, not_in_pods)
+        if left:
+            found = ("driver_daemonsets %s have no pod on it" % ", ".join(self.p["driver_daemonsets"])
+                     if self.p["driver_daemonsets"] else
+                     "no pod on it matches driver_pod_labels" if self.p["driver_pod_labels"] else
+                     "no DaemonSet keeps its pods off nodes labelled %s (exclusion_label)" % self.p["exclusion_label"])
+            raise DrainError(
+                "driver(s) %s publish devices of %s, but the drain found no driver pod on the node to take off "
+                "last (%s), so it would end with the driver still there. Set driver_daemonsets to the driver's "
+                "DaemonSet (namespace/name), or exclusion_label to the label key its node affinity excludes; list a "
+                "driver that does not run in a pod on the node in drivers_not_in_pods. Nothing was changed."
+                % (", ".join(left), self.node, found), {"drivers_left_on_node": left})
+        beyond = drivers_beyond_daemonsets(drivers, driver_pods, not_in_pods)
+        if beyond:
+            self.warnings.append(
+                "driver(s) %s publish devices of %s, but fewer driver DaemonSets have a pod there (%s): a driver "
+                "whose DaemonSet is not among them stays on the node; add it to driver_daemonsets"
+                % (", ".join(beyond), self.node, ", ".join(sorted(set(pod_key(p) for p in driver_pods)))))
+
+    def plan_summary(self, plan, held, was_cordoned, labels, annotations):
+        """What the drain would do; would_change is true when it would write anything (what cordon,
+        evict_all and remove_driver write: unschedulable, the cordon annotation, evictions, the label)."""
+        order = ([pod_key(p) for p in plan["claim_pods"]] + [pod_key(p) for p in plan["other_pods"]])
+        label_set = labels.get(self.p["exclusion_label"]) == "true"
+        would_change = bool(order or plan["driver_pods"] or not was_cordoned or not label_set
+                            or CORDON_ANNOTATION not in annotations)
+        return {
+            "node": self.node, "was_cordoned": was_cordoned, "would_change": would_change,
+            "eviction_order": order,
+            "claim_pods": [pod_key(p) for p in plan["claim_pods"]],
+            "other_pods": [pod_key(p) for p in plan["other_pods"]],
+            "driver_pods": [pod_key(p) for p in plan["driver_pods"]],
+            "skipped_pods": plan["skipped"],
+            "claims_held_at_start": claim_keys(held),
+        }
+
+    def cordon(self, node, was_cordoned):
+        annotations = node["metadata"].get("annotations") or {}
+        patch = {}
+        if not was_cordoned:
+            patch["spec"] = {"unschedulable": True}
+        if CORDON_ANNOTATION not in annotations:
+            patch["metadata"] = {"annotations": {CORDON_ANNOTATION: "true" if was_cordoned else "false"}}
+        if patch:
+            self.patch_node(patch)
+            self.event("cordoned %s" % self.node)
+
+    def evict_all(self, pods, what):
+        """Evict every pod concurrently (PDB refusals retried), then wait for all of them together."""
+        if not pods:
+            return
+        self.changed = True
+        workers = min(MAX_PARALLEL_EVICTIONS, len(pods))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            outcomes = list(pool.map(self.evict, pods))
+        failures = [o for o in outcomes if o]
+        if not failures:
+            failures = self.wait_pods_gone(pods)
+        if failures:
+            raise DrainError(
+                "could not evict %d %s(s) from %s within the timeout: %s. The node stays cordoned and the "
+                "DRA driver was not touched. Next: relax the PodDisruptionBudget(s) named, or raise wait_timeout."
+                % (len(failures), what, self.node, "; ".join(f["message"] for f in failures)),
+                {"blocking_pods": [f["pod"] for f in failures],
+                 "pod_disruption_budgets": sorted(set(b for f in failures for b in f["pdbs"]))})
+        self.event("evicted %d %s(s)" % (len(pods), what))
+
+    def evict(self, pod):
+        """Evict one pod, retrying PDB refusals and terminating namespaces with backoff until the timeout.
+        None on success (or when the pod is gone or terminating)."""
+        meta = pod["metadata"]
+        if meta.get("deletionTimestamp"):
+            return None  # already terminating: only wait for it to go
+        path = "/api/v1/namespaces/%s/pods/%s/eviction" % (meta["namespace"], meta["name"])
+        delays = backoff_delays()
+        body = eviction_body(pod, self.p["grace_period"])
+        while True:
+            try:
+                self.api.request("POST", path, body=body, content_type="application/json")
+                return None
+            except DraApiError as exc:
+                refusal = eviction_refusal(exc.status, exc.causes)
+                if refusal == "gone" or (refusal != "budget" and self.is_gone_or_terminating(pod)):
+                    return None
+                if refusal == "error":
+                    return {"pod": pod_key(pod), "message": "%s: %s" % (pod_key(pod), exc), "pdbs": []}
+                if self.remaining() <= 0:
+                    return self.refused_until_timeout(pod, refusal, exc)
+                self.sleep(min(next(delays), max(self.remaining(), 0.1)))
+
+    def is_gone_or_terminating(self, pod):
+        meta = pod["metadata"]
+        current = self.api.get_or_none("/api/v1/namespaces/%s/pods/%s" % (meta["namespace"], meta["name"]))
+        return current is None or current["metadata"]["uid"] != meta["uid"] or \
+            bool(current["metadata"].get("deletionTimestamp"))
+
+    def refused_until_timeout(self, pod, refusal, exc):
+        if refusal == "namespace":
+            return {"pod": pod_key(pod), "pdbs": [],
+                    "message": "%s: its namespace is being deleted, and the pod was not marked for deletion "
+                               "within the timeout (%s)" % (pod_key(pod), exc)}
+        pdbs = self.pdbs_for(pod)
+        return {"pod": pod_key(pod), "pdbs": pdbs,
+                "message": "%s refused by PodDisruptionBudget %s (%s)" % (pod_key(pod), ", ".join(pdbs) or "?", exc)}
+
+    def wait_pods_gone(self, pods):
+        """Poll the node's pod list (one LIST per round, field-selected on the node) until the pods are gone."""
+        waiting = set(p["metadata"]["uid"] for p in pods)
+        while True:
+            present = set(p["metadata"]["uid"] for p in self.pods_on_node())
+            waiting &= present
+            if not waiting:
+                return []
+            if self.remaining() <= 0:
+                return [{"pod": pod_key(p), "pdbs": [], "message": "%s evicted but still terminating" % pod_key(p)}
+                        for p in pods if p["metadata"]["uid"] in waiting]
+            self.sleep(self.p["wait_sleep"])
+
+    def pdbs_for(self, pod):
+        """Names of the PodDisruptionBudgets in the pod's namespace whose selector matches it."""
+        labels = pod["metadata"].get("labels") or {}
+        names = []
+        path = "/apis/policy/v1/namespaces/%s/poddisruptionbudgets" % pod["metadata"]["namespace"]
+        for pdb in self.api.list_items(path):
+            selector = (pdb.get("spec") or {}).get("selector") or {}
+            # matchExpressions are not evaluated here: such a PDB is named as a possible cause.
+            if all(labels.get(k) == v for k, v in (selector.get("matchLabels") or {}).items()):
+                names.append("%s/%s" % (pdb["metadata"]["namespace"], pdb["metadata"]["name"]))
+        return names
+
+    def wait_claims_released(self, version, held, claim_pods, labels):
+        """Poll the node's known claims by name until none keeps the driver on the node; then one final LIST."""
+        watched = set((v["namespace"], v["name"]) for v in held)
+        for pod in claim_pods:
+            for name in pod_claims(pod):
+                watched.add((pod["metadata"]["namespace"], name))
+        last_report = 0
+        while True:
+            still = self.claims_still_held(version, watched, labels)
+            if not still:
+                final = gather_claim_views(self.api, node=self.node)
+                self.note_non_pod_claims(final["non_pod_claims"])
+                remaining = final["blocking"]
+                if not remaining:
+                    self.event("no ResourceClaim allocated or reserved on %s" % self.node)
+                    return
+                watched.update((v["namespace"], v["name"]) for v in remaining)
+                still = remaining
+            if self.clock() - last_report >= 5:
+                last_report = self.clock()
+                self.event("waiting for %d claim(s): %s" % (len(still), describe_claims(still)))
+            if self.remaining() <= 0:
+                raise DrainError(
+                    "%d ResourceClaim(s) still allocated or reserved on %s after the timeout: %s. The node stays "
+                    "cordoned and the DRA driver was not touched, so it can still unprepare them. Next: check "
+                    "the consumers listed, then run the drain again." % (len(still), self.node, describe_claims(still)),
+                    {"claims": claim_keys(still)})
+            self.sleep(self.p["wait_sleep"])
+
+    def watched_claims(self, version, watched):
+        """The watched claims that still exist. One request per namespace: a GET for a lone claim, else a LIST."""
+        by_namespace = {}
+        for namespace, name in watched:
+            by_namespace.setdefault(namespace, set()).add(name)
+        claims = []
+        for namespace, names in sorted(by_namespace.items()):
+            if len(names) == 1:
+                one = self.api.get_or_none(self.api.resource_path("resourceclaims", namespace=namespace,
+                                                                  name=next(iter(names)), version=version))
+                claims.extend([one] if one else [])
+            else:
+                path = self.api.resource_path("resourceclaims", namespace=namespace, version=version)
+                claims.extend(c for c in self.api.list_items(path) if c["metadata"]["name"] in names)
+        return claims
+
+    def claims_still_held(self, version, watched, labels):
+        """Views of the watched claims that still keep the driver on the node (see claims.claims.blocks_node).
+
+        Consumers are placed from one LIST of the node's pods; a claim none of whose consumers runs
+        here is checked for a live consumer elsewhere (GET by name, until one is found).
+        """
+        claims = [c for c in self.watched_claims(version, watched) if c.get("status")]
+        node_pods = self.pods_on_node() if claims else []
+        pods = dict((p["metadata"]["uid"], pod_ref(p["spec"].get("nodeName"), p["metadata"].get("ownerReferences")))
+                    for p in node_pods)
+        used = claims_used_by(node_pods, claims)
+        still = []
+        for claim in claims:
+            if not any(ref.get("uid") in pods for ref in reserved_for(claim)):
+                self.find_consumer_elsewhere(claim, pods)
+            view = claim_view(claim, {self.node: labels}, pods, ({}, set()), listed=self.group_consumers)
+            if blocks_node(view, self.node, used):
+                view["missing_consumers"] = []
+                still.append(view)
+            elif holds_devices(view) and held_for_non_pods_only_off_node(view, used):
+                self.note_non_pod_claims([view])
+        return still
+
+    def note_non_pod_claims(self, views):
+        for view in views:
+            self.non_pod["%s/%s" % (view["namespace"], view["name"])] = view
+
+    def non_pod_reports(self):
+        """The claims on the node reserved for consumers that are not pods: claim, consumers, what to do."""
+        return [{"claim": key, "consumers": [consumer_label(c) for c in view["non_pod_consumers"]],
+                 "message": non_pod_message(view)} for key, view in sorted(self.non_pod.items())]
+
+    def find_consumer_elsewhere(self, claim, pods):
+        """Add to `pods` the first consumer pod of the claim that exists (on another node)."""
+        namespace = claim["metadata"]["namespace"]
+        for ref in reserved_for(claim):
+            if ref.get("resource") != "pods" or ref.get("apiGroup"):
+                continue
+            pod = self.api.get_or_none("/api/v1/namespaces/%s/pods/%s" % (namespace, ref.get("name")))
+            if pod is not None and pod["metadata"]["uid"] == ref.get("uid"):
+                pods[ref["uid"]] = pod_ref(pod["spec"].get("nodeName"), pod["metadata"].get("ownerReferences"))
+                return
+
+    def remove_driver(self, labels, driver_pods):
+        key = self.p["exclusion_label"]
+        if labels.get(key) != "true":
+            self.patch_node({"metadata": {"labels": {key: "true"}}})
+            self.event("labelled %s %s=true: driver DaemonSet pods leave the node" % (self.node, key))
+        if driver_pods:
+            still = self.wait_pods_gone(driver_pods)
+            if still:
+                raise DrainError("driver pod(s) %s still on %s after the timeout; every claim was released. Check "
+                                 "the DaemonSet's node affinity for %s." % (", ".join(f["pod"] for f in still),
+                                                                            self.node, key),
+                                 {"driver_pods": [f["pod"] for f in still]})
+            self.changed = True
+            self.event("driver pod(s) gone: %s" % ", ".join(pod_key(p) for p in driver_pods))
+
+    # ------------------------------------------------------------------ return to service
+    def return_to_service(self):
+        node = self.get_node()
+        drivers = self.driver_daemonsets()
+        labels = node["metadata"].get("labels") or {}
+        annotations = node["metadata"].get("annotations") or {}
+        cordoned = bool((node.get("spec") or {}).get("unschedulable"))
+        was_cordoned = annotations.get(CORDON_ANNOTATION) == "true"
+        uncordon = cordoned and (self.p["uncordon"] == "always" or
+                                 (self.p["uncordon"] == "if_drain_cordoned" and not was_cordoned))
+        summary = {"node": self.node, "was_cordoned": was_cordoned,
+                   "would_change": self.p["exclusion_label"] in labels or uncordon or CORDON_ANNOTATION in annotations,
+                   "uncordon": uncordon}
+        if self.check_mode:
+            self.changed = summary["would_change"]
+            return summary
+        t = self.clock()
+        if self.p["exclusion_label"] in labels:
+            self.patch_node({"metadata": {"labels": {self.p["exclusion_label"]: None}}})
+            self.event("removed label %s" % self.p["exclusion_label"])
+        self.wait_driver_ready(drivers)
+        self.wait_slices_published()
+        self.phase("driver_back", t)
+        t = self.clock()
+        patch = {}
+        if uncordon:
+            patch["spec"] = {"unschedulable": None}
+        if CORDON_ANNOTATION in annotations:
+            patch["metadata"] = {"annotations": {CORDON_ANNOTATION: None}}
+        if patch:
+            self.patch_node(patch)
+            self.event("uncordoned %s" % self.node if uncordon else "left %s cordoned" % self.node)
+        self.phase("uncordon", t)
+        summary.update(phases=self.phases, events=self.events)
+        return summary
+
+    def wait_driver_ready(self, drivers):
+        """A ready, not terminating pod on the node of each driver DaemonSet that admits the node once the
+        exclusion label is gone (or, with driver_pod_labels alone, of any pod carrying them)."""
+        node = self.get_node()
+        expected = [object_key(ds) for ds in drivers if select_nodes_for_daemonset([node], ds)[0]]
+        if drivers and not expected:
+            self.event("no driver DaemonSet places a pod on %s; none waited for" % self.node)
+        if not (expected or self.p["driver_pod_labels"]):
+            return
+        while True:
+            plan = plan_drain(self.pods_on_node(), driver_daemonsets=self.driver_refs,
+                              driver_labels=self.p["driver_pod_labels"])
+            ready = [p for p in plan["driver_pods"] if pod_ready(p) and not p["metadata"].get("deletionTimestamp")]
+            missing = missing_driver_pods(expected, ready) if expected else ([] if ready else ["driver pod"])
+            if not missing:
+                self.event("driver pod(s) ready: %s" % ", ".join(pod_key(p) for p in ready))
+                return
+            if self.remaining() <= 0:
+                raise DrainError("no ready pod of %s on %s after the timeout; the node stays cordoned. Check "
+                                 "the driver DaemonSet's rollout and its pod logs." % (", ".join(missing), self.node),
+                                 {"driver_daemonsets_not_ready": missing})
+            self.sleep(self.p["wait_sleep"])
+
+    def wait_slices_published(self):
+        labels = (self.get_node().get("metadata") or {}).get("labels") or {}  # after the exclusion label went
+        for driver in self.p["drivers"]:
+            while not self.node_has_slices(driver, labels):
+                if self.remaining() <= 0:
+                    raise DrainError("driver %s publishes no ResourceSlice for %s after the timeout; the node "
+                                     "stays cordoned. Check the driver pod's logs." % (driver, self.node))
+                self.sleep(self.p["wait_sleep"])
+            self.event("%s publishes ResourceSlices for %s" % (driver, self.node))
+
+    def node_has_slices(self, driver, labels):
+        """The driver publishes for the node (claims.slices.driver_publishes_for_node: a current slice covers it by
+        nodeName, allNodes or a nodeSelector admitting its labels, per device too): from the driver's slices."""
+        path = self.api.resource_path("resourceslices")
+        every = self.api.list_items(path, {"fieldSelector": "spec.driver=%s" % driver})
+        return driver_publishes_for_node(every, driver, self.node, labels)
+
+
+def object_key(obj):
+    meta = obj.get("metadata") or {}
+    return "%s/%s" % (meta.get("namespace"), meta.get("name"))
+
+
+def missing_driver_pods(expected, ready_pods):
+    """The DaemonSets (namespace/name) in `expected` with no pod among `ready_pods`."""
+    have = set()
+    for pod in ready_pods:
+        ref = controller_of(pod)
+        if ref and ref.get("kind") == "DaemonSet":
+            have.add("%s/%s" % (pod["metadata"].get("namespace"), ref.get("name")))
+    return [ref for ref in expected if ref not in have]
+
+
+def pod_group_consumers(views):
+    """{(namespace, claim name): [consumer reference]} of the PodGroups among the views' consumers (reserving or
+    listing the claim): while the drain waits, a group stays a consumer of its claim also when the scheduler drops
+    its reservation (which it does while none of the group's pods can be placed, as on a cordoned node)."""
+    out = {}
+    for view in views:
+        refs = [{"apiGroup": c["api_group"], "resource": c["resource"], "name": c["name"], "uid": c["uid"]}
+                for c in view["consumers"] if c["kind"] == CONSUMER_POD_GROUP and c["exists"] is not False]
+        if refs:
+            out[(view["namespace"], view["name"])] = refs
+    return out
+
+
+def claim_keys(views):
+    return ["%s/%s" % (v["namespace"], v["name"]) for v in views]
+
+
+def describe_claims(views):
+    parts = []
+    for view in views:
+        who = ", ".join("%s%s" % (consumer_label(c), consumer_note(c)) for c in view["consumers"]) or "no consumer"
+        parts.append("%s/%s [%s] by %s" % (view["namespace"], view["name"], view["state"], who))
+    return "; ".join(parts)

@@ -1,0 +1,141 @@
+# -*- coding: utf-8 -*-
+# Copyright: dra.admin contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""NodeSelector matching and the drain's exclusion label: the collection's one implementation.
+
+Used for claim allocations (``status.allocation.nodeSelector``), ResourceSlice
+node selectors and DaemonSet node affinity. A node is given as its name and its
+labels. Pure functions over plain dicts.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+
+from ansible_collections.dra.admin.plugins.module_utils.common.names import qualified_name_error
+
+DEFAULT_EXCLUSION_LABEL = "dra.admin/driver-excluded"
+EXCLUSION_VALUE = "true"
+
+
+def requirement_matches(requirement, present, value):
+    """One NodeSelectorRequirement against a label (or field) that is `present` with `value`."""
+    operator = requirement.get("operator")
+    values = [str(v) for v in requirement.get("values") or []]
+    if operator == "In":
+        return present and value in values
+    if operator == "NotIn":
+        return not present or value not in values
+    if operator == "Exists":
+        return present
+    if operator == "DoesNotExist":
+        return not present
+    if operator in ("Gt", "Lt") and present and values:
+        try:
+            number, bound = int(value), int(values[0])
+        except (TypeError, ValueError):
+            return False
+        return number > bound if operator == "Gt" else number < bound
+    return False
+
+
+def term_matches(term, name, labels):
+    """One NodeSelectorTerm: every matchExpression (labels) and matchField (metadata.name) holds.
+
+    An empty term matches no node.
+    """
+    expressions = term.get("matchExpressions") or []
+    fields = term.get("matchFields") or []
+    if not expressions and not fields:
+        return False
+    labels = labels or {}
+    for expression in expressions:
+        key = expression.get("key")
+        if not requirement_matches(expression, key in labels, labels.get(key)):
+            return False
+    for field in fields:
+        if not requirement_matches(field, field.get("key") == "metadata.name", name):
+            return False
+    return True
+
+
+def selector_matches(node_selector, name, labels):
+    """A NodeSelector (terms ORed) admits the node."""
+    return any(term_matches(t, name, labels) for t in (node_selector or {}).get("nodeSelectorTerms") or [])
+
+
+def node_label_map(nodes):
+    """{name: labels} of Node objects (whole or metadata only): what the matchers here read of a node."""
+    return dict(((n.get("metadata") or {}).get("name"), (n.get("metadata") or {}).get("labels") or {})
+                for n in nodes)
+
+
+def matching_nodes(node_selector, node_labels):
+    """Sorted names of the nodes ({name: labels}) a NodeSelector admits."""
+    return sorted(name for name, labels in node_labels.items() if selector_matches(node_selector, name, labels))
+
+
+def pinned_nodes(node_selector):
+    """Node names pinned with matchFields ``metadata.name In [...]`` in every term, or None when not pinned."""
+    names = []
+    for term in (node_selector or {}).get("nodeSelectorTerms") or []:
+        fields = [f for f in term.get("matchFields") or [] if f.get("key") == "metadata.name"]
+        if not fields or term.get("matchExpressions") or len(fields) != 1 or fields[0].get("operator") != "In":
+            return None
+        names.extend(fields[0].get("values") or [])
+    return sorted(set(names)) if names else None
+
+
+# --- the exclusion label --------------------------------------------------------------------
+
+def exclusion_label_error(label, field="exclusion_label"):
+    """Why `label` cannot be the exclusion label (a label key as Kubernetes defines it), or None."""
+    return qualified_name_error(field, label, DEFAULT_EXCLUSION_LABEL)
+
+
+def expression_excludes(expression, label):
+    """Whether a matchExpression keeps nodes labelled ``label=true`` out (DoesNotExist, or NotIn [true])."""
+    if expression.get("key") != label:
+        return False
+    operator = expression.get("operator")
+    return operator == "DoesNotExist" or (
+        operator == "NotIn" and EXCLUSION_VALUE in [str(v) for v in expression.get("values") or []])
+
+
+def term_excludes(term, label):
+    return any(expression_excludes(e, label) for e in term.get("matchExpressions") or [])
+
+
+def terms_exclude(terms, label):
+    """Every term excludes the label (terms are ORed: one term without it would still admit the node)."""
+    return bool(terms) and all(term_excludes(t, label) for t in terms)
+
+
+def exclusion_expression(label):
+    return {"key": label, "operator": "DoesNotExist"}
+
+
+def with_exclusion(terms, label):
+    """nodeSelectorTerms where every term excludes `label` (``DoesNotExist`` added where a term does not
+    already exclude it). No terms -> one term with only the exclusion."""
+    result = []
+    for term in terms or []:
+        term = copy.deepcopy(term)
+        if not term_excludes(term, label):
+            term.setdefault("matchExpressions", []).append(exclusion_expression(label))
+        result.append(term)
+    return result or [{"matchExpressions": [exclusion_expression(label)]}]
+
+
+def required_terms(pod_spec):
+    """The required node affinity's nodeSelectorTerms of a pod spec (None when it has none)."""
+    affinity = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {})
+    return (affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms")
+
+
+def daemonset_excludes(daemonset, label):
+    """Whether a DaemonSet's required node affinity keeps its pods off nodes labelled ``label=true``."""
+    pod_spec = (((daemonset.get("spec") or {}).get("template") or {}).get("spec") or {})
+    return terms_exclude(required_terms(pod_spec), label)

@@ -1,0 +1,131 @@
+# -*- coding: utf-8 -*-
+# Copyright: dra.admin contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Reads what an upgrade check needs from the API server (through ``api.DraApi``), then asks ``checks``.
+
+Requests: the version, resource.k8s.io discovery (the group and each served version), kube-apiserver's
+/metrics, the StorageVersion list (404 where not served), one ``limit=1`` LIST per stored DRA resource
+(its count from ``remainingItemCount``), and paginated LISTs of the control-plane mirror pods, Nodes,
+namespaces with the old admin-access label, DaemonSets and ResourceSlices; then two SubjectAccessReviews
+per driver service account and per scheduler subject; and, unless switched off, one GET of each node's kubelet
+/configz through the API server's node proxy (the only requests that grow with the cluster: one per node).
+Nothing grows with the number of claims.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.dra.admin.plugins.module_utils.upgrade import checks
+from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import RESOURCE_GROUP
+from ansible_collections.dra.admin.plugins.module_utils.common.api import DraApiError
+
+STORAGE_VERSIONS_PATH = "/apis/internal.apiserver.k8s.io/v1alpha1/storageversions"
+
+
+def _count(api, path):
+    page = api.get(path, {"limit": 1})
+    items = len(page.get("items") or [])
+    return items + int((page.get("metadata") or {}).get("remainingItemCount") or 0)
+
+
+def kubelet_configz_path(node):
+    return "/api/v1/nodes/%s/proxy/configz" % node
+
+
+def read_kubelet_gates(api, nodes):
+    """{node: {"gates": {...}} or {"error": why}}: each kubelet's featureGates from its /configz, read through
+    the API server's node proxy. A node whose kubelet does not answer (unreachable, forbidden, no kubelet behind
+    the Node object) gets the reason, never an empty answer."""
+    found = {}
+    for node in nodes:
+        name = (node.get("metadata") or {}).get("name")
+        try:
+            gates = checks.kubelet_gates_from_configz(api.get(kubelet_configz_path(name)))
+        except DraApiError as exc:
+            found[name] = {"error": str(exc)}
+            continue
+        except ValueError:  # an answer that is not JSON
+            gates = None
+        found[name] = {"gates": gates} if gates is not None else {
+            "error": "GET %s answered something other than a kubelet configuration" % kubelet_configz_path(name)}
+    return found
+
+
+def gather(api, schedulers=(), kubelet_gates=True):
+    """The facts checks.findings reads."""
+    served = api.served_resource_versions()
+    discovery = dict((v, api.get_or_none("/apis/%s/%s" % (RESOURCE_GROUP, v))) for v in served)
+    facts = {
+        "served_versions": served,
+        "served_resources": dict((v, [r.get("name") for r in (d or {}).get("resources") or []])
+                                 for v, d in discovery.items()),
+        "schedulers": list(schedulers or []),
+    }
+    try:
+        facts["metrics_text"] = api.get_text("/metrics")
+    except DraApiError as exc:
+        if exc.status not in (401, 403):
+            raise
+        facts["metrics_error"] = str(exc)
+    listed = api.get_or_none(STORAGE_VERSIONS_PATH)
+    if listed is not None:
+        facts["storage_versions"] = checks.storage_versions_from_api(listed.get("items"))
+        facts["storage_source"] = "StorageVersion API"
+    else:
+        facts["storage_versions"] = checks.storage_versions_from_discovery(list(discovery.values()))
+        facts["storage_source"] = "discovery storageVersionHash"
+    version = api.resource_api_version() if served else None
+    facts["object_counts"] = {}
+    drivers = set()
+    if version:
+        for resource in checks.STORED_RESOURCES:
+            if resource in facts["served_resources"].get(version, []):
+                facts["object_counts"][resource] = _count(api, api.resource_path(resource, version=version))
+        drivers = set((s.get("spec") or {}).get("driver") for s in api.list_items(
+            api.resource_path("resourceslices", version=version)))
+    facts["control_plane_flags"] = checks.flags_from_pods(api.list_items(
+        "/api/v1/namespaces/kube-system/pods", {"labelSelector": "tier=control-plane"}))
+    facts["nodes"] = list(api.list_items("/api/v1/nodes"))
+    if kubelet_gates:
+        facts["kubelet_gates"] = read_kubelet_gates(api, facts["nodes"])
+    facts["admin_namespaces"] = list(api.list_items(
+        "/api/v1/namespaces", {"labelSelector": checks.OLD_ADMIN_LABEL}, metadata_only=True))
+    facts["driver_accounts"] = checks.driver_accounts(api.list_items("/apis/apps/v1/daemonsets"), drivers)
+    facts["access"] = []
+    for key, body in checks.access_reviews(facts["driver_accounts"], schedulers):
+        answer = api.request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", body=body,
+                             content_type="application/json")
+        facts["access"].append((key, bool((answer.get("status") or {}).get("allowed"))))
+    return facts
+
+
+def kubelet_gates_source(facts):
+    """Which kubelets' gates were read from /configz and which not (the reasons are in the findings)."""
+    per_node = facts.get("kubelet_gates")
+    if per_node is None:
+        return {"read": [], "unread": [], "source": "not read (kubelet_gates: false)"}
+    return {"read": sorted(n for n, e in per_node.items() if "gates" in e),
+            "unread": sorted(n for n, e in per_node.items() if "error" in e),
+            "source": "/configz through the API server's node proxy"}
+
+
+def check(api, target, schedulers=(), kubelet_gates=True):
+    """The module's whole answer: versions, findings, their counts by severity, and the facts' sources."""
+    current = api.server_version().get("gitVersion")
+    checks.check_target(current, target)  # bad input fails before anything else is read
+    facts = gather(api, schedulers, kubelet_gates)
+    found = checks.findings(facts, current, target)
+    return {
+        "kubernetes_version": current,
+        "target_version": target,
+        "findings": found,
+        "summary": checks.summary(found),
+        "sources": {
+            "feature_gates": "static pod command" if facts["control_plane_flags"] else "kubernetes_feature_enabled",
+            "storage_versions": facts["storage_source"],
+            "driver_service_accounts": ["%s/%s" % (a["namespace"], a["service_account"])
+                                        for a in facts["driver_accounts"]],
+            "kubelet_feature_gates": kubelet_gates_source(facts),
+        },
+    }
