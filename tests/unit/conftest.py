@@ -10,7 +10,8 @@ import clusterlib  # noqa: E402  pylint: disable=wrong-import-position
 
 clusterlib.collection_on_path()
 
-FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+UNIT = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(UNIT, "fixtures")
 
 
 def load_script(relpath, module_name):
