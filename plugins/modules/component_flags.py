@@ -323,7 +323,7 @@ def argument_spec():
             kind=dict(type="str", default=_tuning.SCHEDULER_KIND, choices=[_tuning.SCHEDULER_KIND]),
             api_version=dict(type="str", default=_tuning.SCHEDULER_API_VERSION),
             merge=dict(type="dict", default={}),
-            volume_name=dict(type="str", default="kube-scheduler-config"),
+            volume_name=dict(type="str", default=_tuning.SCHEDULER_CONFIG_VOLUME),
         )),
         backup=dict(type="bool", default=True),
         backup_dir=dict(type="path", default="/etc/kubernetes/dra-admin-backups"),
