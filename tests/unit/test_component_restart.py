@@ -4,9 +4,8 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.dra.admin.plugins.filter.component_restart import (component_endpoint_filter,
-                                                                               tuning_written_filter,
-                                                                               wait_retries_filter)
+from ansible_collections.dra.admin.plugins.filter.component_restart import (
+    component_endpoint_filter, tuning_written_filter, wait_retries_filter)
 from ansible_collections.dra.admin.plugins.module_utils import _component_restart, _tuning
 
 ENDPOINTS = {"kube-apiserver": {"port": 6443, "health": "/readyz"},
@@ -77,8 +76,8 @@ def test_scheduler_carries_config_its_volume_and_the_file_to_restore():
 def test_a_created_config_file_is_removed_on_rollback_and_an_unchanged_one_left():
     created = {"flags": {"config": "/c.yaml"}, "config_file": {"path": "/c.yaml", "host_path": "/h/c.yaml",
                                                                 "changed": True, "created": True}}
-    assert tuning_written_filter(created, "kube-scheduler")["restore_extra"] == [{"backup": None,
-                                                                                 "dest": "/h/c.yaml"}]
+    assert tuning_written_filter(created, "kube-scheduler")["restore_extra"] == [
+        {"backup": None, "dest": "/h/c.yaml"}]
     unchanged = dict(created, config_file=dict(created["config_file"], changed=False))
     assert tuning_written_filter(unchanged, "kube-scheduler")["restore_extra"] == []
 

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from ansible_collections.dra.admin.plugins.filter.monitoring_rules import (monitoring_queries_filter,
-                                                                              monitoring_rules_filter)
+from ansible_collections.dra.admin.plugins.filter.monitoring_rules import (
+    monitoring_queries_filter, monitoring_rules_filter)
 from ansible_collections.dra.admin.plugins.module_utils import _metrics, _monitoring_rules
 
 from ansible.errors import AnsibleFilterError
