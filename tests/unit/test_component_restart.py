@@ -74,8 +74,8 @@ def test_scheduler_carries_config_its_volume_and_the_file_to_restore():
 
 
 def test_a_created_config_file_is_removed_on_rollback_and_an_unchanged_one_left():
-    created = {"flags": {"config": "/c.yaml"}, "config_file": {"path": "/c.yaml", "host_path": "/h/c.yaml",
-                                                                "changed": True, "created": True}}
+    config_file = {"path": "/c.yaml", "host_path": "/h/c.yaml", "changed": True, "created": True}
+    created = {"flags": {"config": "/c.yaml"}, "config_file": config_file}
     assert tuning_written_filter(created, "kube-scheduler")["restore_extra"] == [
         {"backup": None, "dest": "/h/c.yaml"}]
     unchanged = dict(created, config_file=dict(created["config_file"], changed=False))
