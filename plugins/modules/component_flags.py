@@ -328,7 +328,7 @@ def argument_spec():
             kind=dict(type="str", default=tuning.SCHEDULER_KIND, choices=[tuning.SCHEDULER_KIND]),
             api_version=dict(type="str", default=tuning.SCHEDULER_API_VERSION),
             merge=dict(type="dict", default={}),
-            volume_name=dict(type="str", default="kube-scheduler-config"),
+            volume_name=dict(type="str", default=tuning.SCHEDULER_CONFIG_VOLUME),
         )),
         backup=dict(type="bool", default=True),
         backup_dir=dict(type="path", default="/etc/kubernetes/dra-admin-backups"),

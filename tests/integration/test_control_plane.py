@@ -210,7 +210,7 @@ class ControlPlane:
         """Run a playbook of `tasks` on localhost, the role variables as play vars; return (rc, json output).
 
         Play vars rank below include_role vars, so what a role passes to the tasks it includes
-        (control_plane_tuning -> feature_gates' verify.yml) is what those tasks see.
+        (control_plane_tuning -> the internal role component_restart) is what those tasks see.
         """
         handle, vars_file = tempfile.mkstemp(suffix=".json", dir=self.base)
         with os.fdopen(handle, "w") as out:

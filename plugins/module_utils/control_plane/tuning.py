@@ -34,6 +34,9 @@ DEFAULT_RATES = {
 }
 
 SCHEDULER_KIND = "KubeSchedulerConfiguration"
+# Name of the hostPath volume that mounts a config file component_flags creates for kube-scheduler
+# (component_flags' config_file.volume_name default; kubeadm-config's extraVolumes entry of the same file).
+SCHEDULER_CONFIG_VOLUME = "kube-scheduler-config"
 SCHEDULER_API_VERSION = "kubescheduler.config.k8s.io/v1"
 
 # Deprecated kube-scheduler flags that stop working once --config is given, and where

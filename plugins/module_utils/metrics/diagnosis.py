@@ -384,19 +384,25 @@ def series_selector(query, target_matchers=None):
     return series_name(query) + ("{%s}" % inner if inner else "")
 
 
+def workqueue_depth_selector_text(workqueue_depth_selector):
+    """The ResourceClaim workqueue depth series with the given target matchers (text, e.g.
+    ``job="kcm"``; "" matches every target): ``workqueue_depth{job="kcm", name="resource_claim"}``.
+    The one place the depth selector is built (the query, its series, the role's absent alert)."""
+    text = (workqueue_depth_selector or "").strip().rstrip(",").strip()
+    return 'workqueue_depth{%sname="resource_claim"}' % ((text + ", ") if text else "")
+
+
 def expression(query, workqueue_depth_selector=None):
     """The query's PromQL; the depth query's target matchers can be replaced (None keeps the page's)."""
     if query["id"] != "workqueue_depth" or workqueue_depth_selector is None:
         return query["expression"]
-    matchers = (workqueue_depth_selector.strip().rstrip(",") + ", ") if workqueue_depth_selector.strip() else ""
-    return 'sum(workqueue_depth{%sname="resource_claim"})' % matchers
+    return "sum(%s)" % workqueue_depth_selector_text(workqueue_depth_selector)
 
 
 def selector_for_prometheus(query, workqueue_depth_selector=None):
     """Selector of the series a query reads, with the same target matchers as expression()."""
     if query["id"] == "workqueue_depth" and workqueue_depth_selector is not None:
-        matchers = (workqueue_depth_selector.strip().rstrip(",") + ", ") if workqueue_depth_selector.strip() else ""
-        return 'workqueue_depth{%sname="resource_claim"}' % matchers
+        return workqueue_depth_selector_text(workqueue_depth_selector)
     return series_selector(query)
 
 

@@ -16,6 +16,7 @@ import yaml
 
 from ansible_collections.dra.admin.plugins.module_utils.claims import capacity
 from ansible_collections.dra.admin.plugins.module_utils.metrics import diagnosis
+from ansible_collections.dra.admin.plugins.module_utils.metrics import rules as metrics_rules
 from conftest import ROOT
 
 ROLE = os.path.join(ROOT, "roles", "monitoring")
@@ -105,8 +106,6 @@ def test_device_taint_eviction_alert_is_the_metrics_module_one(rendered):
     alerts = dict((r["alert"], r) for g in yaml.safe_load(rule_file(rendered).read_text())["groups"]
                   for r in g["rules"] if "alert" in r)
     evictions = diagnosis.DEVICE_TAINT_EVICTIONS
-    role = yaml.safe_load(open(os.path.join(ROLE, "vars", "main.yml")))["dra_monitoring_device_taint_evictions"]
-    assert dict(role, expression=role.pop("expr")) == dict((k, v) for k, v in evictions.items() if k != "id")
     assert alerts[evictions["alert"]]["expr"] == evictions["expression"] + " > 0"
     assert "[%s]" % evictions["window"] in evictions["expression"]
 
@@ -121,6 +120,24 @@ def test_role_thresholds_equal_the_advice_module_defaults():
     defaults = yaml.safe_load(open(os.path.join(ROLE, "defaults", "main.yml")))
     for key, value in diagnosis.DEFAULT_THRESHOLDS.items():
         assert float(defaults["dra_monitoring_" + key]) == value, key
+
+
+def test_role_passes_every_threshold_by_its_role_variable():
+    """vars/main.yml's dra_monitoring_thresholds: the advice module's names, each from dra_monitoring_<name>."""
+    thresholds = yaml.safe_load(open(os.path.join(ROLE, "vars", "main.yml")))["dra_monitoring_thresholds"]
+    assert thresholds == dict((key, "{{ dra_monitoring_%s }}" % key) for key in diagnosis.DEFAULT_THRESHOLDS)
+
+
+def test_rendered_alerts_are_the_checks_with_the_role_thresholds(tmp_path):
+    """Each check of diagnosis.CHECKS is exactly one alert of the rendered file, with the role's thresholds."""
+    out = render(tmp_path, dra_monitoring_workqueue_depth_high=11, dra_monitoring_kubelet_unprepare_p99_high=2.5)
+    alerts = dict((r["alert"], r["expr"]) for g in yaml.safe_load(rule_file(out).read_text())["groups"]
+                  for r in g["rules"] if "alert" in r)
+    limits = dict(diagnosis.DEFAULT_THRESHOLDS, workqueue_depth_high=11, kubelet_unprepare_p99_high=2.5)
+    for check in diagnosis.CHECKS:
+        (name,) = [a for a, expr in alerts.items() if expr == metrics_rules.check_expression(
+            check, dict((k, ("%g" % v)) for k, v in limits.items()))]
+        assert name == metrics_rules.ALERTS[check["id"]]["alert"]
 
 
 def test_role_argument_specs_cover_every_default():

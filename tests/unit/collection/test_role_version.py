@@ -1,4 +1,5 @@
-"""The feature_gates role's version detection (tasks/version.yml, also used by control_plane_tuning),
+"""The version detection of the internal role component_restart (entry point version, used by feature_gates
+and control_plane_tuning),
 run by Ansible on a kubeadm kube-apiserver manifest whose image is written in each form a registry allows."""
 import json
 import os
@@ -21,11 +22,12 @@ def settle_version(tmp_path, image):
     manifest["spec"]["containers"][0]["image"] = image
     (manifests / "kube-apiserver.yaml").write_text(yaml.safe_dump(manifest))
     play = [{"hosts": "localhost", "gather_facts": False, "tasks": [
-        {"name": "Settle", "ansible.builtin.include_role": {"name": "dra.admin.feature_gates",
+        {"name": "Settle", "ansible.builtin.include_role": {"name": "dra.admin.component_restart",
                                                             "tasks_from": "version"},
-         "vars": {"dra_feature_gates_manifest_dir": str(manifests),
-                  "dra_feature_gates_present": ["kube-apiserver"]}},
-        {"name": "Show", "ansible.builtin.debug": {"msg": "VERSION={{ dra_feature_gates_version }}"}}]}]
+         "vars": {"dra_component_restart_manifest_dir": str(manifests),
+                  "dra_component_restart_present": ["kube-apiserver"],
+                  "dra_component_restart_version_variable": "dra_feature_gates_kubernetes_version"}},
+        {"name": "Show", "ansible.builtin.debug": {"msg": "VERSION={{ dra_component_restart_version }}"}}]}]
     (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
                ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".tmp", "collections"),

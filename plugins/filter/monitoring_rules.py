@@ -1,0 +1,37 @@
+# -*- coding: utf-8 -*-
+# Copyright: dra.admin contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Filters dra.admin.monitoring_rules and dra.admin.monitoring_queries: the monitoring role's Prometheus
+rule groups and dashboard queries (see plugins/filter/monitoring_rules.yml and monitoring_queries.yml)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.dra.admin.plugins.module_utils.metrics.rules import RulesError, dashboard_queries, rule_groups
+
+
+def monitoring_rules_filter(thresholds, group_prefix="dra-admin", interval="", alert_for="10m", alert_labels=None,
+                            workqueue_depth_selector=None, absent_alerts=True, absent_for="15m",
+                            device_taint_eviction_alert=True):
+    try:
+        return rule_groups(thresholds, group_prefix=group_prefix, interval=interval, alert_for=alert_for,
+                           alert_labels=alert_labels, workqueue_depth_selector=workqueue_depth_selector,
+                           absent=absent_alerts, absent_for=absent_for,
+                           device_taint_eviction_alert=device_taint_eviction_alert)
+    except RulesError as error:
+        raise AnsibleFilterError("dra.admin.monitoring_rules: %s" % error)
+
+
+def monitoring_queries_filter(thresholds, workqueue_depth_selector=None):
+    try:
+        return dashboard_queries(thresholds, workqueue_depth_selector)
+    except RulesError as error:
+        raise AnsibleFilterError("dra.admin.monitoring_queries: %s" % error)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"monitoring_rules": monitoring_rules_filter, "monitoring_queries": monitoring_queries_filter}

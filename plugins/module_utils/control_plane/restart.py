@@ -1,0 +1,103 @@
+# -*- coding: utf-8 -*-
+# Copyright: dra.admin contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""What the steps around a control-plane component change compute (the internal role component_restart,
+used by feature_gates and control_plane_tuning).
+
+Pure functions; no IO:
+
+* ``component_endpoint``: where a component answers on its host (https URL of /metrics,
+  /configz and its health path) from its flags after the change and kubeadm's defaults;
+* ``wait_retries``: how many polls a wait of ``timeout`` seconds every ``interval`` takes;
+* ``tuning_written``: from component_flags' result for a QPS/Burst change, what kubeadm-config
+  must carry (extraArgs, the config file's hostPath volume) and the files a rollback puts back.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import math
+
+from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER
+from ansible_collections.dra.admin.plugins.module_utils.control_plane.tuning import SCHEDULER_CONFIG_VOLUME
+
+# Addresses that mean "every interface": the component is then reached on the endpoint host.
+_ANY_ADDRESS = ("", "0.0.0.0", "::")
+
+# The flags of a QPS/Burst change that kubeadm-config's extraArgs carry, per component:
+# kube-controller-manager's rate flags, kube-scheduler's --config (its QPS/Burst are in that file).
+KUBEADM_TUNING_FLAGS = {
+    KUBE_CONTROLLER_MANAGER: ("kube-api-qps", "kube-api-burst"),
+    KUBE_SCHEDULER: ("config",),
+}
+
+
+class RestartInputError(ValueError):
+    """An input of the restart steps that cannot be used; the message names it and the fix."""
+
+
+def _flag(flags, name):
+    value = (flags or {}).get(name)
+    if isinstance(value, list):
+        value = value[-1] if value else None
+    return value
+
+
+def component_endpoint(component, flags, endpoints, endpoint_host):
+    """{url, health_url}: where the changed component answers on this host.
+
+    The host is ``--bind-address`` unless that is unset or an any-address (then
+    ``endpoint_host``); the port is ``--secure-port``, else the endpoint's default port.
+    """
+    endpoint = (endpoints or {}).get(component)
+    if not isinstance(endpoint, dict) or "port" not in endpoint or "health" not in endpoint:
+        raise RestartInputError("no endpoint {port, health} for %s in the endpoints (%s): add it, e.g. "
+                                "%s: {port: 10257, health: /healthz}"
+                                % (component, ", ".join(sorted(endpoints or {})) or "none", component))
+    bind = _flag(flags, "bind-address")
+    host = bind if bind not in _ANY_ADDRESS and bind is not None else endpoint_host
+    port = _flag(flags, "secure-port")
+    if port in (None, ""):
+        port = endpoint["port"]
+    if ":" in str(host) and not str(host).startswith("["):
+        host = "[%s]" % host
+    url = "https://%s:%s" % (host, port)
+    return {"url": url, "health_url": url + endpoint["health"]}
+
+
+def wait_retries(timeout, interval):
+    """Polls of a wait of ``timeout`` seconds, one every ``interval`` seconds (rounded up)."""
+    try:
+        timeout, interval = int(timeout), int(interval)
+    except (TypeError, ValueError):
+        raise RestartInputError("wait timeout %r and poll interval %r must be whole seconds" % (timeout, interval))
+    if interval <= 0:
+        raise RestartInputError("poll interval %s must be above 0 seconds, e.g. 5" % interval)
+    return int(math.ceil(timeout / float(interval)))
+
+
+def tuning_written(component, result):
+    """What a QPS/Burst change written by component_flags (its ``result``) means beyond the manifest.
+
+    Returns {kubeadm_args, kubeadm_volumes, restore_extra}: the flags kubeadm-config's extraArgs
+    must carry (only those set to a value), kube-scheduler's config file as a read-only hostPath
+    volume (when component_flags gave its path and host path), and the config file to put back
+    on rollback (when the change wrote it: its backup, or no backup when it created the file).
+    """
+    if component not in KUBEADM_TUNING_FLAGS:
+        raise RestartInputError("%s is not tuned by control_plane_tuning; known: %s"
+                                % (component, ", ".join(sorted(KUBEADM_TUNING_FLAGS))))
+    result = result or {}
+    flags = result.get("flags") or {}
+    args = dict((name, flags[name]) for name in KUBEADM_TUNING_FLAGS[component]
+                if isinstance(flags.get(name), str))
+    config = result.get("config_file") or {}
+    volumes = []
+    if config.get("path") and config.get("host_path"):
+        volumes.append({"name": SCHEDULER_CONFIG_VOLUME, "mountPath": config["path"], "hostPath": config["host_path"],
+                        "readOnly": True, "pathType": "File"})
+    restore = []
+    if config.get("changed"):
+        restore.append({"backup": config.get("backup_file"), "dest": config.get("host_path")})
+    return {"kubeadm_args": args, "kubeadm_volumes": volumes, "restore_extra": restore}

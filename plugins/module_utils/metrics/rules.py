@@ -1,0 +1,243 @@
+# -*- coding: utf-8 -*-
+# Copyright: dra.admin contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The monitoring role's Prometheus rule groups and dashboard queries, built from diagnosis.
+
+Pure: no Ansible, no IO. ``diagnosis.QUERIES`` gives one recording rule per query,
+``diagnosis.CHECKS`` one alert per check (its clauses become the alert expression over
+the recording rules: ``and on()`` inside a clause, ``or on()`` between clauses), and
+``diagnosis.DEVICE_TAINT_EVICTIONS`` the device-health alert. What is added here is only
+what a Prometheus rule has and a check has not: the alert name and its annotations.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.dra.admin.plugins.module_utils.metrics import diagnosis
+
+# Grafana's unit of each query unit.
+GRAFANA_UNITS = {"items/s": "ops", "items": "short", "s": "s"}
+
+_DRIVER_ADVICE = ("Check the DRA driver's logs, CPU/memory limits and the hardware operation behind the call "
+                  "(role dra.admin.driver).")
+
+# Per check of diagnosis.CHECKS: its alert's name and annotations. In the description,
+# {v[<query id>]} is the query's current value (a Go template over its recording rule)
+# and {t[<threshold name>]} the threshold.
+ALERTS = {
+    "resource-claim-controller-not-performing": dict(
+        alert="DRAResourceClaimControllerNotPerforming",
+        summary="The ResourceClaim controller in kube-controller-manager is not keeping up.",
+        description="ResourceClaim workqueue depth {v[workqueue_depth]} (threshold {t[workqueue_depth_high]}), "
+                    "add rate {v[workqueue_add_rate]}/s (high from {t[workqueue_add_rate_high]}), "
+                    "p99 work duration {v[workqueue_work_duration_p99]}s "
+                    "(threshold {t[workqueue_work_duration_p99_high]}s). "
+                    "Tune kube-controller-manager --kube-api-qps/--kube-api-burst (the page's baseline is "
+                    "%d/%d; role dra.admin.control_plane_tuning) and its CPU/memory; module "
+                    "dra.admin.dra_metrics_advice gives the numbers."
+                    % (diagnosis.BASELINE_KCM_QPS, diagnosis.BASELINE_KCM_BURST)),
+    "resource-claim-controller-concurrency-insufficient": dict(
+        alert="DRAResourceClaimControllerConcurrencyInsufficient",
+        summary="Claims arrive faster than the ResourceClaim controller's fixed concurrency drains them.",
+        description="ResourceClaim workqueue add rate {v[workqueue_add_rate]}/s "
+                    "(threshold {t[workqueue_add_rate_high]}), depth {v[workqueue_depth]} "
+                    "(threshold {t[workqueue_depth_high]}), p99 work duration {v[workqueue_work_duration_p99]}s "
+                    "is reasonable. The controller's concurrency is hard-coded: reduce the pod creation rate."),
+    "scheduler-binding-slow": dict(
+        alert="DRASchedulerBindingSlow",
+        summary="Pods take long to schedule end to end while the scheduling algorithm is fast.",
+        description="Scheduler end-to-end p99 {v[scheduler_e2e_p99]}s (threshold {t[scheduler_e2e_p99_high]}s), "
+                    "algorithm p99 {v[scheduler_algorithm_p99]}s. Raise kube-scheduler's client QPS/burst "
+                    "(role dra.admin.control_plane_tuning) and check the ResourceClaim controller, which creates "
+                    "the claims pods wait for."),
+    "scheduler-algorithm-slow": dict(
+        alert="DRASchedulerAlgorithmSlow",
+        summary="The scheduling algorithm is slow.",
+        description="Scheduler algorithm p99 {v[scheduler_algorithm_p99]}s "
+                    "(threshold {t[scheduler_algorithm_p99_high]}s). Give kube-scheduler more CPU; look for "
+                    "expensive CEL selectors or nodes with very many devices."),
+    "kubelet-prepare-resources-slow": dict(
+        alert="DRAKubeletPrepareResourcesSlow",
+        summary="Kubelet PrepareResources calls to the DRA driver are slow.",
+        description="Kubelet PrepareResources p99 {v[kubelet_prepare_p99]}s "
+                    "(threshold {t[kubelet_prepare_p99_high]}s). " + _DRIVER_ADVICE),
+    "kubelet-unprepare-resources-slow": dict(
+        alert="DRAKubeletUnprepareResourcesSlow",
+        summary="Kubelet UnprepareResources calls to the DRA driver are slow.",
+        description="Kubelet UnprepareResources p99 {v[kubelet_unprepare_p99]}s "
+                    "(threshold {t[kubelet_unprepare_p99_high]}s). " + _DRIVER_ADVICE),
+    "plugin-node-prepare-resources-slow": dict(
+        alert="DRAPluginNodePrepareResourcesSlow",
+        summary="DRA kubeletplugin NodePrepareResources calls to the DRA driver are slow.",
+        description="DRA kubeletplugin NodePrepareResources p99 {v[plugin_prepare_p99]}s "
+                    "(threshold {t[plugin_prepare_p99_high]}s). " + _DRIVER_ADVICE),
+    "plugin-node-unprepare-resources-slow": dict(
+        alert="DRAPluginNodeUnprepareResourcesSlow",
+        summary="DRA kubeletplugin NodeUnprepareResources calls to the DRA driver are slow.",
+        description="DRA kubeletplugin NodeUnprepareResources p99 {v[plugin_unprepare_p99]}s "
+                    "(threshold {t[plugin_unprepare_p99_high]}s). " + _DRIVER_ADVICE),
+}
+
+CONTROLLER_METRICS_ABSENT = "DRAResourceClaimControllerMetricsAbsent"
+SCHEDULER_METRICS_ABSENT = "DRASchedulerMetricsAbsent"
+
+
+class RulesError(ValueError):
+    """A rule input that would not make valid rules; the message names it."""
+
+
+def threshold_of(query):
+    """The threshold name a query's dashboard panel draws (``<query id>_high``)."""
+    return query["id"] + "_high"
+
+
+def _text(value):
+    """A threshold as the rules spell it: as given (10 stays 10, 2.5 stays 2.5)."""
+    return value.strip() if isinstance(value, str) else str(value)
+
+
+def _thresholds(thresholds):
+    """diagnosis.DEFAULT_THRESHOLDS with the given ones over them (kept as given, for the text)."""
+    unknown = sorted(set(thresholds or {}) - set(diagnosis.DEFAULT_THRESHOLDS))
+    if unknown:
+        raise RulesError("unknown threshold(s) %s; known: %s"
+                         % (", ".join(unknown), ", ".join(sorted(diagnosis.DEFAULT_THRESHOLDS))))
+    limits = dict(diagnosis.DEFAULT_THRESHOLDS)
+    limits.update((key, value) for key, value in (thresholds or {}).items() if value is not None)
+    for key, value in limits.items():
+        try:
+            float(value)
+        except (TypeError, ValueError):
+            raise RulesError("threshold %s=%r is not a number" % (key, value))
+    return dict((key, _text(value)) for key, value in limits.items())
+
+
+def _value_of(query_id):
+    """A Go template printing a query's current value, from its recording rule ("n/a" without one)."""
+    return ('{{ with query "%s" }}{{ . | first | value | printf "%%.3g" }}{{ else }}n/a{{ end }}'
+            % diagnosis.QUERY_BY_ID[query_id]["record"])
+
+
+def condition_text(condition, limits):
+    """One condition of a check as PromQL over the recording rules: ``<record> <op> <threshold>``."""
+    query_id, op, threshold = condition
+    return "%s %s %s" % (diagnosis.QUERY_BY_ID[query_id]["record"], op, limits[threshold])
+
+
+def check_expression(check, limits):
+    """A check's alert expression: its conditions joined by ``and on()``, its clauses by ``or on()``."""
+    clauses = check["clauses"]
+    texts = []
+    for clause in clauses:
+        text = " and on() ".join(condition_text(condition, limits) for condition in clause)
+        texts.append("(%s)" % text if len(clauses) > 1 and len(clause) > 1 else text)
+    return " or on() ".join(texts)
+
+
+def recording_rules(workqueue_depth_selector=None):
+    """One recording rule per query of the page, in diagnosis.QUERIES order."""
+    return [{"record": query["record"], "expr": diagnosis.expression(query, workqueue_depth_selector)}
+            for query in diagnosis.QUERIES]
+
+
+def check_alerts(limits, alert_for, labels):
+    """One alert per check of diagnosis.CHECKS, in that order."""
+    values = dict((query["id"], _value_of(query["id"])) for query in diagnosis.QUERIES)
+    alerts = []
+    for check in diagnosis.CHECKS:
+        texts = ALERTS[check["id"]]
+        alerts.append({
+            "alert": texts["alert"],
+            "expr": check_expression(check, limits),
+            "for": alert_for,
+            "labels": dict(labels),
+            "annotations": {"summary": texts["summary"],
+                            "description": texts["description"].format(v=values, t=limits)},
+        })
+    return alerts
+
+
+def eviction_alert(labels):
+    """The device-health alert: pods deleted because a device they used is tainted NoExecute."""
+    evictions = diagnosis.DEVICE_TAINT_EVICTIONS
+    return {
+        "alert": evictions["alert"],
+        "expr": evictions["expression"] + " > 0",
+        "labels": dict(labels),
+        "annotations": {
+            "summary": "Pods were deleted because a device they used is tainted NoExecute.",
+            "description": "kube-controller-manager's device taint eviction controller deleted "
+                           '{{ $value | printf "%%.0f" }} pod(s) in the last %s: a DRA driver (in its '
+                           "ResourceSlice) or a DeviceTaintRule tainted a device they used with NoExecute. Module "
+                           "dra.admin.dra_device_health_info (playbooks/health.yml) names the unhealthy devices, "
+                           "their taints and the pods still using them." % evictions["window"]},
+    }
+
+
+def absent_alerts(workqueue_depth_selector, absent_for, labels):
+    """Alerts on the controller's and the scheduler's metrics being absent: missing must not look healthy."""
+    depth = diagnosis.selector_for_prometheus(diagnosis.QUERY_BY_ID["workqueue_depth"], workqueue_depth_selector)
+    scheduler = diagnosis.QUERY_BY_ID["scheduler_e2e_p99"]
+    return [
+        {"alert": CONTROLLER_METRICS_ABSENT,
+         "expr": "absent(%s)" % depth,
+         "for": absent_for,
+         "labels": dict(labels),
+         "annotations": {
+             "summary": "No ResourceClaim workqueue metrics from kube-controller-manager.",
+             "description": "No series matches %s: Prometheus does not scrape kube-controller-manager, its target "
+                            "lacks these labels (role variable dra_monitoring_workqueue_depth_selector), or the "
+                            "ResourceClaim controller is not running. The DRA alerts above cannot fire without it."
+                            % depth}},
+        {"alert": SCHEDULER_METRICS_ABSENT,
+         "expr": "absent(%s)" % diagnosis.series_selector(scheduler),
+         "for": absent_for,
+         "labels": dict(labels),
+         "annotations": {
+             "summary": "No %s from kube-scheduler." % scheduler["metric"],
+             "description": "Prometheus does not scrape kube-scheduler, no pod was scheduled since it started, or "
+                            "it is older than this metric (Kubernetes < 1.30 may expose %s instead). The scheduler "
+                            "alerts cannot fire without it." % scheduler["older_names"][0]}},
+    ]
+
+
+def rule_groups(thresholds=None, group_prefix="dra-admin", interval="", alert_for="10m", alert_labels=None,
+                workqueue_depth_selector=None, absent=True, absent_for="15m", device_taint_eviction_alert=True):
+    """The Prometheus rule file's content: ``{"groups": [<prefix>.recording, <prefix>.alerts]}``.
+
+    thresholds: overrides of diagnosis.DEFAULT_THRESHOLDS by name; workqueue_depth_selector:
+    the depth query's target matchers (None keeps the page's); interval: the groups'
+    evaluation interval ("" = Prometheus' global one).
+    """
+    if not group_prefix:
+        raise RulesError("the rule group prefix is empty: give a name such as dra-admin")
+    limits = _thresholds(thresholds)
+    labels = dict(alert_labels or {})
+    alerts = check_alerts(limits, alert_for, labels)
+    if device_taint_eviction_alert:
+        alerts.append(eviction_alert(labels))
+    if absent:
+        alerts.extend(absent_alerts(workqueue_depth_selector, absent_for, labels))
+    groups = []
+    for suffix, rules in (("recording", recording_rules(workqueue_depth_selector)), ("alerts", alerts)):
+        group = {"name": "%s.%s" % (group_prefix, suffix)}
+        if interval:
+            group["interval"] = interval
+        group["rules"] = rules
+        groups.append(group)
+    return {"groups": groups}
+
+
+def dashboard_queries(thresholds=None, workqueue_depth_selector=None):
+    """The dashboard's panels' data, one per query of the page in diagnosis.QUERIES order.
+
+    Each: id, title, component, unit, grafana_unit, record, expr (the query as the rules
+    record it) and threshold (the threshold its alert compares with, as text).
+    """
+    limits = _thresholds(thresholds)
+    return [dict(id=query["id"], title=query["title"], component=query["component"], unit=query["unit"],
+                 grafana_unit=GRAFANA_UNITS[query["unit"]], record=query["record"],
+                 expr=diagnosis.expression(query, workqueue_depth_selector),
+                 threshold=limits[threshold_of(query)])
+            for query in diagnosis.QUERIES]

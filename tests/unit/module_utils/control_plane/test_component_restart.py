@@ -1,0 +1,99 @@
+"""The computations of the internal role component_restart and of control_plane_tuning's kubeadm-config step
+(plugins/module_utils/restart.py, filters component_endpoint, wait_retries, tuning_written)."""
+import pytest
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.dra.admin.plugins.filter.component_restart import (
+    component_endpoint_filter, tuning_written_filter, wait_retries_filter)
+from ansible_collections.dra.admin.plugins.module_utils.control_plane import restart
+from ansible_collections.dra.admin.plugins.module_utils.control_plane import tuning
+
+ENDPOINTS = {"kube-apiserver": {"port": 6443, "health": "/readyz"},
+             "kube-controller-manager": {"port": 10257, "health": "/healthz"},
+             "kube-scheduler": {"port": 10259, "health": "/healthz"}}
+
+
+@pytest.mark.parametrize("flags,url", [
+    ({}, "https://127.0.0.1:10257"),
+    ({"bind-address": "0.0.0.0"}, "https://127.0.0.1:10257"),
+    ({"bind-address": "::"}, "https://127.0.0.1:10257"),
+    ({"bind-address": ""}, "https://127.0.0.1:10257"),
+    ({"bind-address": "10.0.0.5"}, "https://10.0.0.5:10257"),
+    ({"bind-address": "10.0.0.5", "secure-port": "20257"}, "https://10.0.0.5:20257"),
+    ({"secure-port": "20257"}, "https://127.0.0.1:20257"),
+    ({"bind-address": "fd00::5"}, "https://[fd00::5]:10257"),
+    ({"bind-address": ["10.0.0.4", "10.0.0.5"]}, "https://10.0.0.5:10257"),
+])
+def test_endpoint_from_the_flags_and_the_defaults(flags, url):
+    got = restart.component_endpoint("kube-controller-manager", flags, ENDPOINTS, "127.0.0.1")
+    assert got == {"url": url, "health_url": url + "/healthz"}
+
+
+def test_endpoint_of_the_apiserver_uses_its_health_path():
+    got = component_endpoint_filter({"secure-port": "6443"}, "kube-apiserver", ENDPOINTS, "127.0.0.1")
+    assert got["health_url"] == "https://127.0.0.1:6443/readyz"
+
+
+def test_endpoint_missing_for_a_component_fails_naming_it():
+    with pytest.raises(AnsibleFilterError, match="no endpoint {port, health} for kube-scheduler"):
+        component_endpoint_filter({}, "kube-scheduler", {"kube-apiserver": ENDPOINTS["kube-apiserver"]}, "h")
+
+
+@pytest.mark.parametrize("timeout,interval,retries", [(300, 5, 60), (301, 5, 61), ("10", "3", 4), (0, 5, 0)])
+def test_wait_retries_round_up(timeout, interval, retries):
+    assert wait_retries_filter(timeout, interval) == retries
+
+
+@pytest.mark.parametrize("timeout,interval", [(300, 0), ("x", 5)])
+def test_wait_retries_refuse_bad_input(timeout, interval):
+    with pytest.raises(AnsibleFilterError, match="dra.admin.wait_retries"):
+        wait_retries_filter(timeout, interval)
+
+
+def test_controller_manager_carries_its_rate_flags_only():
+    result = {"flags": {"kube-api-qps": "75", "kube-api-burst": "150", "bind-address": "127.0.0.1",
+                        "leader-elect": None}}
+    assert tuning_written_filter(result, "kube-controller-manager") == {
+        "kubeadm_args": {"kube-api-qps": "75", "kube-api-burst": "150"}, "kubeadm_volumes": [],
+        "restore_extra": []}
+
+
+def test_scheduler_carries_config_its_volume_and_the_file_to_restore():
+    result = {"flags": {"config": "/etc/kubernetes/kube-scheduler-config.yaml", "kube-api-qps": "10"},
+              "config_file": {"path": "/etc/kubernetes/kube-scheduler-config.yaml",
+                              "host_path": "/etc/kubernetes/kube-scheduler-config.yaml", "changed": True,
+                              "created": False, "backup_file": "/backups/kube-scheduler-config.yaml.1"}}
+    written = tuning_written_filter(result, "kube-scheduler")
+    assert written["kubeadm_args"] == {"config": "/etc/kubernetes/kube-scheduler-config.yaml"}
+    assert written["kubeadm_volumes"] == [{"name": tuning.SCHEDULER_CONFIG_VOLUME,
+                                           "mountPath": "/etc/kubernetes/kube-scheduler-config.yaml",
+                                           "hostPath": "/etc/kubernetes/kube-scheduler-config.yaml",
+                                           "readOnly": True, "pathType": "File"}]
+    assert written["restore_extra"] == [{"backup": "/backups/kube-scheduler-config.yaml.1",
+                                         "dest": "/etc/kubernetes/kube-scheduler-config.yaml"}]
+
+
+def test_a_created_config_file_is_removed_on_rollback_and_an_unchanged_one_left():
+    config_file = {"path": "/c.yaml", "host_path": "/h/c.yaml", "changed": True, "created": True}
+    created = {"flags": {"config": "/c.yaml"}, "config_file": config_file}
+    assert tuning_written_filter(created, "kube-scheduler")["restore_extra"] == [
+        {"backup": None, "dest": "/h/c.yaml"}]
+    unchanged = dict(created, config_file=dict(created["config_file"], changed=False))
+    assert tuning_written_filter(unchanged, "kube-scheduler")["restore_extra"] == []
+
+
+def test_no_config_file_no_volume():
+    assert tuning_written_filter({"flags": {}}, "kube-scheduler") == {
+        "kubeadm_args": {}, "kubeadm_volumes": [], "restore_extra": []}
+
+
+def test_a_component_control_plane_tuning_does_not_change_is_refused():
+    with pytest.raises(AnsibleFilterError, match="kube-apiserver is not tuned"):
+        tuning_written_filter({}, "kube-apiserver")
+
+
+def test_the_volume_name_is_component_flags_default():
+    from ansible_collections.dra.admin.plugins.modules import component_flags
+    spec = component_flags.argument_spec()["config_file"]["options"]["volume_name"]
+    assert spec["default"] == tuning.SCHEDULER_CONFIG_VOLUME
