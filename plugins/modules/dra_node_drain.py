@@ -138,7 +138,7 @@ options:
     default: true
   since:
     description:
-      - With O(wait=false), when the drain started (seconds since the epoch, RV(started) of its first call):
+      - With O(wait=false), when the drain started (seconds since the epoch, RV(started) of its first call);
         RV(elapsed) counts from it, and PodDisruptionBudget retries end O(wait_timeout) after it. Default is the
         call's own start.
     type: float

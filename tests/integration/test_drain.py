@@ -402,7 +402,7 @@ def test_role_drains_phase_by_phase_naming_what_is_pending(cluster, namespace, d
     vars_file = tmp_path / "vars.json"
     vars_file.write_text(json.dumps({"dra_drain_node": node, "dra_drain_driver_daemonsets": [f"{DRIVER_NS}/{DRIVER_DS}"],
                                      "dra_drain_timeout": 120, "dra_drain_poll_interval": 0.5}))
-    role_vars = ["-e", f"@{vars_file}", "-vv"]
+    role_vars = ["-e", f"@{vars_file}", "-vvv"]
     recorder = ApiRecorder(cluster.kubeconfig)
     recorder.watch_pods(namespace)
     recorder.watch_pods(DRIVER_NS)
@@ -417,10 +417,11 @@ def test_role_drains_phase_by_phase_naming_what_is_pending(cluster, namespace, d
     # The first phase found the claim pods pending; the wait's rounds named them until they were gone.
     assert got["step"]["waiting_for"] == "claim_pods_gone" and got["step"]["pending"] == claim_pods
     assert got["step"]["changed"] is True and got["step"]["elapsed"] >= 0
-    retry_lines = [line for line in run.stdout.splitlines()
-                   if line.startswith("FAILED - RETRYING") and "Wait until the evicted claim pods are gone" in line]
+    # -vvv prints each round's result after its line: "FAILED - RETRYING: [host]: name (N retries left).Result was: {..}"
+    retry_lines = [chunk for chunk in run.stdout.split("FAILED - RETRYING: ")[1:]
+                   if "Wait until the evicted claim pods are gone" in chunk.split("\n", 1)[0]]
     assert retry_lines, run.stdout[-6000:]
-    rounds = [json.loads(line.split("Result was: ", 1)[1]) for line in retry_lines if "Result was: " in line]
+    rounds = [json.JSONDecoder().raw_decode(chunk.split("Result was: ", 1)[1])[0] for chunk in retry_lines]
     assert rounds and all(r["waiting_for"] == "claim_pods_gone" for r in rounds)
     assert set(rounds[0]["pending"]) <= set(claim_pods) and rounds[0]["pending"]
     assert "waiting for the evicted pods that use ResourceClaims to be gone" in rounds[0]["progress"]
