@@ -385,7 +385,7 @@ def test_role_drains_phase_by_phase_naming_what_is_pending(cluster, namespace, d
     api = cluster.resource_version
     node = drain_node
     cluster.apply([claim_template(api, namespace, "one-gpu"),
-                   claim_deployment(namespace, "trainer", node, 2, "one-gpu", grace=3),
+                   claim_deployment(namespace, "trainer", node, 2, "one-gpu", grace=12),
                    plain_deployment(namespace, "web", node)])
     claim_pods = sorted(f"{namespace}/{p['metadata']['name']}"
                         for p in running_count(cluster, namespace, node, 2, "app=trainer"))
