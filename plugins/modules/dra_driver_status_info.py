@@ -89,7 +89,10 @@ daemonset_problems: {description: What is wrong with the DaemonSet spec., return
 update_strategy: {description: The DaemonSet's updateStrategy., returned: always, type: dict}
 progress: {description: One line per change seen while waiting., returned: always, type: list, elements: str}
 elapsed: {description: Seconds spent (since O(since) when given)., returned: always, type: float}
-started: {description: When the call (or the wait, with O(since)) started, in seconds since the epoch., returned: always, type: float}
+started:
+  description: When the call (or the wait, with O(since)) started, in seconds since the epoch.
+  returned: always
+  type: float
 pending:
   description: >-
     What a wait for the driver still waits for - the rollout while it is not complete (with its text), each selected node
