@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: dra.admin contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Filters dra.admin.component_endpoint, dra.admin.wait_retries and dra.admin.tuning_written: what the steps
+"""Filters dra.admin.component_endpoint and dra.admin.tuning_written: what the steps
 around a control-plane component change compute (see their .yml documentation next to this file)."""
 
 from __future__ import absolute_import, division, print_function
@@ -25,15 +25,10 @@ def component_endpoint_filter(flags, component, endpoints, endpoint_host):
                  endpoint_host)
 
 
-def wait_retries_filter(timeout, interval):
-    return _wrap("wait_retries", restart.wait_retries, timeout, interval)
-
-
 def tuning_written_filter(result, component):
     return _wrap("tuning_written", restart.tuning_written, component, result)
 
 
 class FilterModule(object):
     def filters(self):
-        return {"component_endpoint": component_endpoint_filter, "wait_retries": wait_retries_filter,
-                "tuning_written": tuning_written_filter}
+        return {"component_endpoint": component_endpoint_filter, "tuning_written": tuning_written_filter}

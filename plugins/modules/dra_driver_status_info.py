@@ -42,6 +42,11 @@ options:
   wait: {description: Wait for the rollout and the slices., type: bool, default: false}
   wait_timeout: {description: Seconds to wait; a finite number above 0., type: int, default: 300, aliases: [timeout]}
   wait_sleep: {description: Seconds between polls; a finite number above 0., type: float, default: 2.0, aliases: [poll_interval]}
+  since:
+    description:
+      - When the wait started (seconds since the epoch, RV(started) of an earlier call), for a role that waits in an
+        C(until) loop of calls with O(wait=false) - RV(elapsed) counts from it. Default is the call's own start.
+    type: float
   fail_on_problems: {description: Fail when the DaemonSet check finds a problem or (after waiting) nodes lack slices., type: bool, default: true}
 requirements:
   - kubernetes >= 24.2.0
@@ -83,7 +88,18 @@ nodes_without_slices: {description: Selected nodes publishing no (or incomplete)
 daemonset_problems: {description: What is wrong with the DaemonSet spec., returned: always, type: list, elements: str}
 update_strategy: {description: The DaemonSet's updateStrategy., returned: always, type: dict}
 progress: {description: One line per change seen while waiting., returned: always, type: list, elements: str}
-elapsed: {description: Seconds spent., returned: always, type: float}
+elapsed: {description: Seconds spent (since O(since) when given)., returned: always, type: float}
+started:
+  description: When the call (or the wait, with O(since)) started, in seconds since the epoch.
+  returned: always
+  type: float
+pending:
+  description: >-
+    What a wait for the driver still waits for - the rollout while it is not complete (with its text), each selected node
+    without complete ResourceSlices, or a node the DaemonSet selects when it selects none; empty when RV(done).
+  returned: always
+  type: list
+  elements: str
 api_requests: {description: Number of API requests the module made., returned: always, type: int}
 """
 
@@ -113,6 +129,7 @@ def argument_spec():
         require_startup_probe=dict(type="bool", default=False),
         expected_strategy=dict(type="dict"),
         wait=dict(type="bool", default=False),
+        since=dict(type="float"),
         fail_on_problems=dict(type="bool", default=True),
     )
     spec.update(wait_options(300, 2.0, timeout_aliases=["timeout"], sleep_aliases=["poll_interval"]))
@@ -165,6 +182,7 @@ def is_done(seen):
 
 def run(api, params, clock=time.time, sleep=time.sleep):
     started = clock()
+    since = params.get("since") or started
     progress = []
     last_text = None
     while True:
@@ -186,8 +204,17 @@ def run(api, params, clock=time.time, sleep=time.sleep):
     seen["update_strategy"] = (daemonset.get("spec") or {}).get("updateStrategy") or {}
     seen["done"] = is_done(seen)
     seen["progress"] = progress
-    seen["elapsed"] = round(clock() - started, 1)
+    seen["elapsed"] = round(clock() - since, 1)
+    seen["started"] = since
+    seen["pending"] = pending(seen)
     return seen
+
+
+def pending(seen):
+    """What the wait still waits for: the rollout while it is not complete, then each node without slices."""
+    out = [] if seen["rollout"]["done"] else ["rollout (%s)" % seen["rollout"]["text"]]
+    out += ["node %s (no complete ResourceSlices)" % node for node in seen["nodes_without_slices"]]
+    return out if seen["selected_nodes"] else out + ["a node the DaemonSet selects (it selects none)"]
 
 
 def failure(params, result):

@@ -124,6 +124,24 @@ options:
     type: float
     default: 1.0
     aliases: [poll_interval]
+  wait:
+    description:
+      - V(true) runs the whole drain in this one call, waiting between the phases (until O(wait_timeout)).
+      - V(false) (O(state=drained) of the node drain only) does the writes of the next phase whose waits are over
+        and returns at once, with what the drain still waits for (RV(waiting_for), RV(pending)) as read before
+        them; run it again after each wait. The writes are those of O(wait=true) in the same order - cordon and
+        evict the claim pods; once they are gone, evict the other pods; once those are gone and no claim holds
+        the driver, label the node with O(exclusion_label). PodDisruptionBudget refusals are still retried within
+        the call. In check mode it writes nothing and only reports, which makes it the read-only call to wait
+        with, in an C(until) loop, a line per round (role dra.admin.drain does so).
+    type: bool
+    default: true
+  since:
+    description:
+      - With O(wait=false), when the drain started (seconds since the epoch, RV(started) of its first call);
+        RV(elapsed) counts from it, and PodDisruptionBudget retries end O(wait_timeout) after it. Default is the
+        call's own start.
+    type: float
   grace_period:
     description: Grace period for evicted pods, in seconds. Default is each pod's own.
     type: int
@@ -295,6 +313,35 @@ claims_released:
   description: Device mode, whether no claim is allocated the devices any more.
   returned: device mode, state=drained, not in check mode
   type: bool
+waiting_for:
+  description:
+    - With O(wait=false), the wait of the drain not over yet, as read before the call's writes - V(claim_pods_gone),
+      V(other_pods_gone), V(claims_released) or V(driver_pods_gone) (also while the driver is yet to be told to
+      leave) - or null when nothing is left to wait for.
+  returned: wait=false
+  type: str
+pending:
+  description: With O(wait=false), what that wait still waits for (pods or claims as namespace/name).
+  returned: wait=false
+  type: list
+  elements: str
+pending_count:
+  description: With O(wait=false), how many are pending.
+  returned: wait=false
+  type: int
+elapsed:
+  description: With O(wait=false), seconds since O(since) (or since the call started).
+  returned: wait=false
+  type: float
+progress:
+  description: With O(wait=false), one line - what is waited for, what is pending, seconds so far.
+  returned: wait=false
+  type: str
+  sample: "waiting for the evicted pods that use ResourceClaims to be gone: 1 pending (team-a/trainer-0), 4.2s so far"
+started:
+  description: With O(wait=false), when the drain started (O(since), else the call's start), in seconds since the epoch.
+  returned: wait=false
+  type: float
 details:
   description: On failure, the blocking pods, PodDisruptionBudgets or claims.
   returned: failure
@@ -335,6 +382,8 @@ def argument_spec():
         device_driver=dict(type="str"),
         device_pool=dict(type="str"),
         device=dict(type="str"),
+        wait=dict(type="bool", default=True),
+        since=dict(type="float"),
     )
     spec.update(wait_options(600, 1.0, timeout_aliases=["timeout"], sleep_aliases=["poll_interval"]))
     return spec
@@ -352,6 +401,12 @@ def input_errors(params, spec=None):
         errors.append("device_pool and device need device_driver (the driver whose devices to drain)")
     if params["device_driver"]:
         errors.append(subdomain_error("device_driver", params["device_driver"]))
+    if not params["wait"] and (params["state"] != "drained" or params["device_driver"]):
+        errors.append("wait=false is for state=drained of the node drain (no device_driver); the return to service "
+                      "and the device mode wait in their call")
+    if params["since"] is not None and not params["since"] >= 0:
+        errors.append("since must be a time in seconds since the epoch (the started of the drain's first call), "
+                      "got %r" % params["since"])
     errors.extend(object_ref_error("driver_daemonsets", ref) for ref in params["driver_daemonsets"])
     errors.extend(label_errors("driver_pod_labels", params["driver_pod_labels"]))
     for option in ("drivers", "drivers_not_in_pods"):

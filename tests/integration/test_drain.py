@@ -3,6 +3,8 @@
 KWOK runs with a pod-delete stage that honours the grace period, so pod
 termination takes real time, as with a kubelet.
 """
+import json
+import re
 import threading
 import time
 
@@ -375,3 +377,76 @@ def test_bad_input_changes_nothing(cluster, drain_node):
     failed = cluster.run_module("dra.admin.dra_node_drain", drain_args(node, timeout=0), expect_failure=True)
     assert "wait_timeout (alias timeout) must be a finite number of seconds above 0" in failed["msg"]
     assert node_state(cluster, node) == before
+
+
+def test_role_drains_phase_by_phase_naming_what_is_pending(cluster, namespace, drain_node, tmp_path):
+    """Role dra.admin.drain waits in until-loops, a line per round: each round's result names what is still
+    pending and the seconds so far; the drain's result is the one call's (same phases, order, changed)."""
+    api = cluster.resource_version
+    node = drain_node
+    cluster.apply([claim_template(api, namespace, "one-gpu"),
+                   claim_deployment(namespace, "trainer", node, 2, "one-gpu", grace=12),
+                   plain_deployment(namespace, "web", node)])
+    claim_pods = sorted(f"{namespace}/{p['metadata']['name']}"
+                        for p in running_count(cluster, namespace, node, 2, "app=trainer"))
+    running_count(cluster, namespace, node, 1, "app=web")
+    driver_pod = f"{DRIVER_NS}/{pods_on(cluster, DRIVER_NS, node)[0]['metadata']['name']}"
+    out = tmp_path / "out.json"
+    playbook = tmp_path / "drain.yml"
+    playbook.write_text(
+        "- hosts: localhost\n  gather_facts: false\n  roles: [dra.admin.drain]\n  tasks:\n"
+        "    - name: Keep the registered results\n      ansible.builtin.copy:\n"
+        "        content: \"{{ {'result': dra_drain_result, 'step': dra_drain_step_claim_pods,"
+        " 'wait': dra_drain_wait_claim_pods, 'driver': dra_drain_wait_driver_pods} | to_json }}\"\n"
+        f"        dest: {out}\n")
+    vars_file = tmp_path / "vars.json"
+    vars_file.write_text(json.dumps({"dra_drain_node": node, "dra_drain_driver_daemonsets": [f"{DRIVER_NS}/{DRIVER_DS}"],
+                                     "dra_drain_timeout": 120, "dra_drain_poll_interval": 0.5}))
+    role_vars = ["-e", f"@{vars_file}", "-vvv"]
+    recorder = ApiRecorder(cluster.kubeconfig)
+    recorder.watch_pods(namespace)
+    recorder.watch_pods(DRIVER_NS)
+    recorder.watch_claims(namespace, api)
+    try:
+        run = cluster.run_playbook(str(playbook), *role_vars, env={"ANSIBLE_CALLBACK_RESULT_FORMAT": "json"})
+    finally:
+        recorder.stop()
+    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
+    got = json.loads(out.read_text())
+
+    # The first phase found the claim pods pending; the wait's rounds named them until they were gone.
+    assert got["step"]["waiting_for"] == "claim_pods_gone" and got["step"]["pending"] == claim_pods
+    assert got["step"]["changed"] is True and got["step"]["elapsed"] >= 0
+    # -vvv prints each round's result after its line: "FAILED - RETRYING: [host]: name (N retries left).Result was: {..}"
+    retry_lines = [chunk for chunk in run.stdout.split("FAILED - RETRYING: ")[1:]
+                   if "Wait until the evicted claim pods are gone" in chunk.split("\n", 1)[0]]
+    assert retry_lines, run.stdout[-6000:]
+    rounds = [json.JSONDecoder().raw_decode(chunk.split("Result was: ", 1)[1])[0] for chunk in retry_lines]
+    assert rounds and all(r["waiting_for"] == "claim_pods_gone" for r in rounds)
+    assert set(rounds[0]["pending"]) <= set(claim_pods) and rounds[0]["pending"]
+    assert "waiting for the evicted pods that use ResourceClaims to be gone" in rounds[0]["progress"]
+    assert [r["elapsed"] for r in rounds] == sorted(r["elapsed"] for r in rounds)
+    assert got["wait"]["waiting_for"] != "claim_pods_gone" and got["wait"]["attempts"] == len(retry_lines) + 1
+    assert got["driver"]["waiting_for"] is None and got["driver"]["pending"] == []
+
+    # The result is the one call's: same phases, plan and outcome, in the same order on the API.
+    result = got["result"]
+    assert result["changed"] is True and result["claim_pods"] == claim_pods
+    assert result["eviction_order"] == result["claim_pods"] + result["other_pods"]
+    assert result["driver_pods"] == [driver_pod]
+    assert set(result["phases"]) == {"preflight", "cordon", "evict_claim_pods", "evict_other_pods",
+                                     "wait_claims_released", "remove_driver"}
+    evicted = [recorder.deletion_started("pod", p) for p in claim_pods]
+    claims = sorted(set(event[3] for event in recorder.events if event[1] == "claim"))
+    released = [recorder.released(c) for c in claims]
+    driver_gone = recorder.deletion_started("pod", driver_pod)
+    assert None not in evicted and claims and None not in released and driver_gone is not None
+    assert max(evicted) < max(released) < driver_gone
+    after = node_state(cluster, node)
+    assert after["unschedulable"] is True and after["labels"][EXCLUSION] == "true"
+
+    again = cluster.run_playbook(str(playbook), *role_vars[:-1])
+    assert again.returncode == 0, again.stdout[-4000:]
+    assert json.loads(out.read_text())["result"]["changed"] is False
+    # Only the test's own copy task changed something.
+    assert re.search(r"localhost\s+: ok=\d+\s+changed=1\s", again.stdout), again.stdout[-2000:]

@@ -8,6 +8,7 @@ take) and ``wait_sleep`` (seconds between polls); the names a module had before 
 (``wait_options``). Every time parameter of a module (those, and the request timeouts and scrape intervals
 of the modules that read endpoints) must be a finite number of seconds above 0: ``nan``, ``inf``, ``-1`` and
 ``0`` are refused before anything is read or written, the message naming the option and giving an example.
+A role that waits in an ``until`` loop takes its ``retries`` from ``wait_retries`` (the filter of the same name).
 
 Pure functions: no Ansible, no network.
 """
@@ -79,3 +80,19 @@ def wait_parameter_errors(params, timeouts=(WAIT_TIMEOUT,), intervals=(WAIT_SLEE
             if error:
                 errors.append(error)
     return errors
+
+
+def wait_retries(timeout, delay, elapsed=0):
+    """Rounds of an until-loop that polls every `delay` seconds so that the wait ends about `timeout` seconds
+    after the operation started, `elapsed` seconds ago; at least 1 (one more look after the time is up).
+    Raises ValueError naming the bad value."""
+    try:
+        timeout, delay, elapsed = float(timeout), float(delay), float(elapsed or 0)
+    except (TypeError, ValueError):
+        raise ValueError("timeout %r, delay %r and elapsed %r must be numbers of seconds, e.g. 300, 5 and 0"
+                         % (timeout, delay, elapsed))
+    if not (delay > 0 and math.isfinite(delay)):
+        raise ValueError("the delay between rounds must be a finite number of seconds above 0 (e.g. 5), got %r" % delay)
+    if not math.isfinite(timeout) or not math.isfinite(elapsed):
+        raise ValueError("timeout %r and elapsed %r must be finite numbers of seconds" % (timeout, elapsed))
+    return max(1, int(math.ceil((timeout - elapsed) / delay)))

@@ -8,7 +8,6 @@ Pure functions; no IO:
 
 * ``component_endpoint``: where a component answers on its host (https URL of /metrics,
   /configz and its health path) from its flags after the change and kubeadm's defaults;
-* ``wait_retries``: how many polls a wait of ``timeout`` seconds every ``interval`` takes;
 * ``tuning_written``: from component_flags' result for a QPS/Burst change, what kubeadm-config
   must carry (extraArgs, the config file's hostPath volume) and the files a rollback puts back.
 """
@@ -16,8 +15,6 @@ Pure functions; no IO:
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
-
-import math
 
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER
 from ansible_collections.dra.admin.plugins.module_utils.control_plane.tuning import SCHEDULER_CONFIG_VOLUME
@@ -64,17 +61,6 @@ def component_endpoint(component, flags, endpoints, endpoint_host):
         host = "[%s]" % host
     url = "https://%s:%s" % (host, port)
     return {"url": url, "health_url": url + endpoint["health"]}
-
-
-def wait_retries(timeout, interval):
-    """Polls of a wait of ``timeout`` seconds, one every ``interval`` seconds (rounded up)."""
-    try:
-        timeout, interval = int(timeout), int(interval)
-    except (TypeError, ValueError):
-        raise RestartInputError("wait timeout %r and poll interval %r must be whole seconds" % (timeout, interval))
-    if interval <= 0:
-        raise RestartInputError("poll interval %s must be above 0 seconds, e.g. 5" % interval)
-    return int(math.ceil(timeout / float(interval)))
 
 
 def tuning_written(component, result):

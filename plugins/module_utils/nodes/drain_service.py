@@ -30,6 +30,7 @@ from ansible_collections.dra.admin.plugins.module_utils.nodes.drain import (
 from ansible_collections.dra.admin.plugins.module_utils.drivers.nodes import select_nodes_for_daemonset
 from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import daemonset_excludes
 from ansible_collections.dra.admin.plugins.module_utils.claims.slices import driver_publishes_for_node, slices_for_node
+from ansible_collections.dra.admin.plugins.module_utils.nodes.drain_progress import drain_waiting_for, elapsed_since, progress
 
 MERGE_PATCH = "application/merge-patch+json"
 MAX_PARALLEL_EVICTIONS = 16
@@ -51,7 +52,8 @@ class NodeDrain(object):
         self.check_mode = check_mode
         self.clock = clock
         self.sleep = sleep
-        self.started = clock()
+        # Without waiting (wait: false), a run is one phase of a drain that started at `since`.
+        self.started = params.get("since") or clock()
         self.deadline = self.started + params["wait_timeout"]
         self.events = []
         self.phases = {}
@@ -137,18 +139,12 @@ class NodeDrain(object):
             reasons = "; ".join("%s (%s)" % (b["pod"], b["reason"]) for b in plan["blocked"])
             raise DrainError("pods on %s need an explicit option before the drain can start: %s. Nothing was "
                              "changed." % (self.node, reasons), {"blocked_pods": plan["blocked"]})
+        if self.p.get("wait") is False:
+            return self.advance(plan, gathered, labels, was_cordoned, node, summary)
         if self.check_mode:
             self.changed = summary["would_change"]
             return summary
-        if self.p["force"] and plan["unmanaged"]:
-            self.warnings.append("force=true: evicting pods no controller will recreate: %s"
-                                 % ", ".join(plan["unmanaged"]))
-        if gathered["daemonset_claims"]:
-            self.warnings.append(
-                "ResourceClaim(s) used on %s only by DaemonSet pods, which stay on the node and are not waited "
-                "for: %s. The DRA driver leaves while they are prepared; give such DaemonSets a node affinity that "
-                "keeps them off the node before the drain if they must be unprepared first."
-                % (self.node, describe_claims(gathered["daemonset_claims"])))
+        self.warn_at_start(plan, gathered)
         t = self.clock()
         self.cordon(node, was_cordoned)
         self.phase("cordon", t)
@@ -165,16 +161,63 @@ class NodeDrain(object):
         self.wait_claims_released(version, held, plan["claim_pods"], labels)
         self.phase("wait_claims_released", t)
         summary["non_pod_claims"] = self.non_pod_reports()
+        self.warn_non_pod(summary)
+
+        t = self.clock()
+        self.remove_driver(labels, plan["driver_pods"])
+        self.phase("remove_driver", t)
+        summary.update(phases=self.phases, events=self.events)
+        return summary
+
+    def warn_at_start(self, plan, gathered):
+        if self.p["force"] and plan["unmanaged"]:
+            self.warnings.append("force=true: evicting pods no controller will recreate: %s"
+                                 % ", ".join(plan["unmanaged"]))
+        if gathered["daemonset_claims"]:
+            self.warnings.append(
+                "ResourceClaim(s) used on %s only by DaemonSet pods, which stay on the node and are not waited "
+                "for: %s. The DRA driver leaves while they are prepared; give such DaemonSets a node affinity that "
+                "keeps them off the node before the drain if they must be unprepared first."
+                % (self.node, describe_claims(gathered["daemonset_claims"])))
+
+    def warn_non_pod(self, summary):
         if self.non_pod:
             self.warnings.append(
                 "ResourceClaim(s) on %s stay reserved for consumers that are not pods; the drain evicted the pods "
                 "on the node that use them and does not wait for the reservation (no eviction ends it): %s"
                 % (self.node, "; ".join(r["message"] for r in summary["non_pod_claims"])))
 
+    def advance(self, plan, gathered, labels, was_cordoned, node, summary):
+        """wait: false: the writes of the next phase whose waits are over, and no wait (_progress). Returns
+        the plan, what the drain still waits for (waiting_for, pending, as read before this run's writes) and
+        the seconds since the drain started; in check mode only that. Run again after each wait."""
+        label_set = labels.get(self.p["exclusion_label"]) == "true"
+        waiting_for, pending = drain_waiting_for(
+            summary["claim_pods"], summary["other_pods"], claim_keys(gathered["blocking"]), summary["driver_pods"],
+            label_set)
+        summary.update(progress(waiting_for, pending, self.started, self.clock()), started=self.started)
+        if self.check_mode:
+            self.changed = summary["would_change"]
+            return summary
+        if CORDON_ANNOTATION not in (node["metadata"].get("annotations") or {}):  # the run that starts the drain
+            self.warn_at_start(plan, gathered)
         t = self.clock()
-        self.remove_driver(labels, plan["driver_pods"])
-        self.phase("remove_driver", t)
-        summary.update(phases=self.phases, events=self.events)
+        self.cordon(node, was_cordoned)
+        self.phase("cordon", t)
+        if waiting_for in ("claim_pods_gone", "other_pods_gone"):
+            pods = [p for p in plan["claim_pods" if waiting_for == "claim_pods_gone" else "other_pods"]
+                    if not p["metadata"].get("deletionTimestamp")]  # terminating ones only need the wait
+            t = self.clock()
+            self.evict_all(pods, "claim pod" if waiting_for == "claim_pods_gone" else "pod", wait=False)
+            self.phase("evict_claim_pods" if waiting_for == "claim_pods_gone" else "evict_other_pods", t)
+        elif waiting_for == "driver_pods_gone" and not label_set:
+            self.note_non_pod_claims(gathered["non_pod_claims"])
+            summary["non_pod_claims"] = self.non_pod_reports()
+            self.warn_non_pod(summary)
+            t = self.clock()
+            self.remove_driver(labels, [])
+            self.phase("remove_driver", t)
+        summary.update(phases=self.phases, events=self.events, elapsed=elapsed_since(self.started, self.clock()))
         return summary
 
     def node_drivers(self):
@@ -238,8 +281,9 @@ class NodeDrain(object):
             self.patch_node(patch)
             self.event("cordoned %s" % self.node)
 
-    def evict_all(self, pods, what):
-        """Evict every pod concurrently (PDB refusals retried), then wait for all of them together."""
+    def evict_all(self, pods, what, wait=True):
+        """Evict every pod concurrently (PDB refusals retried), then wait for all of them together (unless
+        not `wait`)."""
         if not pods:
             return
         self.changed = True
@@ -247,7 +291,7 @@ class NodeDrain(object):
         with ThreadPoolExecutor(max_workers=workers) as pool:
             outcomes = list(pool.map(self.evict, pods))
         failures = [o for o in outcomes if o]
-        if not failures:
+        if not failures and wait:
             failures = self.wait_pods_gone(pods)
         if failures:
             raise DrainError(
@@ -256,7 +300,7 @@ class NodeDrain(object):
                 % (len(failures), what, self.node, "; ".join(f["message"] for f in failures)),
                 {"blocking_pods": [f["pod"] for f in failures],
                  "pod_disruption_budgets": sorted(set(b for f in failures for b in f["pdbs"]))})
-        self.event("evicted %d %s(s)" % (len(pods), what))
+        self.event("evicted %d %s(s)" % (len(pods), what) if wait else "eviction of %d %s(s) asked" % (len(pods), what))
 
     def evict(self, pod):
         """Evict one pod, retrying PDB refusals and terminating namespaces with backoff until the timeout.

@@ -1,11 +1,13 @@
 """The computations of the internal role component_restart and of control_plane_tuning's kubeadm-config step
-(plugins/module_utils/restart.py, filters component_endpoint, wait_retries, tuning_written)."""
+(plugins/module_utils/control_plane/restart.py, filters component_endpoint and tuning_written; wait_retries,
+the filter the restart waits take their rounds from, in plugins/module_utils/common/waits.py)."""
 import pytest
 
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.dra.admin.plugins.filter.component_restart import (
-    component_endpoint_filter, tuning_written_filter, wait_retries_filter)
+    component_endpoint_filter, tuning_written_filter)
+from ansible_collections.dra.admin.plugins.filter.wait_retries import wait_retries_filter
 from ansible_collections.dra.admin.plugins.module_utils.control_plane import restart
 from ansible_collections.dra.admin.plugins.module_utils.control_plane import tuning
 
@@ -40,7 +42,7 @@ def test_endpoint_missing_for_a_component_fails_naming_it():
         component_endpoint_filter({}, "kube-scheduler", {"kube-apiserver": ENDPOINTS["kube-apiserver"]}, "h")
 
 
-@pytest.mark.parametrize("timeout,interval,retries", [(300, 5, 60), (301, 5, 61), ("10", "3", 4), (0, 5, 0)])
+@pytest.mark.parametrize("timeout,interval,retries", [(300, 5, 60), (301, 5, 61), ("10", "3", 4), (0, 5, 1)])
 def test_wait_retries_round_up(timeout, interval, retries):
     assert wait_retries_filter(timeout, interval) == retries
 
