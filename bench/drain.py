@@ -48,11 +48,7 @@ class Bench:
                         ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="json")
 
     def kubectl(self, *args, stdin=None, check=True):
-        res = subprocess.run(["kubectl"] + list(args), env=self.env, input=stdin, capture_output=True, text=True,
-                             check=False)
-        if check and res.returncode != 0:
-            raise RuntimeError(f"kubectl {' '.join(args)}: {res.stderr}")
-        return res
+        return kube.Kubectl(self.kubeconfig, self.env).run(*args, stdin=stdin, check=check)
 
     def get(self, *args):
         return json.loads(self.kubectl("get", "-o", "json", *args).stdout)

@@ -10,7 +10,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
-from kube import ClusterError, GaveUp, WaitTimeout, wait_for  # noqa: E402,F401  pylint: disable=wrong-import-position
+from kube import ClusterError, GaveUp, Kubectl, WaitTimeout, wait_for  # noqa: E402,F401  pylint: disable=wrong-import-position
 
 CACHE_ROOT = os.path.expanduser(os.environ.get("DRA_ADMIN_CACHE", "~/.cache/dra-admin"))
 
@@ -163,12 +163,8 @@ def ensure_outside_ephemeral_range(first, last, what, port_range=None):
 
 
 def kubectl(args, env, kubeconfig, stdin=None):
-    import subprocess
-    res = subprocess.run(["kubectl", "--kubeconfig", kubeconfig] + args, env=env, input=stdin,
-                         capture_output=True, text=True, check=False)
-    if res.returncode != 0:
-        raise ClusterError(f"kubectl {' '.join(args)} failed: {res.stderr.strip()}")
-    return res.stdout
+    """kubectl's output (kube.Kubectl: a failure raises a ClusterError)."""
+    return Kubectl(kubeconfig, env).run(*args, stdin=stdin).stdout
 
 
 def component_pidfile(workdir, component):

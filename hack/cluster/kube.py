@@ -10,6 +10,7 @@
   When the server can no longer resume (410 Gone: that version was compacted away) events may have
   been missed: the watch stops, `lost` says why, and whoever reads its events must fail.
 - `wait_for`: call a probe until it returns something truthy.
+- `Kubectl`: the one kubectl runner (a kubeconfig, an environment, the error a failure raises).
 
 Watch events are stamped on arrival (time.monotonic()): the API's own timestamps have a
 resolution of one second, too coarse for pod startup on a fast path.
@@ -30,6 +31,10 @@ import time
 
 class ClusterError(Exception):
     """An error a user can act on; printed without a traceback."""
+
+
+class KubectlError(ClusterError, AssertionError):
+    """kubectl exited non-zero (an AssertionError too: in a test it is a failed expectation)."""
 
 
 class GaveUp(ClusterError):
@@ -84,6 +89,33 @@ def wait_for(probe, timeout, what, interval=0.5, retry_on=(ClusterError,), detai
 # ---------------------------------------------------------------------------
 
 _SCRATCH = []
+
+
+class Kubectl:
+    """kubectl against one cluster: `binary` (a path, or found on the environment's PATH) with
+    `--kubeconfig`, in `env`; a non-zero exit raises KubectlError naming the command and its stderr
+    (unless check=False); `timeout` seconds per command (None: no limit)."""
+
+    def __init__(self, kubeconfig, env=None, binary="kubectl", timeout=None):
+        self.kubeconfig = kubeconfig
+        self.env = env
+        self.binary = binary
+        self.timeout = timeout
+
+    def run(self, *args, stdin=None, check=True, kubeconfig=None):
+        import subprocess
+        res = subprocess.run([self.binary, "--kubeconfig", kubeconfig or self.kubeconfig] + list(args), env=self.env,
+                             input=stdin, capture_output=True, text=True, check=False, timeout=self.timeout)
+        if check and res.returncode != 0:
+            raise KubectlError(f"kubectl {' '.join(args)} failed: {res.stderr.strip()}")
+        return res
+
+    def get_json(self, *args):
+        return json.loads(self.run("get", "-o", "json", *args).stdout)
+
+    def apply(self, docs):
+        import yaml
+        return self.run("apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
 
 
 def _scratch_dir():

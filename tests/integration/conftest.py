@@ -29,7 +29,7 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
 import clusterlib  # noqa: E402
-from kube import wait_for  # noqa: E402  (hack/cluster/kube.py: the one wait helper of tests, bench and hack/)
+from kube import Kubectl, wait_for  # noqa: E402  (hack/cluster/kube.py: the one wait helper of tests, bench and hack/)
 
 VERSIONS = clusterlib.supported_k8s_versions()
 NODES = int(os.environ.get("DRA_IT_NODES", "3"))
@@ -53,11 +53,7 @@ class Cluster:
 
     # --- kubectl -------------------------------------------------------
     def kubectl(self, *args, stdin=None, check=True):
-        res = subprocess.run(["kubectl", "--kubeconfig", self.kubeconfig] + list(args), env=self.env,
-                             input=stdin, capture_output=True, text=True, check=False)
-        if check and res.returncode != 0:
-            raise AssertionError(f"kubectl {' '.join(args)} failed: {res.stderr}")
-        return res
+        return Kubectl(self.kubeconfig, self.env).run(*args, stdin=stdin, check=check)
 
     def get_json(self, *args):
         return json.loads(self.kubectl("get", "-o", "json", *args).stdout)

@@ -33,7 +33,7 @@ import control_plane_helpers as helpers
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
 import clusterlib  # noqa: E402
-from kube import wait_for  # noqa: E402
+from kube import Kubectl, wait_for  # noqa: E402
 
 VERSIONS = clusterlib.supported_k8s_versions()
 ETCD_VERSION = clusterlib.load_versions()["ETCD_VERSION"]
@@ -91,8 +91,8 @@ class ControlPlane:
 
     # ---- the control plane ----
     def kubectl(self, *args, kubeconfig=None):
-        return subprocess.run([os.path.join(self.bin_dir, "kubectl"), "--kubeconfig", kubeconfig or self.admin_conf]
-                              + list(args), capture_output=True, text=True, check=False, env=self.env, timeout=60)
+        return Kubectl(self.admin_conf, self.env, os.path.join(self.bin_dir, "kubectl"), timeout=60).run(
+            *args, check=False, kubeconfig=kubeconfig)
 
     def wait_until(self, probe, timeout, what, interval=0.5):
         return wait_for(probe, timeout, what, interval, retry_on=(),

@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
 import clusterlib  # noqa: E402
 import kindlib  # noqa: E402
 from dra_objects import DRIVER, EXCLUSION_LABEL, claim_template  # noqa: E402
-from kube import wait_for  # noqa: E402
+from kube import Kubectl, wait_for  # noqa: E402
 from prometheus_server import PrometheusServer, render_rules  # noqa: E402
 
 VERSIONS = clusterlib.supported_k8s_versions()
@@ -55,11 +55,7 @@ class KindCluster:
             ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".tmp", "collections")))
 
     def kubectl(self, *args, stdin=None, check=True):
-        res = subprocess.run(["kubectl", "--kubeconfig", self.kubeconfig] + list(args), env=self.env, input=stdin,
-                             capture_output=True, text=True, check=False)
-        if check and res.returncode != 0:
-            raise AssertionError(f"kubectl {' '.join(args)} failed: {res.stderr}")
-        return res
+        return Kubectl(self.kubeconfig, self.env).run(*args, stdin=stdin, check=check)
 
     def get_json(self, *args):
         return json.loads(self.kubectl("get", "-o", "json", *args).stdout)

@@ -44,6 +44,7 @@ __metaclass__ = type
 import re
 from fractions import Fraction
 
+from ansible_collections.dra.admin.plugins.module_utils.common.names import MANAGED_BY, MANAGED_BY_LABEL
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import (
     VersionError, gate_api_versions, gate_info, parse_minor,
 )
@@ -527,7 +528,7 @@ def pool_status_request(driver, api_version="resource.k8s.io/v1alpha3"):
     """The ResourcePoolStatusRequest asking for every pool of `driver` (cluster-scoped, named by the server)."""
     return {"apiVersion": api_version, "kind": "ResourcePoolStatusRequest",
             "metadata": {"generateName": POOL_STATUS_NAME_PREFIX,
-                         "labels": {"app.kubernetes.io/managed-by": "dra.admin"}},
+                         "labels": {MANAGED_BY_LABEL: MANAGED_BY}},
             "spec": {"driver": driver, "limit": POOL_STATUS_LIMIT}}
 
 

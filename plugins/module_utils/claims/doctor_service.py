@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import datetime
 import time
 
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims import claim_view, pod_ref
@@ -15,12 +16,12 @@ from ansible_collections.dra.admin.plugins.module_utils.claims.doctor import (
     DELETE, REMOVE_FINALIZERS, RESYNC, RESYNC_ANNOTATION, diagnose, pod_info,
 )
 from ansible_collections.dra.admin.plugins.module_utils.claims.slices import device_index
-from ansible_collections.dra.admin.plugins.module_utils.common.api import DraApiError
+from ansible_collections.dra.admin.plugins.module_utils.common.times import format_time
+from ansible_collections.dra.admin.plugins.module_utils.common.api import MERGE_PATCH, DraApiError
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import (
     POD_NODE_COLUMN, claim_items, node_label_index, non_pod_consumer_index,
 )
 
-MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 
 
@@ -63,7 +64,7 @@ def carry_out(api, version, finding, meta):
     """One planned action, conditional on the claim being the one diagnosed (uid, resourceVersion)."""
     path = _claim_path(api, version, finding)
     if finding["action"] == RESYNC:
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        stamp = format_time(datetime.datetime.now(datetime.timezone.utc))
         body = {"metadata": {"resourceVersion": meta.get("resourceVersion"),
                              "annotations": {RESYNC_ANNOTATION: stamp}}}
         api.request("PATCH", path, body=body, content_type=MERGE_PATCH)

@@ -75,6 +75,7 @@ __all__ = ["AnsibleK8SModule", "DraApi", "DraApiError", "DraNotServedError", "au
 LIST_PAGE_SIZE = 500
 METADATA_LIST_ACCEPT = "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json"
 TABLE_ACCEPT = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+MERGE_PATCH = "application/merge-patch+json"
 
 
 class DraApiError(Exception):

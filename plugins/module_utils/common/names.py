@@ -14,6 +14,11 @@ __metaclass__ = type
 
 import re
 
+# How the collection marks the objects it makes (driver DaemonSets and their RBAC, persona RBAC,
+# DeviceTaintRules, capacity requests): the recommended managed-by label with the collection's name.
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGED_BY = "dra.admin"
+
 _DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 DNS_LABEL = re.compile(r"^%s$" % _DNS_LABEL)
 DNS_SUBDOMAIN = re.compile(r"^%s(\.%s)*$" % (_DNS_LABEL, _DNS_LABEL))

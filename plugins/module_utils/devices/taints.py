@@ -27,7 +27,8 @@ import re
 
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims import allocated_devices, live_consumer_pods
 from ansible_collections.dra.admin.plugins.module_utils.common.names import (
-    DNS_SUBDOMAIN, MAX_SUBDOMAIN, label_value_error, qualified_name_error, subdomain_error,
+    DNS_SUBDOMAIN, MANAGED_BY, MANAGED_BY_LABEL, MAX_SUBDOMAIN, label_value_error, qualified_name_error,
+    subdomain_error,
 )
 from ansible_collections.dra.admin.plugins.module_utils.claims.slices import device_index
 from ansible_collections.dra.admin.plugins.module_utils.common.times import format_time, parse_time
@@ -44,8 +45,6 @@ EFFECTS = (EFFECT_NONE, NO_SCHEDULE, NO_EXECUTE)
 EVICTION_IN_PROGRESS = "EvictionInProgress"
 
 # Rules the collection creates carry this label; it changes or deletes no other rule.
-MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
-MANAGED_BY = "dra.admin"
 DEFAULT_KEY = "dra.admin/maintenance"
 NAME_PREFIX = "dra-admin-"
 

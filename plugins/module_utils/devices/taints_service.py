@@ -17,6 +17,7 @@ __metaclass__ = type
 import time
 
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import pod_index
+from ansible_collections.dra.admin.plugins.module_utils.common.api import MERGE_PATCH
 from ansible_collections.dra.admin.plugins.module_utils.devices.taints import (  # noqa: F401 (states re-exported)
     ABSENT, DEFAULT_KEY, DEVICE_DRAIN, DRY_RUN, EFFECT_NONE, MAINTENANCE, NO_EXECUTE, RESOURCE, TAINTED,
     DeviceTaintError, affected_claims, build_rule, diff_view, eviction_done, operation_rule_name, ownership_error,
@@ -27,7 +28,6 @@ from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import 
     RESOURCE_GROUP, VersionError, device_taint_rule_support, device_taint_rules_unavailable,
 )
 
-MERGE_PATCH = "application/merge-patch+json"
 
 
 class DeviceTaintFailure(DeviceTaintError):

@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.dra.admin.plugins.module_utils.common.names import MANAGED_BY, MANAGED_BY_LABEL
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import RESOURCE_GROUP
 from ansible_collections.dra.admin.plugins.module_utils.drivers.nodes import node_affinity
 
@@ -24,7 +25,6 @@ HEALTH_SERVICE = "liveness"
 HEALTH_PORT_NAME = "healthz"
 
 
-MANAGED_BY = "dra.admin"
 
 
 DRIVER_LABEL = "dra.admin/driver"
@@ -63,7 +63,7 @@ def selector_labels(name):
 
 def object_labels(name, driver, extra=None):
     labels = dict(selector_labels(name))
-    labels.update({"app.kubernetes.io/managed-by": MANAGED_BY, DRIVER_LABEL: driver})
+    labels.update({MANAGED_BY_LABEL: MANAGED_BY, DRIVER_LABEL: driver})
     labels.update(extra or {})
     return labels
 
@@ -179,6 +179,6 @@ def build_device_classes(driver, classes, api_version):
             spec["config"] = [{"opaque": {"driver": driver, "parameters": entry["config"]}}]
         manifests.append({"apiVersion": "%s/%s" % (RESOURCE_GROUP, api_version), "kind": "DeviceClass",
                           "metadata": {"name": entry["name"],
-                                       "labels": {"app.kubernetes.io/managed-by": MANAGED_BY, DRIVER_LABEL: driver}},
+                                       "labels": {MANAGED_BY_LABEL: MANAGED_BY, DRIVER_LABEL: driver}},
                           "spec": spec})
     return manifests

@@ -17,7 +17,7 @@ __metaclass__ = type
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from ansible_collections.dra.admin.plugins.module_utils.common.api import DraApiError
+from ansible_collections.dra.admin.plugins.module_utils.common.api import MERGE_PATCH, DraApiError
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import gather_claim_views
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims import (
     CONSUMER_POD_GROUP, blocks_node, claim_view, claims_used_by, consumer_label, consumer_note,
@@ -32,7 +32,6 @@ from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import d
 from ansible_collections.dra.admin.plugins.module_utils.claims.slices import driver_publishes_for_node, slices_for_node
 from ansible_collections.dra.admin.plugins.module_utils.nodes.drain_progress import drain_waiting_for, elapsed_since, progress
 
-MERGE_PATCH = "application/merge-patch+json"
 MAX_PARALLEL_EVICTIONS = 16
 
 

@@ -18,12 +18,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.dra.admin.plugins.module_utils.common.names import MANAGED_BY, MANAGED_BY_LABEL
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import (
     RESOURCE_GROUP, VersionError, gate_info, parse_minor,
 )
 
 PERSONAS = ("admin", "driver", "operator")
-MANAGED_BY = "dra.admin"
 PERSONA_LABEL = "dra.admin/persona"
 RBAC_API = "rbac.authorization.k8s.io/v1"
 
@@ -123,7 +123,7 @@ def persona_name(prefix, persona, driver=None):
 
 
 def labels(persona):
-    return {"app.kubernetes.io/managed-by": MANAGED_BY, PERSONA_LABEL: persona}
+    return {MANAGED_BY_LABEL: MANAGED_BY, PERSONA_LABEL: persona}
 
 
 def subjects(entry):
@@ -251,7 +251,7 @@ def stale_objects(existing, wanted):
     stale = []
     for obj in existing:
         meta = obj.get("metadata") or {}
-        if (meta.get("labels") or {}).get("app.kubernetes.io/managed-by") != MANAGED_BY:
+        if (meta.get("labels") or {}).get(MANAGED_BY_LABEL) != MANAGED_BY:
             continue
         if PERSONA_LABEL not in (meta.get("labels") or {}):
             continue
