@@ -92,7 +92,6 @@ def progress(waiting_for, pending, since, now, what=None):
             "progress": progress_line(waiting_for, pending, elapsed, what)}
 
 
-
 def merge_drain_steps(steps, waits):
     """One drain result, as dra_node_drain returns it with `wait: true`, from the role's per-phase runs.
 
