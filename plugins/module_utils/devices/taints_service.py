@@ -29,7 +29,6 @@ from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import 
 )
 
 
-
 class DeviceTaintFailure(DeviceTaintError):
     """Stopped after writing (a timeout); `details` carries the report so far."""
 

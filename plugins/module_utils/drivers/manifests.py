@@ -25,8 +25,6 @@ HEALTH_SERVICE = "liveness"
 HEALTH_PORT_NAME = "healthz"
 
 
-
-
 DRIVER_LABEL = "dra.admin/driver"
 
 
