@@ -397,24 +397,10 @@ def _unresolved_view(report):
     return view
 
 
-def device_health(slices, claims, pods, now, first_seen=None, unknown_after=600, driver=None):
-    """The device health report (see the module dra_device_health_info for every field).
-
-    slices, claims, pods: the API's objects (pods: live ones, whole). now: aware datetime.
-    first_seen: an earlier run's ``first_seen``; unknown_after: seconds a device must have been Unknown to
-    count as long Unknown; driver: only this driver's devices.
-    """
-    first_seen = check_inputs(first_seen, unknown_after)
-    claims = list(claims)
-    reserved = set(r.get("uid") for c in claims for r in reserved_for(c))
-    pods = [p for p in pods if names_claims(p) or _meta(p).get("uid") in reserved]  # only these can hold devices
-    published = published_devices(slices)
-    users = device_users(claims, pod_index(pods), pods_naming_claims(pods))
-    claims_by_name = dict(((_meta(c).get("namespace"), _meta(c).get("name")), claim_devices(c)) for c in claims)
-
-    entries = {}
-    unresolved = []
-    pods_with_field = 0
+def _reported_entries(pods, claims_by_name, published, driver):
+    """Devices the pods report on (entries keyed by device), the reports naming no single device, and how
+    many pods carry the health field."""
+    entries, unresolved, pods_with_field = {}, [], 0
     for pod in pods:
         if not has_health_field(pod):
             continue
@@ -430,6 +416,11 @@ def device_health(slices, claims, pods, now, first_seen=None, unknown_after=600,
             if key not in entries:
                 entries[key] = _new_entry(key, published.get(key) or {"node": report["node"]}, key in published)
             entries[key]["reports"].append(_report_view(report))
+    return entries, unresolved, pods_with_field
+
+
+def _add_published(entries, published, driver):
+    """Every published device gets an entry; returns how many published devices carry taints."""
     devices_with_taints = 0
     for key, where in published.items():
         if driver is not None and key[0] != driver:
@@ -438,24 +429,24 @@ def device_health(slices, claims, pods, now, first_seen=None, unknown_after=600,
             devices_with_taints += 1
         if key not in entries:
             entries[key] = _new_entry(key, where, True)
+    return devices_with_taints
 
-    devices = []
-    for key in sorted(entries, key=lambda k: tuple(x or "" for x in k)):
-        entry = entries[key]
-        used = users.get(key) or {"claims": [], "pods": []}
-        entry["claims"] = sorted(used["claims"])
-        entry["pods"] = sorted(used["pods"], key=lambda p: (p["namespace"] or "", p["name"] or ""))
-        entry["health"] = worst_health(r["health"] for r in entry["reports"])
-        entry["condition"], entry["reasons"] = device_condition(entry["health"], entry["taints"])
-        since, source = _since(entry["id"], entry["condition"], entry["taints"], first_seen, now)
-        entry["since"] = format_time(since) if since else None
-        entry["since_source"] = source
-        entry["for_seconds"] = int((now - since).total_seconds()) if since else None
-        entry["in_use"] = bool(entry["pods"])
-        devices.append(entry)
 
-    unhealthy = [d for d in devices if d["condition"] == COND_UNHEALTHY]
-    long_unknown = [d for d in devices if d["condition"] == COND_UNKNOWN and d["for_seconds"] >= unknown_after]
+def _judged(entry, used, first_seen, now):
+    """An entry with its users, health, condition and since filled in."""
+    entry["claims"] = sorted(used["claims"])
+    entry["pods"] = sorted(used["pods"], key=lambda p: (p["namespace"] or "", p["name"] or ""))
+    entry["health"] = worst_health(r["health"] for r in entry["reports"])
+    entry["condition"], entry["reasons"] = device_condition(entry["health"], entry["taints"])
+    since, source = _since(entry["id"], entry["condition"], entry["taints"], first_seen, now)
+    entry["since"] = format_time(since) if since else None
+    entry["since_source"] = source
+    entry["for_seconds"] = int((now - since).total_seconds()) if since else None
+    entry["in_use"] = bool(entry["pods"])
+    return entry
+
+
+def _summary(devices, unhealthy, long_unknown, unresolved, pods_with_field):
     summary = dict((c.replace("-", "_"), 0) for c in CONDITIONS)
     for entry in devices:
         summary[entry["condition"].replace("-", "_")] += 1
@@ -464,9 +455,34 @@ def device_health(slices, claims, pods, now, first_seen=None, unknown_after=600,
                    unhealthy_in_use=sum(1 for d in unhealthy if d["in_use"]),
                    long_unknown=len(long_unknown), unresolved=len(unresolved),
                    pods_reporting=pods_with_field)
+    return summary
+
+
+def device_health(slices, claims, pods, now, first_seen=None, unknown_after=600, driver=None):
+    """The device health report (see the module dra_device_health_info for every field).
+
+    slices, claims, pods: the API's objects (pods: live ones, whole). now: aware datetime.
+    first_seen: an earlier run's ``first_seen``; unknown_after: seconds a device must have been Unknown to
+    count as long Unknown; driver: only this driver's devices.
+    """
+    first_seen = check_inputs(first_seen, unknown_after)
+    claims = list(claims)
+    reserved = set(r.get("uid") for c in claims for r in reserved_for(c))
+    pods = [p for p in pods if names_claims(p) or _meta(p).get("uid") in reserved]  # only these can hold devices
+    published = published_devices(slices)
+    users = device_users(claims, pod_index(pods), pods_naming_claims(pods))
+    claims_by_name = dict(((_meta(c).get("namespace"), _meta(c).get("name")), claim_devices(c)) for c in claims)
+
+    entries, unresolved, pods_with_field = _reported_entries(pods, claims_by_name, published, driver)
+    devices_with_taints = _add_published(entries, published, driver)
+    devices = [_judged(entries[key], users.get(key) or {"claims": [], "pods": []}, first_seen, now)
+               for key in sorted(entries, key=lambda k: tuple(x or "" for x in k))]
+
+    unhealthy = [d for d in devices if d["condition"] == COND_UNHEALTHY]
+    long_unknown = [d for d in devices if d["condition"] == COND_UNKNOWN and d["for_seconds"] >= unknown_after]
     return {
         "devices": devices,
-        "summary": summary,
+        "summary": _summary(devices, unhealthy, long_unknown, unresolved, pods_with_field),
         "unhealthy": [_brief(d) for d in unhealthy],
         "unhealthy_in_use": [_brief(d, pods=True) for d in unhealthy if d["in_use"]],
         "long_unknown": [_brief(d, pods=True) for d in long_unknown],

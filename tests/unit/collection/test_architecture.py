@@ -106,3 +106,30 @@ def test_every_path_the_page_names_exists():
     assert len(paths) > 30
     missing = sorted(p for p in paths if not os.path.exists(os.path.join(ROOT, p.split(" ")[0].rstrip("/"))))
     assert missing == []
+
+
+MAX_FUNCTION_LINES = 60
+
+
+def long_functions(paths):
+    """(lines, path, name) of every function or method over MAX_FUNCTION_LINES lines (docstring included)."""
+    out = []
+    for path in paths:
+        with open(path) as fh:
+            tree = ast.parse(fh.read(), path)
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    out.append((lines, os.path.relpath(path, ROOT), node.name))
+    return sorted(out)
+
+
+def test_no_function_of_the_collection_is_over_60_lines(tmp_path):
+    plugins = [os.path.join(d, n) for d, dummy, files in os.walk(os.path.join(ROOT, "plugins"))
+               for n in files if n.endswith(".py")]
+    assert len(plugins) > 60
+    assert long_functions(plugins) == []
+    long_one = tmp_path / "long.py"
+    long_one.write_text("def f():\n" + "    x = 1\n" * MAX_FUNCTION_LINES)
+    assert [(lines, name) for lines, dummy, name in long_functions([str(long_one)])] == [(61, "f")]
