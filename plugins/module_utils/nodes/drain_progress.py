@@ -16,7 +16,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import math
 
 # The waits of a node drain, in order: each must be over before the writes of the next phase.
 CLAIM_PODS_GONE = "claim_pods_gone"
