@@ -44,6 +44,7 @@ __metaclass__ = type
 import re
 from fractions import Fraction
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.common.names import MANAGED_BY, MANAGED_BY_LABEL
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import (
     VersionError, gate_api_versions, gate_info, parse_minor,
@@ -63,7 +64,7 @@ _SUFFIX = {"": 1, "n": Fraction(1, 10 ** 9), "u": Fraction(1, 10 ** 6), "m": Fra
 _DRIVER_SELECTOR = re.compile(r'^\s*device\.driver\s*==\s*"([^"]+)"\s*$')
 
 
-class QuantityError(ValueError):
+class QuantityError(DraAdminError, ValueError):
     pass
 
 

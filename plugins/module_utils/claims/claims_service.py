@@ -11,6 +11,7 @@ __metaclass__ = type
 
 import time
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import RESOURCE_GROUP
 from ansible_collections.dra.admin.plugins.module_utils.common.api import DraApiError
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims import (
@@ -30,11 +31,11 @@ POOL_STATUS_RESOURCE = "resourcepoolstatusrequests"
 POLL_INTERVAL = 0.5
 
 
-class ClaimsError(Exception):
+class ClaimsError(DraAdminError):
     """A problem with the request (for example an unknown node)."""
 
 
-class PoolStatusError(Exception):
+class PoolStatusError(DraAdminError):
     """A ResourcePoolStatusRequest that did not answer, or failed."""
 
 

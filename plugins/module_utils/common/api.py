@@ -16,6 +16,7 @@ __metaclass__ = type
 
 import json
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import (
     RESOURCE_GROUP,
     preferred_api_version,
@@ -78,7 +79,7 @@ TABLE_ACCEPT = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 MERGE_PATCH = "application/merge-patch+json"
 
 
-class DraApiError(Exception):
+class DraApiError(DraAdminError):
     """An API failure with a message a user can act on."""
 
     def __init__(self, message, status=None, causes=()):

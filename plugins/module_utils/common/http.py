@@ -14,8 +14,10 @@ __metaclass__ = type
 from ansible.module_utils.common.text.converters import to_text
 from ansible.module_utils.urls import open_url
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 
-class SourceError(Exception):
+
+class SourceError(DraAdminError):
     """A metrics source could not be read; the message says which and why."""
 
     def __init__(self, message, status=None, body=""):

@@ -17,6 +17,8 @@ __metaclass__ = type
 
 import copy
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
+
 try:
     import yaml
     HAS_YAML = True
@@ -25,7 +27,7 @@ except ImportError:  # pragma: no cover - reported by the modules
     HAS_YAML = False
 
 
-class ManifestError(ValueError):
+class ManifestError(DraAdminError, ValueError):
     """A manifest or a request this module does not understand; the message says what and what to do."""
 
 

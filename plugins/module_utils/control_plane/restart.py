@@ -16,6 +16,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER
 from ansible_collections.dra.admin.plugins.module_utils.control_plane.tuning import SCHEDULER_CONFIG_VOLUME
 
@@ -30,7 +31,7 @@ KUBEADM_TUNING_FLAGS = {
 }
 
 
-class RestartInputError(ValueError):
+class RestartInputError(DraAdminError, ValueError):
     """An input of the restart steps that cannot be used; the message names it and the fix."""
 
 

@@ -20,6 +20,7 @@ __metaclass__ = type
 import math
 import re
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER, KUBELET
 
 # kube-controller-manager's built-in --kube-api-qps and --kube-api-burst.
@@ -51,7 +52,7 @@ SCHEDULER_DEPRECATED_FLAGS = (
 )
 
 
-class TuningError(ValueError):
+class TuningError(DraAdminError, ValueError):
     """A QPS/Burst request that a component would refuse or misread; the message says what to do."""
 
 

@@ -44,6 +44,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims import (
     CONSUMER_POD, allocated_devices, consumers, names_claims, pod_claim_names, pod_claims, pod_ref, reserved_for,
 )
@@ -86,7 +87,7 @@ _SOURCE_COMPONENTS = {SOURCE_POD_STATUS: "kube-apiserver and the kubelets",
 CLAIM_PREFIX = "claim:"
 
 
-class HealthInputError(ValueError):
+class HealthInputError(DraAdminError, ValueError):
     """A bad option value (first_seen, unknown_after)."""
 
 

@@ -25,6 +25,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.devices.health import (
     COND_HEALTHY, COND_NOT_REPORTED, COND_UNHEALTHY, device_key,
 )
@@ -59,7 +60,7 @@ WRITES = (TAINT, UPDATE, MARK, UNMARK, LIFT)
 HEALTHY_CONDITIONS = (COND_HEALTHY, COND_NOT_REPORTED)
 
 
-class RemediationInputError(ValueError):
+class RemediationInputError(DraAdminError, ValueError):
     """A bad option (effect, healthy_for); the message names it and the fix."""
 
 

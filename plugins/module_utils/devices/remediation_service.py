@@ -32,9 +32,8 @@ class RemediationFailure(DeviceTaintError):
     """A write failed part-way: `changed` says whether an earlier action (or this one) wrote anything."""
 
     def __init__(self, message, changed, details):
-        super(RemediationFailure, self).__init__(message)
+        super(RemediationFailure, self).__init__(message, details)
         self.changed = changed
-        self.details = details
 
 
 def remediation_params(action, now, wait_timeout, poll_interval):
@@ -70,7 +69,7 @@ def remediate(api, effect, healthy_for, driver=None, wait_timeout=300, poll_inte
             raise RemediationFailure(
                 "device %s (%s of rule %s): %s; the actions before it were carried out, the later ones not: run "
                 "again" % (action["id"], action["action"], action["rule"], exc), changed or task.changed,
-                dict(getattr(exc, "details", {}), actions=actions))
+                dict(exc.details, actions=actions))
         changed = changed or task.changed
         action["changed"] = task.changed
         for field in ("would_evict", "evicted", "still_holding"):

@@ -25,6 +25,7 @@ import datetime
 import hashlib
 import re
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims import allocated_devices, live_consumer_pods
 from ansible_collections.dra.admin.plugins.module_utils.common.names import (
     DNS_SUBDOMAIN, MANAGED_BY, MANAGED_BY_LABEL, MAX_SUBDOMAIN, label_value_error, qualified_name_error,
@@ -69,7 +70,7 @@ OPERATION_TOOLS = {MAINTENANCE: "dra.admin.dra_device_taint (role device_mainten
 OUT_OF_SERVICE_EFFECTS = (NO_SCHEDULE, NO_EXECUTE)
 
 
-class DeviceTaintError(Exception):
+class DeviceTaintError(DraAdminError):
     """A request that cannot be carried out; the message names the field or object and the fix."""
 
 

@@ -32,10 +32,6 @@ from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import 
 class DeviceTaintFailure(DeviceTaintError):
     """Stopped after writing (a timeout); `details` carries the report so far."""
 
-    def __init__(self, message, details=None):
-        super(DeviceTaintFailure, self).__init__(message)
-        self.details = details or {}
-
 
 def rule_api_version(api):
     """(Kubernetes version, the resource.k8s.io version serving devicetaintrules); DeviceTaintError when the

@@ -16,6 +16,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.drivers.manifests import DOWNWARD_ENV
 from ansible_collections.dra.admin.plugins.module_utils.drivers.upgrade import SEAMLESS_MODES, max_unavailable_problem
 
@@ -26,7 +27,7 @@ _NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DRIVER_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
-class DriverInputError(ValueError):
+class DriverInputError(DraAdminError, ValueError):
     """Role inputs that cannot make a working driver DaemonSet; the message lists every problem."""
 
     def __init__(self, problems):

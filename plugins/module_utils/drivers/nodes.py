@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.common.tolerations import tolerates
 from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import required_terms, term_matches, with_exclusion
 
@@ -29,7 +30,7 @@ DAEMONSET_TOLERATIONS = (
 )
 
 
-class NoSelectedNodesError(ValueError):
+class NoSelectedNodesError(DraAdminError, ValueError):
     """No node matches the driver's node selection."""
 
 

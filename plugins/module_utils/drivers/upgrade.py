@@ -16,6 +16,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import VersionError, parse_minor
 
 
@@ -28,7 +29,7 @@ SEAMLESS_UPGRADE_MIN_KUBELET_MINOR = 33
 SEAMLESS_MODES = ("auto", "required", "disabled")
 
 
-class SeamlessUpgradeError(ValueError):
+class SeamlessUpgradeError(DraAdminError, ValueError):
     """A seamless upgrade was required but cannot be done on this cluster."""
 
 

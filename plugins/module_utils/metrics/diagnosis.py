@@ -25,6 +25,7 @@ __metaclass__ = type
 import math
 import re
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER, KUBELET
 from ansible_collections.dra.admin.plugins.module_utils.control_plane.tuning import DEFAULT_KCM_BURST, DEFAULT_KCM_QPS
 
@@ -38,7 +39,7 @@ _ESCAPES = {"\\": "\\", '"': '"', "n": "\n"}
 HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
 
 
-class ParseError(ValueError):
+class ParseError(DraAdminError, ValueError):
     """A line of metrics text that is not in the exposition format."""
 
 

@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.metrics import diagnosis
 
 # Grafana's unit of each query unit.
@@ -83,7 +84,7 @@ CONTROLLER_METRICS_ABSENT = "DRAResourceClaimControllerMetricsAbsent"
 SCHEDULER_METRICS_ABSENT = "DRASchedulerMetricsAbsent"
 
 
-class RulesError(ValueError):
+class RulesError(DraAdminError, ValueError):
     """A rule input that would not make valid rules; the message names it."""
 
 

@@ -17,6 +17,7 @@ __metaclass__ = type
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.common.api import MERGE_PATCH, DraApiError
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import gather_claim_views
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims import (
@@ -35,12 +36,8 @@ from ansible_collections.dra.admin.plugins.module_utils.nodes.drain_progress imp
 MAX_PARALLEL_EVICTIONS = 16
 
 
-class DrainError(Exception):
+class DrainError(DraAdminError):
     """The drain stopped; `details` says what blocks it. The node stays cordoned."""
-
-    def __init__(self, message, details=None):
-        super(DrainError, self).__init__(message)
-        self.details = details or {}
 
 
 class NodeDrain(object):

@@ -20,6 +20,8 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
+
 RESOURCE_GROUP = "resource.k8s.io"
 
 SUPPORTED_MINORS = tuple(range(30, 38))
@@ -227,7 +229,7 @@ DEVICE_TAINT_RULE_RESOURCE = "devicetaintrules"
 DEVICE_TAINTS_KNOB = "dra_feature_gates_device_taints"
 
 
-class VersionError(ValueError):
+class VersionError(DraAdminError, ValueError):
     """A Kubernetes version the catalog cannot answer for."""
 
 

@@ -25,6 +25,7 @@ __metaclass__ = type
 import base64
 import hashlib
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.releases import catalog
 from ansible_collections.dra.admin.plugins.module_utils.control_plane.command_line import parse_map, read_flags
 from ansible_collections.dra.admin.plugins.module_utils.control_plane.component_metrics import enabled_gates
@@ -58,7 +59,7 @@ PLUGIN_REGISTRY_DIR = "/var/lib/kubelet/plugins_registry"
 KUBELET_CONFIGZ_KEY = "kubeletconfig"
 
 
-class UpgradeInputError(ValueError):
+class UpgradeInputError(DraAdminError, ValueError):
     """Bad input for an upgrade check; the message names the field."""
 
 

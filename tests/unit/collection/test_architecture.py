@@ -133,3 +133,23 @@ def test_no_function_of_the_collection_is_over_60_lines(tmp_path):
     long_one = tmp_path / "long.py"
     long_one.write_text("def f():\n" + "    x = 1\n" * MAX_FUNCTION_LINES)
     assert [(lines, name) for lines, dummy, name in long_functions([str(long_one)])] == [(61, "f")]
+
+
+def test_every_error_class_of_the_collection_derives_from_the_one_root():
+    import importlib
+    import inspect
+    from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
+    found, stray = [], []
+    for directory, dummy, files in os.walk(os.path.join(ROOT, "plugins")):
+        for name in files:
+            if not name.endswith(".py") or name == "__init__.py" or "doc_fragments" in directory:
+                continue
+            rel = os.path.relpath(os.path.join(directory, name), ROOT)[:-3].replace(os.sep, ".")
+            module = importlib.import_module("ansible_collections.dra.admin." + rel)
+            for cname, cls in inspect.getmembers(module, inspect.isclass):
+                if cls.__module__ == module.__name__ and issubclass(cls, BaseException):
+                    found.append(cname)
+                    if not issubclass(cls, DraAdminError):
+                        stray.append("%s.%s" % (rel, cname))
+    assert len(found) > 15
+    assert stray == []
