@@ -16,10 +16,10 @@ import time
 import pytest
 
 from ansible_collections.dra.admin.plugins.module_utils._component_metrics import procfs_start_time
-from ansible_collections.dra.admin.plugins.modules import component_flags
+from ansible_collections.dra.admin.plugins.module_utils import component_flags
 
 # What the module does in its own process, run as a fresh process as the module is.
-NOTE = ("from ansible_collections.dra.admin.plugins.modules import component_flags; "
+NOTE = ("from ansible_collections.dra.admin.plugins.module_utils import component_flags; "
         "print(component_flags.clock_before_write())")
 
 
