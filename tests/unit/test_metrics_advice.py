@@ -14,7 +14,8 @@ import pytest
 
 from ansible_collections.dra.admin.plugins.module_utils import _metrics
 from ansible_collections.dra.admin.plugins.module_utils._gates import KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER
-from ansible_collections.dra.admin.plugins.modules import dra_metrics_advice as mod
+from ansible_collections.dra.admin.plugins.module_utils import prometheus
+from ansible_collections.dra.admin.plugins.module_utils.http_endpoints import Http
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -93,7 +94,7 @@ def params(**kw):
 
 def prometheus_double(values, names=None, counts=None):
     """A Prometheus API answering instant queries from `values` {expression: number | None}."""
-    names = set(names if names is not None else [mod._metrics.series_name(q) for q in _metrics.QUERIES])
+    names = set(names if names is not None else [_metrics.series_name(q) for q in _metrics.QUERIES])
     counts = counts or {}
 
     def query(qs):
@@ -126,8 +127,8 @@ def page_values(**by_id):
 
 
 def run(p):
-    http = mod.Http(p["timeout"])
-    return mod.advise(p, http, sleep=lambda s: None), http
+    http = Http(p["timeout"])
+    return prometheus.advise(p, http, sleep=lambda s: None), http
 
 
 # ---------------------------------------------------------------------------
