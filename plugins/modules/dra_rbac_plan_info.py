@@ -133,9 +133,7 @@ api_requests:
 from ansible_collections.dra.admin.plugins.module_utils.api import (
     AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
 )
-from ansible_collections.dra.admin.plugins.module_utils._rbac import (
-    MANAGED_BY, PERSONA_LABEL, granular_status, render, stale_objects,
-)
+from ansible_collections.dra.admin.plugins.module_utils.rbac import plan
 
 SUBJECTS = dict(users=dict(type="list", elements="str", default=[]),
                 groups=dict(type="list", elements="str", default=[]),
@@ -153,29 +151,6 @@ def argument_spec():
         name_prefix=dict(type="str", default="dra-"),
     )
     return spec
-
-
-def existing_objects(api):
-    query = {"labelSelector": "app.kubernetes.io/managed-by=%s,%s" % (MANAGED_BY, PERSONA_LABEL)}
-    found = []
-    for path, kind in (("/apis/rbac.authorization.k8s.io/v1/clusterroles", "ClusterRole"),
-                       ("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", "ClusterRoleBinding"),
-                       ("/apis/rbac.authorization.k8s.io/v1/rolebindings", "RoleBinding")):
-        for item in api.list_items(path, query):
-            item["kind"] = kind
-            found.append(item)
-    return found
-
-
-def plan(api, params):
-    version = api.server_version().get("gitVersion")
-    served = api.served_resources()
-    granular = granular_status(version)
-    objects = render(served, params["admins"], params["drivers"], params["operators"],
-                     prefix=params["name_prefix"], granular_status=granular)
-    return {"kubernetes_version": version, "resource_api_versions": api.served_resource_versions(),
-            "served_resources": served, "granular_status_authorization": granular, "objects": objects,
-            "stale": stale_objects(existing_objects(api), objects)}
 
 
 def main():
