@@ -312,9 +312,9 @@ from ansible_collections.dra.admin.plugins.module_utils.claims import ClaimsErro
 from ansible_collections.dra.admin.plugins.module_utils.device_taints import drain_devices
 from ansible_collections.dra.admin.plugins.module_utils.drain import DrainError, NodeDrain
 from ansible_collections.dra.admin.plugins.module_utils._device_taints import DeviceTaintError
-from ansible_collections.dra.admin.plugins.module_utils._k8s_names import label_errors, object_ref_error, subdomain_error
-from ansible_collections.dra.admin.plugins.module_utils._node_selection import DEFAULT_EXCLUSION_LABEL, exclusion_label_error
-from ansible_collections.dra.admin.plugins.module_utils._waits import wait_options, wait_parameter_errors
+from ansible_collections.dra.admin.plugins.module_utils._drain_inputs import input_errors
+from ansible_collections.dra.admin.plugins.module_utils._node_selection import DEFAULT_EXCLUSION_LABEL
+from ansible_collections.dra.admin.plugins.module_utils._waits import wait_options
 
 
 def argument_spec():
@@ -338,25 +338,6 @@ def argument_spec():
     )
     spec.update(wait_options(600, 1.0, timeout_aliases=["timeout"], sleep_aliases=["poll_interval"]))
     return spec
-
-
-def input_errors(params, spec=None):
-    """Every problem of the parameters, each naming the option and the fix; checked before anything is read
-    or written."""
-    errors = wait_parameter_errors(params, spec=spec)
-    errors.append(subdomain_error("node", params["node"], "gpu-node-7"))
-    errors.append(exclusion_label_error(params["exclusion_label"]))
-    if params["grace_period"] is not None and params["grace_period"] < 0:
-        errors.append("grace_period must be 0 or more seconds, got %s" % params["grace_period"])
-    if (params["device_pool"] or params["device"]) and not params["device_driver"]:
-        errors.append("device_pool and device need device_driver (the driver whose devices to drain)")
-    if params["device_driver"]:
-        errors.append(subdomain_error("device_driver", params["device_driver"]))
-    errors.extend(object_ref_error("driver_daemonsets", ref) for ref in params["driver_daemonsets"])
-    errors.extend(label_errors("driver_pod_labels", params["driver_pod_labels"]))
-    for option in ("drivers", "drivers_not_in_pods"):
-        errors.extend(subdomain_error("%s entry" % option, name) for name in params[option])
-    return [e for e in errors if e]
 
 
 def device_mode(module, api, params):
