@@ -29,7 +29,7 @@ def plan_params(**extra):
 
 def test_prepared_completes_the_names_and_asks_for_no_chart_name_on_the_template_path():
     asked = []
-    params, kind, supports = _driver_plan.prepared(plan_params(), lambda ref: asked.append(ref))
+    params, kind, supports = _driver_plan.prepared(plan_params(), asked.append)
     assert params["daemonset_name"] == params["service_account"] == "gpu-example-com-kubeletplugin"
     assert kind is None and supports is True and asked == []
 
