@@ -7,6 +7,7 @@ from ansible_collections.dra.admin.plugins.module_utils import (
 )
 from ansible_collections.dra.admin.plugins.module_utils._driver_inputs import DriverInputError
 from ansible_collections.dra.admin.plugins.module_utils._driver_nodes import NoSelectedNodesError
+from ansible_collections.dra.admin.plugins.module_utils._node_selection import DEFAULT_EXCLUSION_LABEL
 from ansible_collections.dra.admin.plugins.modules import dra_driver_plan_info
 
 KWOK_TAINT = {"key": "kwok.x-k8s.io/node", "value": "fake", "effect": "NoSchedule"}
@@ -108,7 +109,7 @@ def test_failure_names_what_is_missing():
 def test_status_drops_the_daemonset_and_adds_its_problems():
     daemonset = {"metadata": {"name": "d"}, "spec": {"updateStrategy": {"type": "OnDelete"}}}
     out = _driver_status.status(dict(seen(), daemonset=daemonset),
-                                {"exclusion_label": "dra.admin/driver-excluded", "health_ports": [],
+                                {"exclusion_label": DEFAULT_EXCLUSION_LABEL, "health_ports": [],
                                  "require_startup_probe": False}, ["0s x"], 1.26)
     assert "daemonset" not in out and out["update_strategy"] == {"type": "OnDelete"}
     assert out["done"] is True and out["elapsed"] == 1.3 and out["progress"] == ["0s x"]
