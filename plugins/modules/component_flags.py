@@ -293,24 +293,14 @@ backup_file:
   sample: /etc/kubernetes/dra-admin-backups/kube-apiserver.yaml.20250101T120000.000000
 """
 
-import hashlib
-import os
-
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.dra.admin.plugins.module_utils.control_plane import command_line
-from ansible_collections.dra.admin.plugins.module_utils.control_plane import config_file
-from ansible_collections.dra.admin.plugins.module_utils.control_plane import host_paths
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
+from ansible_collections.dra.admin.plugins.module_utils.control_plane import component_flags
 from ansible_collections.dra.admin.plugins.module_utils.control_plane import manifest as manifest_rules
-from ansible_collections.dra.admin.plugins.module_utils.control_plane import manifest_text
 from ansible_collections.dra.admin.plugins.module_utils.control_plane import tuning
-from ansible_collections.dra.admin.plugins.module_utils.common.files import backup_file, read_regular_file, read_text, write_atomically
-from ansible_collections.dra.admin.plugins.module_utils.control_plane.component_metrics import procfs_start_time
-from ansible_collections.dra.admin.plugins.module_utils.common.merge import deep_merge
-from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import (
-    KUBE_SCHEDULER, dra_additions, validate_dra_gates, validate_gates, validate_runtime_config, validate_without_version,
-)
+from ansible_collections.dra.admin.plugins.module_utils.control_plane.component_flags_service import clock_before_write, plan, write
 
 
 def argument_spec():
@@ -335,182 +325,6 @@ def argument_spec():
     )
 
 
-def check_backup_dir(path, backup_dir):
-    """Refuse a backup directory the kubelet would read static Pods from."""
-    manifest_dir = os.path.realpath(os.path.dirname(os.path.abspath(path)))
-    target = os.path.realpath(os.path.abspath(backup_dir))
-    if target == manifest_dir or target.startswith(manifest_dir + os.sep):
-        raise manifest_rules.ManifestError(
-            "backup_dir %s is inside %s, where the kubelet would start a backup as a second Pod: "
-            "choose a directory outside it (default /etc/kubernetes/dra-admin-backups)" % (backup_dir, manifest_dir))
-
-
-def validate_request(version, feature_gates, runtime_config, enable_dra=False):
-    """Catalog errors for the requested gates and runtime-config (removals are never refused).
-
-    With enable_dra the gates are judged together with what DRA needs, as the catalog's
-    validate_dra_gates does for the feature_gates role and dra_version_info."""
-    gates = dict((k, v) for k, v in feature_gates.items() if v is not None)
-    entries = dict((k, v) for k, v in runtime_config.items() if v is not None)
-    gate_errors = validate_dra_gates(version, gates) if enable_dra else validate_gates(version, gates)
-    return gate_errors + validate_runtime_config(version, entries)
-
-
-def read_manifest(path):
-    return read_regular_file(
-        path, "manifest %s does not exist: is this a control-plane node set up by kubeadm? "
-        "Give the manifest's path in the path option", "%s is not a regular file: give the manifest's path",
-        manifest_rules.ManifestError)
-
-
-CONFIG_ANNOTATION = "dra.admin/config-sha256"
-
-
-def plan_config_file(options, manifest, container, flags, where):
-    """The configuration file's part of the change, as a dict (no IO but reading the file).
-
-    Keys: path (as the Pod sees it), host_path, exists, created, text, new_text, changed, config,
-    add_flag (True when --config must be added), errors.
-    """
-    current = flags.get("config")
-    if isinstance(current, list) or (current is None and "config" in flags):
-        raise manifest_rules.ManifestError("%s: --config is given %s: expected one --config=<file>"
-                                           % (where, "several times" if isinstance(current, list) else "without a file"))
-    if current:
-        pod_path = current
-        host_path = host_paths.host_path_for(manifest, container, pod_path, where)
-        if host_path is None:
-            raise manifest_rules.ManifestError(
-                "%s: --config=%s is not mounted from the host (no hostPath volume mount covers it), so its "
-                "content cannot be changed here: mount the file with a hostPath volume, or remove --config and "
-                "let this module create the file" % (where, pod_path))
-        if not os.path.isfile(host_path):
-            raise manifest_rules.ManifestError(
-                "%s: --config=%s (on the host %s) does not exist: the component cannot start like this; put the "
-                "file back, or remove --config and let this module create the file" % (where, pod_path, host_path))
-        add_flag = False
-    else:
-        pod_path = options.get("path")
-        if not pod_path:
-            raise manifest_rules.ManifestError(
-                "%s has no --config flag: give config_file.path, where the file is to be created "
-                "(e.g. /etc/kubernetes/kube-scheduler-config.yaml)" % where)
-        if not os.path.isabs(pod_path):
-            raise manifest_rules.ManifestError("config_file.path %s is not an absolute path: give it as the Pod sees it, "
-                                               "e.g. /etc/kubernetes/kube-scheduler-config.yaml" % pod_path)
-        host_path = pod_path
-        if not os.path.isdir(os.path.dirname(host_path)):
-            raise manifest_rules.ManifestError("config_file.path %s: directory %s does not exist on this host: choose a "
-                                               "path in an existing directory" % (pod_path, os.path.dirname(host_path)))
-        add_flag = True
-    exists = os.path.isfile(host_path)
-    if os.path.exists(host_path) and not exists:
-        raise manifest_rules.ManifestError("%s is not a regular file: give config_file.path a file name" % host_path)
-    text = read_text(host_path) if exists else ""
-    merge = dict(options.get("merge") or {})
-    if not exists:
-        base = tuning.scheduler_config_from_flags(flags, options["api_version"])
-        merge = deep_merge(base, merge)
-    new_text, changed, dummy, after = config_file.edit_config_text(text, options["kind"], merge, where=host_path)
-    if not exists:
-        changed = True
-    errors = tuning.config_rate_errors(container, after, host_path)
-    return dict(path=pod_path, host_path=host_path, exists=exists, created=not exists, text=text,
-                new_text=new_text, changed=changed, config=after, add_flag=add_flag, errors=errors)
-
-
-def with_config_file(new_text, changed, config, params, path):
-    """The manifest's new text with the configuration file's mount (when the file is new) and its digest
-    annotation (so a change to the file alone restarts the Pod): (new text, changed)."""
-    edited = manifest_rules.load_manifest(new_text, path)
-    structured = edited
-    if config["add_flag"]:
-        structured, dummy = host_paths.add_host_path_mount(
-            structured, params["container"], params["config_file"]["volume_name"], config["host_path"],
-            config["path"], "File", True, path)
-    digest = hashlib.sha256(config["new_text"].encode("utf-8")).hexdigest()
-    structured, dummy = manifest_rules.set_annotation(structured, CONFIG_ANNOTATION, digest)
-    if structured != edited:
-        return manifest_text.render_structure(new_text, edited, structured), True
-    return new_text, changed
-
-
-def plan(params):
-    """Everything but IO: a dict with the manifest's current and new text, changed, the flags before
-    and after, the container's name, what enable_dra added and the configuration file's plan."""
-    path = params["path"]
-    version = params["kubernetes_version"]
-    if params["backup"]:
-        check_backup_dir(path, params["backup_dir"])
-    if params["enable_dra"] and not version:
-        raise manifest_rules.ManifestError("enable_dra needs kubernetes_version: give the component's version, e.g. v1.33.13")
-    text = read_manifest(path)
-    manifest = manifest_rules.load_manifest(text, path)
-    target = manifest_rules.find_container(manifest, params["container"], path)
-    container = target.get("name")
-    flags = command_line.flags_dict(command_line.read_flags(target, path))
-    feature_gates = dict(params["feature_gates"])
-    runtime_config = dict(params["runtime_config"])
-    set_flags = dict((command_line.flag_name(k), v) for k, v in params["set_flags"].items())
-    added = ({}, {})
-    if params["enable_dra"]:
-        added = dra_additions(version, container, feature_gates)
-        for name, value in added[0].items():
-            feature_gates.setdefault(name, value)
-        for key, value in added[1].items():
-            runtime_config.setdefault(key, value)
-    errors = []
-    if version:
-        errors.extend(validate_request(version, feature_gates, runtime_config, params["enable_dra"]))
-    else:
-        errors.extend(validate_without_version(feature_gates, runtime_config))
-    errors.extend(tuning.flag_rate_errors(container, set_flags, flags, path))
-    config = None
-    if params.get("config_file"):
-        config = plan_config_file(params["config_file"], manifest, container, flags, path)
-        errors.extend(config["errors"])
-        if config["add_flag"]:
-            if "config" in set_flags or "config" in params["remove_flags"]:
-                errors.append("%s: --config is managed through config_file: leave it out of set_flags and "
-                              "remove_flags" % path)
-            set_flags["config"] = config["path"]
-    if container == KUBE_SCHEDULER and (config or flags.get("config")):
-        ignored = sorted(n for n in ("kube-api-qps", "kube-api-burst") if n in set_flags)
-        if ignored:
-            errors.append("%s: kube-scheduler ignores --%s once --config is given: set clientConnection.qps/burst "
-                          "through config_file.merge instead" % (path, " and --".join(ignored)))
-    if errors:
-        raise manifest_rules.ManifestError("%s: nothing written: %s" % (path, "; ".join(errors)))
-    new_text, changed, before, after = manifest_text.edit_manifest_text(
-        text, params["container"], set_flags, params["remove_flags"],
-        feature_gates, runtime_config, where=path)
-    if config is not None:
-        new_text, changed = with_config_file(new_text, changed, config, params, path)
-    return dict(text=text, new_text=new_text, changed=changed, before=before, after=after, container=container,
-                added=added, config=config)
-
-
-def map_value(flags, name):
-    value = flags.get(name)
-    if isinstance(value, list):
-        value = ",".join(v for v in value if v)
-    return dict(command_line.parse_map(value or ""))
-
-
-def clock_before_write():
-    """This module process's start on the clock of process_start_time_seconds (None where there is no
-    procfs): a component process started after the write reports at least this."""
-    try:
-        return procfs_start_time(read_text("/proc/stat"), read_text("/proc/self/stat"))
-    except (IOError, OSError, ValueError, IndexError, StopIteration):
-        return None
-
-
-def config_result(config):
-    return dict(path=config["path"], host_path=config["host_path"], created=config["created"],
-                changed=config["changed"], config=config["config"], backup_file="")
-
-
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     if not manifest_rules.HAS_YAML:
@@ -518,41 +332,12 @@ def main():
     path = module.params["path"]
     try:
         planned = plan(module.params)
-    except (manifest_rules.ManifestError, ValueError) as exc:
+    except DraAdminError as exc:
         module.fail_json(msg=to_native(exc), path=path, changed=False)
-    after, before, config = planned["after"], planned["before"], planned["config"]
-    changed = planned["changed"] or bool(config and config["changed"])
-    result = dict(changed=changed, path=path, container=planned["container"], flags=dict(after),
-                  flags_before=dict(before),
-                  feature_gates=map_value(after, "feature-gates"),
-                  runtime_config=map_value(after, "runtime-config"),
-                  dra_feature_gates=planned["added"][0], dra_runtime_config=planned["added"][1],
-                  clock_before_write=clock_before_write())
-    if config is not None:
-        result["config_file"] = config_result(config)
-    if changed and module._diff:
-        diffs = []
-        if config is not None and config["changed"]:
-            diffs.append(dict(before=config["text"], after=config["new_text"],
-                              before_header=config["host_path"] if config["exists"] else "/dev/null",
-                              after_header=config["host_path"]))
-        if planned["changed"]:
-            diffs.append(dict(before=planned["text"], after=planned["new_text"], before_header=path,
-                              after_header=path))
-        result["diff"] = diffs[0] if len(diffs) == 1 else diffs
-    if changed and not module.check_mode:
+    result = component_flags.result(planned, path, clock_before_write(), module._diff)
+    if result["changed"] and not module.check_mode:
         try:
-            # The configuration file first: the manifest change is what makes the kubelet restart the Pod.
-            if config is not None and config["changed"]:
-                if module.params["backup"] and config["exists"]:
-                    result["config_file"]["backup_file"] = backup_file(config["host_path"], module.params["backup_dir"])
-                write_atomically(module, config["host_path"], config["new_text"])
-                if config["created"]:
-                    os.chmod(config["host_path"], 0o600)
-            if planned["changed"]:
-                if module.params["backup"]:
-                    result["backup_file"] = backup_file(path, module.params["backup_dir"])
-                write_atomically(module, path, planned["new_text"])
+            write(module, planned, module.params, result)
         except (IOError, OSError) as exc:
             module.fail_json(msg="writing %s failed: %s" % (path, to_native(exc)), **result)
     module.exit_json(**result)

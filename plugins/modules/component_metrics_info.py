@@ -135,6 +135,7 @@ api_requests:
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError, fail_result
 from ansible_collections.dra.admin.plugins.module_utils.control_plane.component_metrics import component_state, wanted_gates
 from ansible_collections.dra.admin.plugins.module_utils.metrics.diagnosis import ParseError
 from ansible_collections.dra.admin.plugins.module_utils.common.http import Http, SourceError
@@ -177,8 +178,8 @@ def main():
         module.fail_json(msg="; ".join(errors))
     try:
         wanted_gates(module.params["feature_gates"])
-    except ValueError as exc:
-        module.fail_json(msg=to_native(exc))
+    except DraAdminError as exc:
+        module.fail_json(**fail_result(exc))
     http = Http(module.params["timeout"])
     result = read(module.params, http)
     module.exit_json(changed=False, api_requests=http.requests, **result)

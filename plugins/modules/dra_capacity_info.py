@@ -243,10 +243,11 @@ api_requests:
   type: int
 """
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.common.api import (
-    AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
+    AnsibleK8SModule, DraApi, auth_argument_spec,
 )
-from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import PoolStatusError, gather_capacity
+from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import gather_capacity
 from ansible_collections.dra.admin.plugins.module_utils.common.names import subdomain_error
 from ansible_collections.dra.admin.plugins.module_utils.common.waits import wait_options, wait_parameter_errors
 
@@ -276,7 +277,7 @@ def main():
     try:
         report = gather_capacity(api, driver=module.params["driver"], pool_status=module.params["pool_status"],
                                  timeout=module.params["wait_timeout"], check_mode=module.check_mode)
-    except (DraApiError, PoolStatusError) as exc:
+    except DraAdminError as exc:
         module.fail_json(msg=str(exc), api_requests=api.requests)
     module.exit_json(
         changed=False, resource_api_version=report["version"], totals=report["totals"],

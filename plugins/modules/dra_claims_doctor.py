@@ -181,11 +181,12 @@ api_requests:
   type: int
 """
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.common.api import (
-    AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
+    AnsibleK8SModule, DraApi, auth_argument_spec,
 )
-from ansible_collections.dra.admin.plugins.module_utils.claims.doctor_service import carry_out, examine, unresolved
-from ansible_collections.dra.admin.plugins.module_utils.claims.doctor import claim_diff, counts, plan, validate_fix
+from ansible_collections.dra.admin.plugins.module_utils.claims.doctor_run_service import treat
+from ansible_collections.dra.admin.plugins.module_utils.claims.doctor import validate_fix
 from ansible_collections.dra.admin.plugins.module_utils.common.names import dns_label_error
 from ansible_collections.dra.admin.plugins.module_utils.common.waits import wait_options, wait_parameter_errors
 
@@ -218,30 +219,12 @@ def main():
         module.fail_json(msg="; ".join(errors) + "; nothing was changed", changed=False)
     api = DraApi(module)
     try:
-        found = examine(api, params["namespaces"], force=params["force"])
-        todo = plan(found["findings"], params["fix"])
-        actions, diffs, warnings = [], [], []
-        for finding in todo:
-            meta = found["metas"].get(finding["claim"]) or {}
-            before, after = claim_diff(finding, meta)
-            diffs.append({"before": before, "after": after, "before_header": finding["claim"],
-                          "after_header": finding["claim"]})
-            actions.append({"kind": finding["kind"], "claim": finding["claim"], "action": finding["action"]})
-            if finding.get("warning"):
-                warnings.append("%s: %s" % (finding["claim"], finding["warning"]))
-            if not module.check_mode:
-                carry_out(api, found["version"], finding, meta)
-        findings, left = found["findings"], []
-        if todo and not module.check_mode:
-            findings, left = unresolved(api, params["namespaces"], todo, params["force"],
-                                        params["wait_timeout"] if params["wait"] else 0, params["wait_sleep"])
-    except DraApiError as exc:
+        result, diffs, warnings = treat(api, params, module.check_mode)
+    except DraAdminError as exc:
         module.fail_json(msg=str(exc), api_requests=api.requests)
     for text in warnings:
         module.warn(text)
-    result = dict(changed=bool(todo), resource_api_version=found["version"], findings=findings,
-                  counts=counts(findings), actions=actions, unresolved=left, warnings_issued=warnings,
-                  api_requests=api.requests)
+    result["api_requests"] = api.requests
     if module._diff and diffs:
         result["diff"] = diffs
     module.exit_json(**result)

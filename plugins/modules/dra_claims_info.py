@@ -210,10 +210,11 @@ api_requests:
   type: int
 """
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.common.api import (
-    AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
+    AnsibleK8SModule, DraApi, auth_argument_spec,
 )
-from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import ClaimsError, gather_claim_views
+from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import gather_claim_views
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims import (
     blocking_message, claim_totals, summarize_by_node,
 )
@@ -246,7 +247,7 @@ def main():
         gathered = gather_claim_views(
             api, node=params["node"], namespaces=params["namespaces"], driver=params["driver"],
             label_selector=params["label_selector"])
-    except (DraApiError, ClaimsError) as exc:
+    except DraAdminError as exc:
         module.fail_json(msg=str(exc), api_requests=api.requests)
     views, blocking = gathered["views"], gathered["blocking"]
     result = dict(

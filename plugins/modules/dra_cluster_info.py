@@ -138,14 +138,11 @@ api_requests:
   type: int
 """
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.common.api import (
-    AnsibleK8SModule, DraApi, DraApiError, DraNotServedError, auth_argument_spec,
+    AnsibleK8SModule, DraApi, auth_argument_spec,
 )
-from ansible_collections.dra.admin.plugins.module_utils.claims.locations import is_marker
-from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import node_label_map
-from ansible_collections.dra.admin.plugins.module_utils.claims.slices import (
-    devices_by_node, drivers_by_node, node_publishers, nodes_without_slices, summarize_pools,
-)
+from ansible_collections.dra.admin.plugins.module_utils.claims.slice_reports_service import cluster_info
 
 
 def argument_spec():
@@ -157,59 +154,12 @@ def argument_spec():
     return spec
 
 
-def driver_totals(by_node, presence):
-    """Per driver: the selected nodes it publishes for (presence: {node: drivers}), its devices and pools at
-    the reported locations (by_node: devices_by_node, markers included)."""
-    totals = {}
-    for drivers in by_node.values():
-        for name, info in drivers.items():
-            entry = totals.setdefault(name, {"nodes": 0, "devices": 0, "pools": 0})
-            entry["devices"] += info["devices"]
-            entry["pools"] += len(info["pools"])
-    for drivers in presence.values():
-        for name in drivers:
-            totals.setdefault(name, {"nodes": 0, "devices": 0, "pools": 0})["nodes"] += 1
-    return totals
-
-
-def gather(api, require_dra, node_selector):
-    result = {
-        "kubernetes_version": api.server_version().get("gitVersion"),
-        "resource_api_versions": api.served_resource_versions(),
-        "dra_served": False, "resource_api_version": None, "device_classes": [], "pools": [],
-        "nodes": {}, "nodes_without_slices": [], "drivers": {},
-    }
-    try:
-        version = api.resource_api_version()
-    except DraNotServedError:
-        if require_dra:
-            raise
-        return result
-    result["dra_served"] = True
-    result["resource_api_version"] = version
-    query = {"labelSelector": node_selector} if node_selector else {}
-    labels = node_label_map(api.list_items("/api/v1/nodes", query))
-    result["device_classes"] = [
-        {"name": dc["metadata"]["name"],
-         "selectors": [(s.get("cel") or {}).get("expression") for s in (dc.get("spec") or {}).get("selectors") or []]}
-        for dc in api.list_items(api.resource_path("deviceclasses"))]
-    slices = list(api.list_items(api.resource_path("resourceslices")))
-    pools = summarize_pools(slices)
-    by_node = devices_by_node(pools)
-    selected = set(labels)
-    result["pools"] = pools
-    result["nodes"] = dict((k, v) for k, v in by_node.items() if k in selected or is_marker(k))
-    result["nodes_without_slices"] = nodes_without_slices(labels, node_publishers(slices))
-    result["drivers"] = driver_totals(result["nodes"], drivers_by_node(slices, labels))
-    return result
-
-
 def main():
     module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
     api = DraApi(module)
     try:
-        result = gather(api, module.params["require_dra"], module.params["node_selector"])
-    except DraApiError as exc:
+        result = cluster_info(api, module.params["require_dra"], module.params["node_selector"])
+    except DraAdminError as exc:
         module.fail_json(msg=str(exc), api_requests=api.requests)
     module.exit_json(changed=False, api_requests=api.requests, **result)
 

@@ -229,13 +229,12 @@ api_requests:
   type: int
 """
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.common.api import (
-    AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
+    AnsibleK8SModule, DraApi, auth_argument_spec,
 )
 from ansible_collections.dra.admin.plugins.module_utils.devices.health_service import gather_device_health
-from ansible_collections.dra.admin.plugins.module_utils.devices.health import (
-    COND_NOT_REPORTED, HealthInputError,
-)
+from ansible_collections.dra.admin.plugins.module_utils.devices.health import COND_NOT_REPORTED
 
 
 def argument_spec():
@@ -265,7 +264,7 @@ def main():
     try:
         result = gather_device_health(api, driver=params["driver"], first_seen=params["first_seen"],
                                       unknown_after=params["unknown_after"])
-    except (HealthInputError, DraApiError) as exc:
+    except DraAdminError as exc:
         module.fail_json(msg=str(exc), api_requests=api.requests)
     result["devices"] = listed(result["devices"], params["list_devices"])
     result["api_requests"] = api.requests

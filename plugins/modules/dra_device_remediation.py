@@ -188,14 +188,13 @@ api_requests:
   type: int
 """
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError, fail_result
 from ansible_collections.dra.admin.plugins.module_utils.common.api import (
-    AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
+    AnsibleK8SModule, DraApi, auth_argument_spec,
 )
-from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import ClaimsError
 from ansible_collections.dra.admin.plugins.module_utils.devices.remediation_service import remediate
-from ansible_collections.dra.admin.plugins.module_utils.devices.health import HealthInputError
 from ansible_collections.dra.admin.plugins.module_utils.devices.remediation import EFFECTS, RemediationInputError
-from ansible_collections.dra.admin.plugins.module_utils.devices.taints import NO_SCHEDULE, DeviceTaintError
+from ansible_collections.dra.admin.plugins.module_utils.devices.taints import NO_SCHEDULE
 from ansible_collections.dra.admin.plugins.module_utils.devices.remediation import check_inputs
 from ansible_collections.dra.admin.plugins.module_utils.common.names import subdomain_error
 from ansible_collections.dra.admin.plugins.module_utils.common.waits import wait_options, wait_parameter_errors
@@ -236,11 +235,10 @@ def main():
         result, changed, diff = remediate(api, params["effect"], params["healthy_for"], driver=params["driver"],
                                           wait_timeout=params["wait_timeout"], poll_interval=params["wait_sleep"],
                                           check_mode=module.check_mode)
-    except (RemediationInputError, HealthInputError) as exc:
-        module.fail_json(msg="%s; nothing was changed" % exc, changed=False, api_requests=api.requests)
-    except (DeviceTaintError, DraApiError, ClaimsError) as exc:
-        module.fail_json(msg=str(exc), changed=getattr(exc, "changed", False), api_requests=api.requests,
-                         **getattr(exc, "details", {}))
+    except DraAdminError as exc:
+        refused = isinstance(exc, ValueError)  # bad input: refused before any request
+        module.fail_json(**fail_result(exc, changed=getattr(exc, "changed", False), api_requests=api.requests,
+                                       msg_suffix="; nothing was changed" if refused else ""))
     module.exit_json(changed=changed, api_requests=api.requests, diff=diff, **result)
 
 

@@ -296,15 +296,15 @@ api_requests:
   type: int
 """
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.common.api import (
-    AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
+    AnsibleK8SModule, DraApi, auth_argument_spec,
 )
-from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import ClaimsError
 from ansible_collections.dra.admin.plugins.module_utils.devices.taints_service import (
     ABSENT, DRY_RUN, TAINTED, DeviceTaint,
 )
 from ansible_collections.dra.admin.plugins.module_utils.devices.taints import (
-    DEFAULT_KEY, EFFECT_NONE, NO_EXECUTE, NO_SCHEDULE, DeviceTaintError, input_errors,
+    DEFAULT_KEY, EFFECT_NONE, NO_EXECUTE, NO_SCHEDULE, input_errors,
 )
 from ansible_collections.dra.admin.plugins.module_utils.common.waits import wait_options, wait_parameter_errors
 
@@ -345,7 +345,7 @@ def main():
     run = DeviceTaint(api, module.params, check_mode=module.check_mode)
     try:
         result = run.run()
-    except (DeviceTaintError, DraApiError, ClaimsError) as exc:
+    except DraAdminError as exc:
         module.fail_json(msg=str(exc), changed=run.changed, api_requests=api.requests, diff=run.diff,
                          **getattr(exc, "details", {}))
     module.exit_json(changed=run.changed, api_requests=api.requests, diff=run.diff, **result)

@@ -176,33 +176,13 @@ rendered_problems: {description: Problems of the DaemonSet in O(rendered)., retu
 api_requests: {description: Number of API requests the module made., returned: always, type: int}
 """
 
-import os
-
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError, fail_result
 from ansible_collections.dra.admin.plugins.module_utils.common.api import (
-    AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
+    AnsibleK8SModule, DraApi, auth_argument_spec,
 )
-from ansible_collections.dra.admin.plugins.module_utils.drivers.charts import (
-    KNOWN_CHARTS, chart_device_class_names, chart_kind, chart_node_terms, chart_values, default_release_name,
-    helm_template_argv,
-)
-from ansible_collections.dra.admin.plugins.module_utils.drivers.checks import check_daemonset, daemonsets_in
-from ansible_collections.dra.admin.plugins.module_utils.drivers.inputs import (
-    DriverInputError, default_daemonset_name, validate_inputs,
-)
-from ansible_collections.dra.admin.plugins.module_utils.drivers.manifests import (
-    build_daemonset, build_device_classes, object_labels,
-)
-from ansible_collections.dra.admin.plugins.module_utils.drivers.nodes import (
-    NoSelectedNodesError, node_affinity, select_nodes,
-)
-from ansible_collections.dra.admin.plugins.module_utils.drivers.upgrade import (
-    SeamlessUpgradeError, decide_strategy, kubelet_version,
-)
-from ansible_collections.dra.admin.plugins.module_utils.common.files import read_text
-from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import (
-    DEFAULT_EXCLUSION_LABEL, exclusion_label_error, with_exclusion,
-)
-from ansible_collections.dra.admin.plugins.module_utils.rbac.personas import granular_status, kubelet_plugin_objects
+from ansible_collections.dra.admin.plugins.module_utils.drivers.plan_service import plan
+from ansible_collections.dra.admin.plugins.module_utils.drivers.inputs import DriverInputError
+from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import DEFAULT_EXCLUSION_LABEL, exclusion_label_error
 
 
 def argument_spec():
@@ -250,130 +230,6 @@ def argument_spec():
     return spec
 
 
-def local_chart_name(chart_ref):
-    """The name in Chart.yaml of a chart directory on this host, or None."""
-    path = os.path.join(str(chart_ref or ""), "Chart.yaml")
-    if not os.path.isfile(path):
-        return None
-    import yaml
-    return (yaml.safe_load(read_text(path)) or {}).get("name")
-
-
-def rendered_documents(rendered):
-    """Manifests from helm_template output: a YAML string (several documents) or a list."""
-    if rendered is None:
-        return []
-    if isinstance(rendered, list):
-        return [d for d in rendered if isinstance(d, dict)]
-    import yaml
-    return [d for d in yaml.safe_load_all(str(rendered)) if isinstance(d, dict)]
-
-
-def prepared(params):
-    """The inputs checked and completed: (params, chart kind or None, whether the driver does seamless upgrades)."""
-    params = dict(params)
-    params["daemonset_name"] = params.get("daemonset_name") or default_daemonset_name(params.get("driver"))
-    problems = validate_inputs(params)
-    if problems:
-        raise DriverInputError(problems)
-    params["service_account"] = params["daemonset_name"]
-    kind = None
-    if params["method"] == "helm" and params["chart_kind"] != "other":
-        kind = chart_kind(params.get("chart_ref"), params["chart_kind"]) or chart_kind(local_chart_name(params["chart_ref"]))
-    supports = params.get("supports_seamless_upgrade")
-    if supports is None:
-        supports = KNOWN_CHARTS[kind]["seamless"] if kind else params["method"] == "template"
-    return params, kind, supports
-
-
-def selection(nodes, params, kind):
-    """(nodeSelectorTerms without the exclusion label, selected node names, {excluded: reason})."""
-    terms = params["node_affinity"]
-    if params["method"] == "helm" and kind and not terms:
-        terms = chart_node_terms(kind, params["chart_values"])
-    full_terms = with_exclusion(terms, params["exclusion_label"])
-    selected, excluded = select_nodes(nodes, params["node_selector"], full_terms, params["tolerations"])
-    if not selected:
-        raise NoSelectedNodesError(
-            "no node matches the driver's selection (node_selector %s, node_affinity %s, exclusion label %s, "
-            "tolerations %s); nothing was installed. Nodes and why they were left out: %s"
-            % (params["node_selector"] or "{}", terms or "[]", params["exclusion_label"],
-               params["tolerations"] or "[]",
-               "; ".join("%s: %s" % (k, v) for k, v in sorted(excluded.items())) or "the cluster has no nodes"))
-    return terms, selected, excluded
-
-
-def rendered_problems(documents, params, kind, health_ports, strategy):
-    """(the rendered DaemonSet's name or None, what is wrong with what the chart rendered)."""
-    daemonsets = daemonsets_in(documents)
-    if not daemonsets:
-        return None, ["the chart rendered no DaemonSet"]
-    problems = []
-    if len(daemonsets) > 1:
-        problems.append("the chart rendered %d DaemonSets (%s): the role handles one driver DaemonSet per "
-                        "release" % (len(daemonsets), ", ".join(x["metadata"]["name"] for x in daemonsets)))
-    for daemonset in daemonsets:
-        problems.extend(check_daemonset(daemonset, params["exclusion_label"], health_ports if kind else [],
-                                        strategy if kind else None))
-    return daemonsets[0]["metadata"]["name"], problems
-
-
-def plan(api, params, warn):
-    params, kind, supports = prepared(params)
-    nodes = list(api.list_items("/api/v1/nodes"))
-    terms, selected, excluded = selection(nodes, params, kind)
-    by_name = dict((n["metadata"]["name"], n) for n in nodes)
-    decision = decide_strategy([by_name[name] for name in selected], params["seamless_upgrade"], supports,
-                               params["max_unavailable"])
-    warnings = [decision["warning"]] if decision["warning"] else []
-    if params["method"] == "helm" and not kind:
-        warnings.append("chart %s has no known values layout: the role cannot set its update strategy, node "
-                        "affinity or health port; the rendered DaemonSet is checked instead (set chart_kind, or "
-                        "those values in chart_values)" % params["chart_ref"])
-    for warning in warnings:
-        warn(warning)
-
-    version = api.server_version().get("gitVersion")
-    served = api.served_resources()
-    api_version = api.resource_api_version()
-    result = {
-        "kubernetes_version": version, "resource_api_version": api_version,
-        "daemonset_name": params["daemonset_name"], "namespace": params["namespace"],
-        "selected_nodes": selected, "excluded_nodes": excluded,
-        "kubelet_versions": dict((name, kubelet_version(by_name[name])) for name in selected),
-        "strategy": decision["strategy"], "seamless": decision["seamless"], "strategy_reason": decision["reason"],
-        "warnings_list": warnings, "affinity": node_affinity(terms, params["exclusion_label"]),
-        "manifests": [], "chart": {},
-        "device_classes": build_device_classes(params["driver"], params["device_classes"], api_version),
-    }
-    if params["method"] == "template":
-        params["node_affinity"] = terms
-        daemonset = build_daemonset(params, decision["strategy"])
-        rbac = kubelet_plugin_objects(params["driver"], params["namespace"], params["service_account"], served,
-                                      granular_status(version), object_labels(params["daemonset_name"], params["driver"]))
-        result["manifests"] = rbac + [daemonset]
-        result["health_ports"] = [int(params["health_port"])]
-        return result
-    values, health_ports = chart_values(kind, params["chart_values"], params, decision["strategy"])
-    release = params.get("release_name") or default_release_name(params["driver"])
-    result["chart"] = {"kind": kind, "values": values, "health_ports": health_ports, "release_name": release,
-                       "render_argv": helm_template_argv(params.get("helm_binary"), release, params["chart_ref"],
-                                                         params["namespace"], params.get("chart_version"),
-                                                         params.get("chart_repo_url"), params.get("kubeconfig"),
-                                                         params.get("context")),
-                       "device_classes": []}
-    result["health_ports"] = health_ports
-    if params.get("rendered") is not None:
-        documents = rendered_documents(params["rendered"])
-        name, result["rendered_problems"] = rendered_problems(documents, params, kind, health_ports,
-                                                              decision["strategy"])
-        result["daemonset_name"] = name or result["daemonset_name"]
-        from_chart = chart_device_class_names(documents)
-        result["chart"]["device_classes"] = from_chart
-        result["device_classes"] = [c for c in result["device_classes"] if c["metadata"]["name"] not in from_chart]
-    return result
-
-
 def main():
     module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
     label_error = exclusion_label_error(module.params["exclusion_label"])
@@ -382,10 +238,10 @@ def main():
     api = DraApi(module)
     try:
         result = plan(api, module.params, module.warn)
-    except DriverInputError as exc:
-        module.fail_json(msg="invalid driver settings, nothing was installed: %s" % exc, problems=exc.problems)
-    except (NoSelectedNodesError, SeamlessUpgradeError, DraApiError) as exc:
-        module.fail_json(msg=str(exc), api_requests=api.requests)
+    except DraAdminError as exc:
+        if isinstance(exc, DriverInputError):
+            module.fail_json(msg="invalid driver settings, nothing was installed: %s" % exc, problems=exc.problems)
+        module.fail_json(**fail_result(exc, api_requests=api.requests))
     if result.get("rendered_problems"):
         module.fail_json(msg="the chart's DaemonSet is not safe to install, nothing was installed: %s"
                          % "; ".join(result["rendered_problems"]), **result)

@@ -103,19 +103,14 @@ pending:
 api_requests: {description: Number of API requests the module made., returned: always, type: int}
 """
 
-import time
-
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.common.api import (
-    AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
+    AnsibleK8SModule, DraApi, auth_argument_spec,
 )
-from ansible_collections.dra.admin.plugins.module_utils.drivers.checks import check_daemonset, rollout_state
-from ansible_collections.dra.admin.plugins.module_utils.drivers.inputs import port_problem
-from ansible_collections.dra.admin.plugins.module_utils.drivers.nodes import select_nodes_for_daemonset
-from ansible_collections.dra.admin.plugins.module_utils.common.names import dns_label_error, subdomain_error
-from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import exclusion_label_error
-from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import DEFAULT_EXCLUSION_LABEL, node_label_map
-from ansible_collections.dra.admin.plugins.module_utils.claims.slices import nodes_with_complete_slices
-from ansible_collections.dra.admin.plugins.module_utils.common.waits import wait_options, wait_parameter_errors
+from ansible_collections.dra.admin.plugins.module_utils.drivers.status_service import run
+from ansible_collections.dra.admin.plugins.module_utils.drivers.status import failure, input_errors
+from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import DEFAULT_EXCLUSION_LABEL
+from ansible_collections.dra.admin.plugins.module_utils.common.waits import wait_options
 
 
 def argument_spec():
@@ -136,106 +131,6 @@ def argument_spec():
     return spec
 
 
-def input_errors(params, spec=None):
-    """Every problem of the parameters, each naming the option and the fix; checked before any request."""
-    errors = wait_parameter_errors(params, spec=spec)
-    errors.append(subdomain_error("driver", params["driver"]))
-    errors.append(dns_label_error("namespace", params["namespace"]))
-    errors.append(subdomain_error("daemonset_name", params["daemonset_name"], "gpu-example-com-kubeletplugin"))
-    errors.append(exclusion_label_error(params["exclusion_label"]))
-    errors.extend(port_problem(port, "health_ports entry") for port in params["health_ports"])
-    return [e for e in errors if e]
-
-
-def observe(api, params):
-    path = "/apis/apps/v1/namespaces/%s/daemonsets/%s" % (params["namespace"], params["daemonset_name"])
-    daemonset = api.get_or_none(path)
-    if daemonset is None:
-        raise DraApiError("DaemonSet %s/%s does not exist: install the driver first (role dra.admin.driver)"
-                          % (params["namespace"], params["daemonset_name"]))
-    nodes = list(api.list_items("/api/v1/nodes"))
-    selected, _excluded = select_nodes_for_daemonset(nodes, daemonset)
-    slices = api.list_items(api.resource_path("resourceslices"), {"fieldSelector": "spec.driver=%s" % params["driver"]})
-    chosen = set(selected)
-    with_slices = nodes_with_complete_slices(slices, params["driver"],
-                                             node_label_map(n for n in nodes if n["metadata"]["name"] in chosen))
-    return {
-        "daemonset": daemonset,
-        "rollout": rollout_state(daemonset),
-        "selected_nodes": selected,
-        "nodes_with_slices": with_slices,
-        "nodes_without_slices": sorted(set(selected) - set(with_slices)),
-    }
-
-
-def progress_state(seen):
-    line = "rollout %s; slices on %d/%d selected nodes" % (
-        seen["rollout"]["text"], len(seen["nodes_with_slices"]), len(seen["selected_nodes"]))
-    if seen["nodes_without_slices"]:
-        line += " (waiting for %s)" % ", ".join(seen["nodes_without_slices"])
-    return line
-
-
-def is_done(seen):
-    return seen["rollout"]["done"] and not seen["nodes_without_slices"] and bool(seen["selected_nodes"])
-
-
-def run(api, params, clock=time.time, sleep=time.sleep):
-    started = clock()
-    since = params.get("since") or started
-    progress = []
-    last_text = None
-    while True:
-        seen = observe(api, params)
-        elapsed = clock() - started
-        state = progress_state(seen)
-        if state != last_text:
-            progress.append("%ds %s" % (int(elapsed), state))
-            last_text = state
-        if not params["wait"] or is_done(seen) or elapsed >= params["wait_timeout"]:
-            break
-        sleep(params["wait_sleep"])
-    if params["wait"]:
-        progress.append("%ds %s" % (int(clock() - started), "done: rolled out, every selected node publishes its "
-                                    "slices" if is_done(seen) else "stopped waiting (wait_timeout %ss)" % params["wait_timeout"]))
-    daemonset = seen.pop("daemonset")
-    seen["daemonset_problems"] = check_daemonset(daemonset, params["exclusion_label"], params["health_ports"],
-                                                 params.get("expected_strategy"), params["require_startup_probe"])
-    seen["update_strategy"] = (daemonset.get("spec") or {}).get("updateStrategy") or {}
-    seen["done"] = is_done(seen)
-    seen["progress"] = progress
-    seen["elapsed"] = round(clock() - since, 1)
-    seen["started"] = since
-    seen["pending"] = pending(seen)
-    return seen
-
-
-def pending(seen):
-    """What the wait still waits for: the rollout while it is not complete, then each node without slices."""
-    out = [] if seen["rollout"]["done"] else ["rollout (%s)" % seen["rollout"]["text"]]
-    out += ["node %s (no complete ResourceSlices)" % node for node in seen["nodes_without_slices"]]
-    return out if seen["selected_nodes"] else out + ["a node the DaemonSet selects (it selects none)"]
-
-
-def failure(params, result):
-    if result["daemonset_problems"]:
-        return "DaemonSet %s/%s: %s" % (params["namespace"], params["daemonset_name"],
-                                        "; ".join(result["daemonset_problems"]))
-    if params["wait"] and not result["done"]:
-        parts = []
-        if not result["selected_nodes"]:
-            parts.append("the DaemonSet selects no node")
-        if not result["rollout"]["done"]:
-            parts.append("rollout not complete (%s)" % result["rollout"]["text"])
-        if result["nodes_without_slices"]:
-            parts.append("nodes without complete ResourceSlices of %s: %s"
-                         % (params["driver"], ", ".join(result["nodes_without_slices"])))
-        return ("driver %s not ready after %ss: %s. Check the driver pods on those nodes (kubectl -n %s get pods -o "
-                "wide; their logs and liveness probe) and that they reach the API server"
-                % (params["driver"], params["wait_timeout"], "; ".join(parts), params["namespace"]))
-    return None
-
-
 def main():
     spec = argument_spec()
     module = AnsibleK8SModule(argument_spec=spec, supports_check_mode=True)
@@ -245,7 +140,7 @@ def main():
     api = DraApi(module)
     try:
         result = run(api, module.params)
-    except DraApiError as exc:
+    except DraAdminError as exc:
         module.fail_json(msg=str(exc), api_requests=api.requests)
     message = failure(module.params, result)
     if message and module.params["fail_on_problems"]:

@@ -270,16 +270,12 @@ api_requests:
   type: int
 """
 
-import json
-import math
-import time
-from urllib.parse import urlencode
-
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.dra.admin.plugins.module_utils.metrics import diagnosis
-from ansible_collections.dra.admin.plugins.module_utils.common.http import Http, SourceError
-from ansible_collections.dra.admin.plugins.module_utils.common.waits import wait_parameter_errors
+from ansible_collections.dra.admin.plugins.module_utils.metrics.advice import input_error
+from ansible_collections.dra.admin.plugins.module_utils.common.http import Http
+from ansible_collections.dra.admin.plugins.module_utils.metrics.prometheus_service import advise
 
 
 def argument_spec():
@@ -308,188 +304,15 @@ def argument_spec():
     )
 
 
-class QueryError(Exception):
-    """Prometheus answered but rejected a query."""
-
-
-def _auth_headers(token, extra=None):
-    headers = dict(extra or {})
-    if token:
-        headers["Authorization"] = "Bearer %s" % token
-    return headers
-
-
-class Prometheus(object):
-    def __init__(self, http, url, token=None, headers=None, validate_certs=True, ca_path=None):
-        self.http = http
-        self.url = url.rstrip("/")
-        self.headers = _auth_headers(token, headers)
-        self.validate_certs = validate_certs
-        self.ca_path = ca_path
-
-    def _api(self, path, params=None):
-        url = self.url + path + ("?" + urlencode(params) if params else "")
-        try:
-            text = self.http.get(url, self.headers, self.validate_certs, self.ca_path)
-        except SourceError as exc:
-            # Prometheus answers a query it rejects with 400/422 and a JSON error.
-            if exc.status in (400, 422) and exc.body:
-                text = exc.body
-            else:
-                raise
-        try:
-            body = json.loads(text)
-        except ValueError:
-            raise SourceError("GET %s did not return JSON; is %s a Prometheus HTTP API?" % (url, self.url))
-        if body.get("status") != "success":
-            raise QueryError("%s: %s" % (body.get("errorType"), body.get("error")))
-        return body["data"]
-
-    def metric_names(self):
-        return set(self._api("/api/v1/label/__name__/values"))
-
-    def instant(self, query):
-        data = self._api("/api/v1/query", {"query": query})
-        if data.get("resultType") == "scalar":
-            return [float(data["result"][1])]
-        return [float(item["value"][1]) for item in data.get("result") or []]
-
-
-def _failed(state, detail, window):
-    return diagnosis.measurement(state=state, detail=detail, window=window)
-
-
-def measure_prometheus(prom, queries, depth_selector):
-    window = "5m"
-    try:
-        names = prom.metric_names()
-    except (SourceError, QueryError) as exc:
-        return dict((q["id"], _failed("unreachable", "Prometheus: %s" % exc, window)) for q in queries)
-    results = {}
-    for query in queries:
-        expr = diagnosis.expression(query, depth_selector)
-        try:
-            values = prom.instant(expr)
-            if values and not math.isnan(values[0]):
-                results[query["id"]] = diagnosis.measurement(values[0], window=window)
-                continue
-            if diagnosis.series_name(query) not in names:
-                results[query["id"]] = _failed("missing-metric", diagnosis.missing_detail(query, names), window)
-                continue
-            selector = diagnosis.selector_for_prometheus(query, depth_selector)
-            if not prom.instant("count(%s)" % selector):
-                results[query["id"]] = _failed(
-                    "missing-metric", "%s is stored but no current series matches %s" % (
-                        diagnosis.series_name(query), selector), window)
-                continue
-            results[query["id"]] = _failed(
-                "no-data", "%s has no observations (or too few samples) in the last %s" % (query["metric"], window),
-                window)
-        except QueryError as exc:
-            results[query["id"]] = _failed("query-error", "%s: %s" % (expr, exc), window)
-        except SourceError as exc:
-            results[query["id"]] = _failed("unreachable", "Prometheus: %s" % exc, window)
-    return results
-
-
-def scrape_once(http, endpoints):
-    """One round over every endpoint: {index: (samples, time) or error text}."""
-    round_ = {}
-    for index, endpoint in enumerate(endpoints):
-        try:
-            text = http.get(endpoint["url"], _auth_headers(endpoint.get("bearer_token")),
-                            endpoint.get("validate_certs", True), endpoint.get("ca_path"),
-                            endpoint.get("client_cert"), endpoint.get("client_key"))
-            samples = diagnosis.parse_text(text).samples
-        except (SourceError, diagnosis.ParseError) as exc:
-            round_[index] = str(exc)
-            continue
-        for sample in samples:
-            sample.labels["endpoint"] = endpoint["component"]
-            sample.labels["instance"] = endpoint["url"]
-        round_[index] = (samples, time.time())
-    return round_
-
-
-def measure_scrape_rounds(endpoints, first, second, queries):
-    """Measurements from two scrape rounds (see scrape_once)."""
-    ok = [i for i in range(len(endpoints))
-          if not isinstance(first.get(i), str) and not isinstance(second.get(i), str)]
-    before = [s for i in ok for s in first[i][0]]
-    after = [s for i in ok for s in second[i][0]]
-    elapsed = [second[i][1] - first[i][1] for i in ok]
-    interval = sum(elapsed) / len(elapsed) if elapsed else 0.0
-    results = {}
-    for query in queries:
-        mine = [i for i, e in enumerate(endpoints) if e["component"] == query["component"]]
-        if not mine:
-            results[query["id"]] = _failed(
-                "missing-metric", "no %s endpoint was given in scrape" % query["component"], None)
-            continue
-        answered = [i for i in mine if i in ok]
-        if not answered:
-            errors = [first.get(i) if isinstance(first.get(i), str) else second.get(i) for i in mine]
-            results[query["id"]] = _failed("unreachable", "; ".join(errors), None)
-            continue
-        results[query["id"]] = diagnosis.measure_scrapes(query, before, after, interval)
-    return results
-
-
-def advise(params, http, sleep=time.sleep):
-    queries = diagnosis.needed_queries(params["checks"])
-    if params.get("prometheus_url"):
-        prom = Prometheus(http, params["prometheus_url"], params.get("bearer_token"), params.get("headers"),
-                          params.get("validate_certs", True), params.get("ca_path"))
-        measured = measure_prometheus(prom, queries, params.get("workqueue_depth_selector"))
-        source = "prometheus"
-    else:
-        endpoints = params["scrape"]
-        first = scrape_once(http, endpoints)
-        sleep(params["interval"])
-        second = scrape_once(http, endpoints)
-        measured = measure_scrape_rounds(endpoints, first, second, queries)
-        source = "scrape"
-    findings = diagnosis.diagnose(measured, params.get("thresholds"), params.get("current_qps"),
-                                  params.get("current_burst"), groups=params["checks"])
-    thresholds = dict(diagnosis.DEFAULT_THRESHOLDS)
-    thresholds.update(dict((k, float(v)) for k, v in (params.get("thresholds") or {}).items()))
-    measurements = {}
-    for query in queries:
-        entry = dict(measured[query["id"]])
-        entry.update(query=diagnosis.expression(query, params.get("workqueue_depth_selector"))
-                     if source == "prometheus" else query["expression"],
-                     component=query["component"], unit=query["unit"])
-        measurements[query["id"]] = entry
-    return {
-        "healthy": not findings and all(m["state"] == "ok" for m in measurements.values()),
-        "findings": findings,
-        "measurements": measurements,
-        "source": source,
-        "thresholds": thresholds,
-    }
-
-
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True,
                            mutually_exclusive=[("prometheus_url", "scrape")],
                            required_one_of=[("prometheus_url", "scrape")])
-    params = module.params
-    errors = wait_parameter_errors(params, timeouts=("timeout",), intervals=("interval",))
-    if errors:
-        module.fail_json(msg="; ".join(errors))
-    if params["scrape"] is not None and not params["scrape"]:
-        module.fail_json(msg="scrape is empty: give at least one metrics endpoint, or prometheus_url")
-    unknown = set(params["thresholds"]) - set(diagnosis.DEFAULT_THRESHOLDS)
-    if unknown:
-        module.fail_json(msg="unknown threshold(s) %s; known: %s" % (
-            ", ".join(sorted(unknown)), ", ".join(sorted(diagnosis.DEFAULT_THRESHOLDS))))
-    for key, value in params["thresholds"].items():
-        try:
-            float(value)
-        except (TypeError, ValueError):
-            module.fail_json(msg="threshold %s is %r, not a number" % (key, value))
-    http = Http(params["timeout"])
-    result = advise(params, http)
+    error = input_error(module.params)
+    if error:
+        module.fail_json(msg=error)
+    http = Http(module.params["timeout"])
+    result = advise(module.params, http)
     module.exit_json(changed=False, api_requests=http.requests, **result)
 
 

@@ -352,16 +352,15 @@ api_requests:
   type: int
 """
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.common.api import (
-    AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
+    AnsibleK8SModule, DraApi, auth_argument_spec,
 )
-from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import ClaimsError
 from ansible_collections.dra.admin.plugins.module_utils.devices.taints_service import drain_devices
-from ansible_collections.dra.admin.plugins.module_utils.nodes.drain_service import DrainError, NodeDrain
-from ansible_collections.dra.admin.plugins.module_utils.devices.taints import DeviceTaintError
-from ansible_collections.dra.admin.plugins.module_utils.common.names import label_errors, object_ref_error, subdomain_error
-from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import DEFAULT_EXCLUSION_LABEL, exclusion_label_error
-from ansible_collections.dra.admin.plugins.module_utils.common.waits import wait_options, wait_parameter_errors
+from ansible_collections.dra.admin.plugins.module_utils.nodes.drain_service import NodeDrain
+from ansible_collections.dra.admin.plugins.module_utils.nodes.drain_inputs import input_errors
+from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import DEFAULT_EXCLUSION_LABEL
+from ansible_collections.dra.admin.plugins.module_utils.common.waits import wait_options
 
 
 def argument_spec():
@@ -389,38 +388,13 @@ def argument_spec():
     return spec
 
 
-def input_errors(params, spec=None):
-    """Every problem of the parameters, each naming the option and the fix; checked before anything is read
-    or written."""
-    errors = wait_parameter_errors(params, spec=spec)
-    errors.append(subdomain_error("node", params["node"], "gpu-node-7"))
-    errors.append(exclusion_label_error(params["exclusion_label"]))
-    if params["grace_period"] is not None and params["grace_period"] < 0:
-        errors.append("grace_period must be 0 or more seconds, got %s" % params["grace_period"])
-    if (params["device_pool"] or params["device"]) and not params["device_driver"]:
-        errors.append("device_pool and device need device_driver (the driver whose devices to drain)")
-    if params["device_driver"]:
-        errors.append(subdomain_error("device_driver", params["device_driver"]))
-    if not params["wait"] and (params["state"] != "drained" or params["device_driver"]):
-        errors.append("wait=false is for state=drained of the node drain (no device_driver); the return to service "
-                      "and the device mode wait in their call")
-    if params["since"] is not None and not params["since"] >= 0:
-        errors.append("since must be a time in seconds since the epoch (the started of the drain's first call), "
-                      "got %r" % params["since"])
-    errors.extend(object_ref_error("driver_daemonsets", ref) for ref in params["driver_daemonsets"])
-    errors.extend(label_errors("driver_pod_labels", params["driver_pod_labels"]))
-    for option in ("drivers", "drivers_not_in_pods"):
-        errors.extend(subdomain_error("%s entry" % option, name) for name in params[option])
-    return [e for e in errors if e]
-
-
 def device_mode(module, api, params):
     """One pool or device of the node through a NoExecute DeviceTaintRule (module_utils.device_taints)."""
     try:
         result = drain_devices(api, params["node"], params["state"], params["device_driver"], params["device_pool"],
                                params["device"], params["wait_timeout"], params["wait_sleep"], module.check_mode)
-    except (DeviceTaintError, DraApiError, ClaimsError) as exc:
-        module.fail_json(msg=str(exc), api_requests=api.requests, details=getattr(exc, "details", {}))
+    except DraAdminError as exc:
+        module.fail_json(msg=str(exc), api_requests=api.requests, details=exc.details)
     module.exit_json(node=params["node"], api_requests=api.requests, **result)
 
 
@@ -440,8 +414,8 @@ def main():
             result = drain.drain()
         else:
             result = drain.return_to_service()
-    except (DrainError, DraApiError, ClaimsError) as exc:
-        module.fail_json(msg=str(exc), details=getattr(exc, "details", {}), changed=drain.changed,
+    except DraAdminError as exc:
+        module.fail_json(msg=str(exc), details=exc.details, changed=drain.changed,
                          events=drain.events, phases=drain.phases, api_requests=api.requests)
     for warning in drain.warnings:
         module.warn(warning)

@@ -130,12 +130,11 @@ api_requests:
   type: int
 """
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.common.api import (
-    AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
+    AnsibleK8SModule, DraApi, auth_argument_spec,
 )
-from ansible_collections.dra.admin.plugins.module_utils.rbac.personas import (
-    MANAGED_BY, PERSONA_LABEL, granular_status, render, stale_objects,
-)
+from ansible_collections.dra.admin.plugins.module_utils.rbac.personas_service import plan
 
 SUBJECTS = dict(users=dict(type="list", elements="str", default=[]),
                 groups=dict(type="list", elements="str", default=[]),
@@ -155,35 +154,12 @@ def argument_spec():
     return spec
 
 
-def existing_objects(api):
-    query = {"labelSelector": "app.kubernetes.io/managed-by=%s,%s" % (MANAGED_BY, PERSONA_LABEL)}
-    found = []
-    for path, kind in (("/apis/rbac.authorization.k8s.io/v1/clusterroles", "ClusterRole"),
-                       ("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", "ClusterRoleBinding"),
-                       ("/apis/rbac.authorization.k8s.io/v1/rolebindings", "RoleBinding")):
-        for item in api.list_items(path, query):
-            item["kind"] = kind
-            found.append(item)
-    return found
-
-
-def plan(api, params):
-    version = api.server_version().get("gitVersion")
-    served = api.served_resources()
-    granular = granular_status(version)
-    objects = render(served, params["admins"], params["drivers"], params["operators"],
-                     prefix=params["name_prefix"], granular_status=granular)
-    return {"kubernetes_version": version, "resource_api_versions": api.served_resource_versions(),
-            "served_resources": served, "granular_status_authorization": granular, "objects": objects,
-            "stale": stale_objects(existing_objects(api), objects)}
-
-
 def main():
     module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
     api = DraApi(module)
     try:
         result = plan(api, module.params)
-    except (DraApiError, ValueError) as exc:
+    except DraAdminError as exc:
         module.fail_json(msg=str(exc), api_requests=api.requests)
     if not result["served_resources"]:
         module.warn("the cluster serves no resource.k8s.io resources: the personas hold only Nodes get; enable "

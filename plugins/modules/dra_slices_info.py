@@ -105,13 +105,12 @@ api_requests:
   type: int
 """
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.common.api import (
-    AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
+    AnsibleK8SModule, DraApi, auth_argument_spec,
 )
-from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import node_label_map
-from ansible_collections.dra.admin.plugins.module_utils.claims.slices import (
-    devices_by_node, node_publishers, nodes_without_slices, summarize_pools,
-)
+from ansible_collections.dra.admin.plugins.module_utils.claims.slice_reports_service import slices_info
+from ansible_collections.dra.admin.plugins.module_utils.claims.slice_reports import problems_message
 
 
 def argument_spec():
@@ -125,54 +124,12 @@ def argument_spec():
     return spec
 
 
-def slice_query(driver):
-    return {"fieldSelector": "spec.driver=%s" % driver} if driver else {}
-
-
-def only_node(pools, by_node, node):
-    """Pools and the per-node entry reduced to one node (per-device slices name nodes only inside them)."""
-    return [p for p in pools if node in p["scopes"]], dict((k, v) for k, v in by_node.items() if k == node)
-
-
-def gather(api, params):
-    version = api.resource_api_version()
-    path = api.resource_path("resourceslices", version=version)
-    slices = list(api.list_items(path, slice_query(params["driver"])))
-    pools = summarize_pools(slices)
-    by_node = devices_by_node(pools)
-    if params["node"]:
-        pools, by_node = only_node(pools, by_node, params["node"])
-    query = {"labelSelector": params["node_selector"]} if params["node_selector"] else {}
-    if params["node"]:
-        query["fieldSelector"] = "metadata.name=%s" % params["node"]
-    labels = node_label_map(api.list_items("/api/v1/nodes", query, metadata_only=True))
-    return {
-        "resource_api_version": version,
-        "pools": pools,
-        "nodes": by_node,
-        "incomplete_pools": ["%s/%s" % (p["driver"], p["pool"]) for p in pools if not p["complete"]],
-        "nodes_without_slices": nodes_without_slices(labels, node_publishers(slices), params["driver"]),
-    }
-
-
-def problems_message(result, driver):
-    parts = []
-    if result["incomplete_pools"]:
-        parts.append("incomplete pools (fewer slices than resourceSliceCount): %s"
-                     % ", ".join(result["incomplete_pools"]))
-    if result["nodes_without_slices"]:
-        of_driver = " of " + driver if driver else ""
-        parts.append("nodes publishing no slice%s: %s" % (of_driver, ", ".join(result["nodes_without_slices"])))
-    return "; ".join(parts) + ". Check the driver pods on those nodes (logs, liveness) and that it can " \
-        "reach the API server."
-
-
 def main():
     module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
     api = DraApi(module)
     try:
-        result = gather(api, module.params)
-    except DraApiError as exc:
+        result = slices_info(api, module.params)
+    except DraAdminError as exc:
         module.fail_json(msg=str(exc), api_requests=api.requests)
     result["api_requests"] = api.requests
     if module.params["fail_on_problems"] and (result["incomplete_pools"] or result["nodes_without_slices"]):

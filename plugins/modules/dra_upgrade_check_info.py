@@ -191,8 +191,9 @@ api_requests:
   type: int
 """
 
-from ansible_collections.dra.admin.plugins.module_utils.common.api import AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec
-from ansible_collections.dra.admin.plugins.module_utils.upgrade.checks import SEVERITIES, UpgradeInputError
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
+from ansible_collections.dra.admin.plugins.module_utils.common.api import AnsibleK8SModule, DraApi, auth_argument_spec
+from ansible_collections.dra.admin.plugins.module_utils.upgrade.checks import SEVERITIES
 from ansible_collections.dra.admin.plugins.module_utils.upgrade.checks_service import check
 
 
@@ -213,7 +214,7 @@ def main():
     try:
         result = check(api, module.params["target_version"], module.params["schedulers"],
                        module.params["kubelet_gates"])
-    except (DraApiError, UpgradeInputError) as exc:
+    except DraAdminError as exc:
         module.fail_json(msg=str(exc), api_requests=api.requests)
     failing = [f for f in result["findings"] if f["severity"] in module.params["fail_on"]]
     if failing:

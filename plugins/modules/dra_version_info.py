@@ -106,9 +106,9 @@ device_taint_rules:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import (
-    VersionError, default_served_api_versions, device_taint_rule_support, dra_settings, require_supported,
-    resource_api_versions,
+    default_served_api_versions, device_taint_rule_support, dra_settings, require_supported, resource_api_versions,
 )
 
 
@@ -138,7 +138,7 @@ def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     try:
         info = version_info(module.params["kubernetes_version"], module.params["extra_gates"])
-    except VersionError as exc:
+    except DraAdminError as exc:
         module.fail_json(msg=str(exc))
     errors = info.pop("errors")
     if errors:

@@ -125,19 +125,14 @@ api_requests:
   type: int
 """
 
-import copy
-
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.dra.admin.plugins.module_utils.control_plane import kubeadm_config as kc
-from ansible_collections.dra.admin.plugins.module_utils.control_plane.manifest import HAS_YAML, ManifestError
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
+from ansible_collections.dra.admin.plugins.module_utils.control_plane.manifest import HAS_YAML
 from ansible_collections.dra.admin.plugins.module_utils.common.api import (
-    AnsibleK8SModule, DraApi, DraApiError, auth_argument_spec,
+    AnsibleK8SModule, DraApi, auth_argument_spec,
 )
-from ansible_collections.dra.admin.plugins.module_utils.common.files import backup_text
-
-PATH = "/api/v1/namespaces/%s/configmaps/%s" % (kc.CONFIG_MAP_NAMESPACE, kc.CONFIG_MAP_NAME)
-WHERE = "%s/%s %s" % (kc.CONFIG_MAP_NAMESPACE, kc.CONFIG_MAP_NAME, kc.DATA_KEY)
+from ansible_collections.dra.admin.plugins.module_utils.control_plane.kubeadm_config_service import skipped_volume_warnings, update
 
 
 def argument_spec():
@@ -151,19 +146,6 @@ def argument_spec():
     return spec
 
 
-def replace(api, config_map, new_text):
-    """PUT the ConfigMap with the new ClusterConfiguration and the resourceVersion it was read with."""
-    body = copy.deepcopy(config_map)
-    body["data"][kc.DATA_KEY] = new_text
-    try:
-        api.request("PUT", PATH, body=body, content_type="application/json")
-    except DraApiError as exc:
-        if exc.status == 409:
-            raise DraApiError("%s changed while this task ran (someone else wrote it): nothing written; run the task "
-                              "again" % WHERE, status=exc.status)
-        raise
-
-
 def main():
     module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
     if not HAS_YAML:
@@ -172,31 +154,14 @@ def main():
     api = DraApi(module)
     result = dict(changed=False, found=False, cluster_configuration={}, skipped_volumes={})
     try:
-        kc.normalize_args(params["extra_args"])  # bad input fails even where there is no ConfigMap
-        kc.normalize_volumes(params["extra_volumes"])
-        config_map = api.get_or_none(PATH)
-        if config_map is None:
-            module.exit_json(api_requests=api.requests, **result)
-        text = (config_map.get("data") or {}).get(kc.DATA_KEY)
-        new_text, changed, dummy, after, skipped = kc.edit_cluster_configuration_text(
-            text, params["extra_args"], params["extra_volumes"], WHERE)
-        result.update(changed=changed, found=True, cluster_configuration=after, skipped_volumes=skipped)
-        if changed and module._diff:
-            result["diff"] = dict(before=text, after=new_text, before_header=WHERE, after_header=WHERE)
-        if changed and not module.check_mode:
-            if params["backup"]:
-                result["backup_file"] = backup_text(text, "%s.%s" % (kc.CONFIG_MAP_NAME, kc.DATA_KEY),
-                                                    params["backup_dir"])
-            replace(api, config_map, new_text)
-    except (ManifestError, DraApiError) as exc:
+        update(api, params, result, module.check_mode, module._diff)
+    except DraAdminError as exc:
         module.fail_json(msg=to_native(exc), api_requests=api.requests, **result)
     except (IOError, OSError) as exc:
         module.fail_json(msg="saving the backup into %s failed: %s (nothing written; set backup_dir to a writable "
                              "directory)" % (params["backup_dir"], to_native(exc)), api_requests=api.requests, **result)
-    for component in sorted(result["skipped_volumes"]):
-        for volume in result["skipped_volumes"][component]:
-            module.warn("%s: volume %s left out: %s already mounts something else at %s"
-                        % (WHERE, volume["name"], component, volume["mountPath"]))
+    for warning in skipped_volume_warnings(result["skipped_volumes"]):
+        module.warn(warning)
     module.exit_json(api_requests=api.requests, **result)
 
 

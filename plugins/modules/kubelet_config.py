@@ -148,15 +148,10 @@ backup_file:
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.dra.admin.plugins.module_utils.control_plane import config_file
-from ansible_collections.dra.admin.plugins.module_utils.control_plane import manifest
-from ansible_collections.dra.admin.plugins.module_utils.control_plane import tuning
-from ansible_collections.dra.admin.plugins.module_utils.common.files import backup_file, read_regular_file, write_atomically
-from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import (
-    KUBELET, dra_additions, validate_dra_gates, validate_gates, validate_without_version,
-)
-
-KIND = "KubeletConfiguration"
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
+from ansible_collections.dra.admin.plugins.module_utils.control_plane import kubelet_config
+from ansible_collections.dra.admin.plugins.module_utils.control_plane import manifest as manifest_rules
+from ansible_collections.dra.admin.plugins.module_utils.control_plane.kubelet_config_service import plan, write
 
 
 def argument_spec():
@@ -171,68 +166,19 @@ def argument_spec():
     )
 
 
-def read_kubelet_config(path):
-    return read_regular_file(
-        path, "kubelet configuration %s does not exist: is the kubelet set up by kubeadm on this node? "
-        "Give the file's path in the path option (see the kubelet's --config flag)",
-        "%s is not a regular file: give the kubelet configuration file's path", manifest.ManifestError)
-
-
-def plan(params):
-    """Everything but IO: (current text, new text, changed, before, after, gates enable_dra added)."""
-    path = params["path"]
-    version = params["kubernetes_version"]
-    if params["enable_dra"] and not version:
-        raise manifest.ManifestError("enable_dra needs kubernetes_version: give the kubelet's version, e.g. v1.33.13")
-    added = dra_additions(version, KUBELET)[0] if params["enable_dra"] else {}
-    feature_gates = dict(params["feature_gates"])
-    merge = dict(params["merge"])
-    if merge.get("featureGates") is not None and not isinstance(merge["featureGates"], dict):
-        raise manifest.ManifestError("%s: nothing written: merge.featureGates must be a mapping of gate names to true "
-                                     "or false (for example {DRADeviceTaints: true}), got %r"
-                                     % (path, merge["featureGates"]))
-    target = merge["featureGates"] if isinstance(merge.get("featureGates"), dict) else feature_gates
-    for name, value in added.items():
-        target.setdefault(name, value)
-    gates = dict(feature_gates)
-    if isinstance(merge.get("featureGates"), dict):
-        gates.update(merge["featureGates"])
-    if version:
-        check = validate_dra_gates if params["enable_dra"] else validate_gates
-        errors = check(version, dict((k, v) for k, v in gates.items() if v is not None), KUBELET)
-    else:
-        errors = validate_without_version(gates, component=KUBELET)
-    if errors:
-        raise manifest.ManifestError("%s: nothing written: %s" % (path, "; ".join(errors)))
-    text = read_kubelet_config(path)
-    new_text, changed, before, after = config_file.edit_config_text(text, KIND, merge, feature_gates, where=path)
-    if "kubeAPIQPS" in merge or "kubeAPIBurst" in merge:
-        errors = tuning.check_component_rate(
-            KUBELET, merge.get("kubeAPIQPS"), merge.get("kubeAPIBurst"), before.get("kubeAPIQPS"),
-            before.get("kubeAPIBurst"), path, ("kubeAPIQPS", "kubeAPIBurst"))
-        if errors:
-            raise manifest.ManifestError("%s: nothing written: %s" % (path, "; ".join(errors)))
-    return text, new_text, changed, before, after, added
-
-
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    if not manifest.HAS_YAML:
+    if not manifest_rules.HAS_YAML:
         module.fail_json(msg=missing_required_lib("PyYAML"))
     path = module.params["path"]
     try:
-        text, new_text, changed, before, after, added = plan(module.params)
-    except (manifest.ManifestError, ValueError) as exc:
+        planned = plan(module.params)
+    except DraAdminError as exc:
         module.fail_json(msg=to_native(exc), path=path, changed=False)
-    result = dict(changed=changed, path=path, config=after, feature_gates=after.get("featureGates") or {},
-                  dra_feature_gates=added)
-    if changed and module._diff:
-        result["diff"] = dict(before=text, after=new_text, before_header=path, after_header=path)
-    if changed and not module.check_mode:
+    result = kubelet_config.result(planned, path, module._diff)
+    if result["changed"] and not module.check_mode:
         try:
-            if module.params["backup"]:
-                result["backup_file"] = backup_file(path, module.params["backup_dir"])
-            write_atomically(module, path, new_text)
+            write(module, module.params, planned[1], result)
         except (IOError, OSError) as exc:
             module.fail_json(msg="writing %s failed: %s" % (path, to_native(exc)), **result)
     module.exit_json(**result)

@@ -5,8 +5,9 @@
 
 Every error the collection raises on purpose is a ``DraAdminError``: its message names the field or the
 object and the fix, and ``details`` (a dict) is returned beside the message when a module fails. A module's
-``main()`` catches ``DraAdminError`` once (``fail_result`` gives the arguments of ``fail_json``). Errors of
-bad input also derive from ``ValueError``, as they did before the root existed.
+``main()`` catches ``DraAdminError`` once (``fail_result`` gives the arguments of ``fail_json``); a module
+that writes host files catches ``OSError`` of the write too. Errors of bad input (``InputError`` and the
+domains' own input errors) also derive from ``ValueError``.
 
 Pure: no Ansible, no network.
 """
@@ -24,10 +25,14 @@ class DraAdminError(Exception):
         self.details = dict(details or {})
 
 
-def fail_result(error, **extra):
-    """The keyword arguments of ``module.fail_json`` for an error: its message, its details, then ``extra``
-    (for example ``api_requests`` or ``changed``) where the details do not set them."""
+class InputError(DraAdminError, ValueError):
+    """Bad input, refused before anything is read or written; the message names the field and the fix."""
+
+
+def fail_result(error, msg_suffix="", **extra):
+    """The keyword arguments of ``module.fail_json`` for an error: its message (with ``msg_suffix``), its
+    details, and ``extra`` (for example ``api_requests`` or ``changed``) where the details do not set them."""
     result = dict(extra)
     result.update(getattr(error, "details", None) or {})
-    result["msg"] = str(error)
+    result["msg"] = str(error) + msg_suffix
     return result

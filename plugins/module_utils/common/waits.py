@@ -19,6 +19,8 @@ __metaclass__ = type
 
 import math
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import InputError
+
 WAIT_TIMEOUT = "wait_timeout"
 WAIT_SLEEP = "wait_sleep"
 
@@ -89,10 +91,10 @@ def wait_retries(timeout, delay, elapsed=0):
     try:
         timeout, delay, elapsed = float(timeout), float(delay), float(elapsed or 0)
     except (TypeError, ValueError):
-        raise ValueError("timeout %r, delay %r and elapsed %r must be numbers of seconds, e.g. 300, 5 and 0"
+        raise InputError("timeout %r, delay %r and elapsed %r must be numbers of seconds, e.g. 300, 5 and 0"
                          % (timeout, delay, elapsed))
     if not (delay > 0 and math.isfinite(delay)):
-        raise ValueError("the delay between rounds must be a finite number of seconds above 0 (e.g. 5), got %r" % delay)
+        raise InputError("the delay between rounds must be a finite number of seconds above 0 (e.g. 5), got %r" % delay)
     if not math.isfinite(timeout) or not math.isfinite(elapsed):
-        raise ValueError("timeout %r and elapsed %r must be finite numbers of seconds" % (timeout, elapsed))
+        raise InputError("timeout %r and elapsed %r must be finite numbers of seconds" % (timeout, elapsed))
     return max(1, int(math.ceil((timeout - elapsed) / delay)))

@@ -15,6 +15,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import InputError
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import gate_value
 from ansible_collections.dra.admin.plugins.module_utils.metrics.diagnosis import parse_text, select
 
@@ -42,7 +43,7 @@ def wanted_gates(gates):
         try:
             result[name] = gate_value(value)
         except ValueError:
-            raise ValueError("feature_gates.%s=%r: the value must be true or false" % (name, value))
+            raise InputError("feature_gates.%s=%r: the value must be true or false" % (name, value))
     return result
 
 

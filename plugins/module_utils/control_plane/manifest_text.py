@@ -100,15 +100,23 @@ def render_manifest(text, new_manifest, container, field):
 def edit_manifest_text(text, container=None, set_flags=None, remove_flags=None, feature_gates=None,
                        runtime_config=None, where="manifest"):
     """Text in, text out: returns (new text, changed, flags before, flags after)."""
-    manifest = load_manifest(text, where)
+    new_text, changed, before, after, dummy = edit_manifest(
+        text, load_manifest(text, where), container, set_flags, remove_flags, feature_gates, runtime_config, where)
+    return new_text, changed, before, after
+
+
+def edit_manifest(text, manifest, container=None, set_flags=None, remove_flags=None, feature_gates=None,
+                  runtime_config=None, where="manifest"):
+    """edit_manifest_text of a manifest already parsed (`manifest` is `text` parsed): returns (new text,
+    changed, flags before, flags after, the new text parsed)."""
     new_manifest, changed, before, after = apply_to_manifest(
         manifest, container, set_flags, remove_flags, feature_gates, runtime_config, where)
     if not changed:
-        return text, False, before, after
+        return text, False, before, after, new_manifest
     target_name = find_container(manifest, container, where).get("name")
     field, dummy = flag_items(find_container(manifest, container, where), where)
     return render_manifest(text, new_manifest, target_name if container is not None else None, field), \
-        True, before, after
+        True, before, after, new_manifest
 
 
 def canonical_manifest(manifest):

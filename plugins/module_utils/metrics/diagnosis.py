@@ -25,6 +25,7 @@ __metaclass__ = type
 import math
 import re
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import InputError
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER, KUBELET
 from ansible_collections.dra.admin.plugins.module_utils.control_plane.tuning import DEFAULT_KCM_BURST, DEFAULT_KCM_QPS
@@ -632,7 +633,7 @@ def _advice(kind, current_qps, current_burst):
     if kind == "driver_slow":
         return ("Check the DRA driver on the affected nodes: its logs, its CPU/memory limits and the hardware "
                 "operation behind the call (role dra.admin.driver manages the driver DaemonSet).")
-    raise ValueError("unknown advice kind %s" % kind)
+    raise InputError("unknown advice kind %s" % kind)
 
 
 def _limits(thresholds, groups):
@@ -640,11 +641,11 @@ def _limits(thresholds, groups):
     limits = dict(DEFAULT_THRESHOLDS)
     for key, value in (thresholds or {}).items():
         if key not in DEFAULT_THRESHOLDS:
-            raise ValueError("unknown threshold %r; known: %s" % (key, ", ".join(sorted(DEFAULT_THRESHOLDS))))
+            raise InputError("unknown threshold %r; known: %s" % (key, ", ".join(sorted(DEFAULT_THRESHOLDS))))
         limits[key] = float(value)
     unknown_groups = set(groups) - set(GROUPS)
     if unknown_groups:
-        raise ValueError("unknown check group(s) %s; known: %s" % (", ".join(sorted(unknown_groups)),
+        raise InputError("unknown check group(s) %s; known: %s" % (", ".join(sorted(unknown_groups)),
                                                                    ", ".join(GROUPS)))
     return limits
 

@@ -18,6 +18,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import InputError
 from ansible_collections.dra.admin.plugins.module_utils.common.names import MANAGED_BY, MANAGED_BY_LABEL
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import (
     RESOURCE_GROUP, VersionError, gate_info, parse_minor,
@@ -136,7 +137,7 @@ def subjects(entry):
     for account in entry.get("service_accounts") or []:
         namespace, name = (str(account).split("/", 1) + [""])[:2]
         if not name or not namespace:
-            raise ValueError("service account %r must be written namespace/name" % (account,))
+            raise InputError("service account %r must be written namespace/name" % (account,))
         result.append({"kind": "ServiceAccount", "namespace": namespace, "name": name})
     return result
 
@@ -210,7 +211,7 @@ def render(served, admins=None, drivers=None, operators=None, prefix="dra-", gra
     """
     problems = validate_personas(admins, drivers, operators)
     if problems:
-        raise ValueError("; ".join(problems))
+        raise InputError("; ".join(problems))
     objects = []
     admin_name = persona_name(prefix, "admin")
     objects.append(cluster_role(admin_name, admin_rules(served), labels("admin")))

@@ -20,6 +20,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import InputError
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 
 RESOURCE_GROUP = "resource.k8s.io"
@@ -350,7 +351,7 @@ def gate_value(value):
     text = str(value).strip().lower()
     if text in ("true", "false"):
         return text == "true"
-    raise ValueError("%r is not a feature gate value: use true or false" % (value,))
+    raise InputError("%r is not a feature gate value: use true or false" % (value,))
 
 
 def _outside_defaults_at(minor):

@@ -15,6 +15,7 @@ from ansible_collections.dra.admin.plugins.module_utils.nodes.drain import drive
 from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import (
     DEFAULT_EXCLUSION_LABEL, exclusion_label_error,
 )
+from ansible_collections.dra.admin.plugins.module_utils.nodes.drain_inputs import input_errors as drain_input_errors
 from ansible_collections.dra.admin.plugins.modules import (
     component_flags, component_metrics_info, dra_capacity_info, dra_claims_doctor, dra_device_remediation,
     dra_device_taint, dra_driver_status_info, dra_metrics_advice, dra_node_drain, kubelet_config,
@@ -153,12 +154,12 @@ def drain_params(**extra):
 ])
 def test_drain_input_errors_name_the_option(extra, named):
     spec = dra_node_drain.argument_spec()
-    errors = dra_node_drain.input_errors(drain_params(**extra), spec)
+    errors = drain_input_errors(drain_params(**extra), spec)
     assert len(errors) == 1 and named in errors[0], errors
 
 
 def test_the_defaults_of_the_drain_are_valid():
-    assert dra_node_drain.input_errors(drain_params(), dra_node_drain.argument_spec()) == []
+    assert drain_input_errors(drain_params(), dra_node_drain.argument_spec()) == []
 
 
 def pod(namespace, name, daemonset=None):

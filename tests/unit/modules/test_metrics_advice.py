@@ -14,7 +14,8 @@ import pytest
 
 from ansible_collections.dra.admin.plugins.module_utils.metrics import diagnosis
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER
-from ansible_collections.dra.admin.plugins.modules import dra_metrics_advice as mod
+from ansible_collections.dra.admin.plugins.module_utils.metrics import prometheus_service
+from ansible_collections.dra.admin.plugins.module_utils.common.http import Http
 from conftest import FIXTURES as ALL_FIXTURES, ROOT, UNIT
 
 HERE = UNIT
@@ -126,8 +127,8 @@ def page_values(**by_id):
 
 
 def run(p):
-    http = mod.Http(p["timeout"])
-    return mod.advise(p, http, sleep=lambda s: None), http
+    http = Http(p["timeout"])
+    return prometheus_service.advise(p, http, sleep=lambda s: None), http
 
 
 # ---------------------------------------------------------------------------

@@ -16,11 +16,11 @@ import time
 import pytest
 
 from ansible_collections.dra.admin.plugins.module_utils.control_plane.component_metrics import procfs_start_time
-from ansible_collections.dra.admin.plugins.modules import component_flags
+from ansible_collections.dra.admin.plugins.module_utils.control_plane import component_flags_service
 
 # What the module does in its own process, run as a fresh process as the module is.
-NOTE = ("from ansible_collections.dra.admin.plugins.modules import component_flags; "
-        "print(component_flags.clock_before_write())")
+NOTE = ("from ansible_collections.dra.admin.plugins.module_utils.control_plane import component_flags_service; "
+        "print(component_flags_service.clock_before_write())")
 
 
 def note():
@@ -37,8 +37,8 @@ def start_of(pid):
 
 def test_the_clock_is_procfs_not_the_wall_clock():
     with open("/proc/stat") as stat, open("/proc/self/stat") as pid_stat:
-        assert procfs_start_time(stat.read(), pid_stat.read()) == component_flags.clock_before_write()
-    assert component_flags.clock_before_write() <= time.time()
+        assert procfs_start_time(stat.read(), pid_stat.read()) == component_flags_service.clock_before_write()
+    assert component_flags_service.clock_before_write() <= time.time()
 
 
 def test_a_component_started_right_after_the_note_counts_as_new():
