@@ -180,7 +180,7 @@ class Claims:
         meta = obj.get("metadata", {})
         with self.lock:
             rec = self.claims.setdefault(meta.get("uid"), {"created": now, "seen_as": kind, "allocated": None,
-                                                            "deleted": None})
+                                                           "deleted": None})
             if (obj.get("status") or {}).get("allocation") and rec["allocated"] is None:
                 rec["allocated"] = now
             if kind == "DELETED" and rec["deleted"] is None:
@@ -324,7 +324,7 @@ def restart_kcm(api, cluster, setting):
         text = api.session().get(cluster.kcm_url().replace("/metrics", "/healthz?verbose"), verify=False,
                                  timeout=10).text
         return all(f"[+]{c} ok" in text for c in ("resourceclaim-controller", "job-controller",
-                                                   "garbage-collector-controller"))
+                                                  "garbage-collector-controller"))
     kube.wait_for(controllers_started, 90, "kube-controller-manager's controllers to start", retry_on=(Exception,))
     return argv
 

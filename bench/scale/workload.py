@@ -15,7 +15,7 @@ TEMPLATE = "single-gpu"
 
 def namespace(name):
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name,
-                                                                 "labels": {"bench.dra.admin/scale": "true"}}}
+                                                                  "labels": {"bench.dra.admin/scale": "true"}}}
 
 
 def claim_template(api_version, device_class):
