@@ -43,6 +43,7 @@ author:
 extends_documentation_fragment:
   - dra.admin.attributes
   - dra.admin.attributes.platform
+  - dra.admin.backup
 options:
   path:
     description:
@@ -135,16 +136,6 @@ options:
           - Name of the hostPath volume added for a new file.
         type: str
         default: kube-scheduler-config
-  backup:
-    description:
-      - Copy the manifest (and the configuration file) into O(backup_dir) before changing it.
-    type: bool
-    default: true
-  backup_dir:
-    description:
-      - Where backups go. Must not be the manifest's own directory (or below it).
-    type: path
-    default: /etc/kubernetes/dra-admin-backups
 attributes:
   check_mode:
     support: full
@@ -297,6 +288,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
+from ansible_collections.dra.admin.plugins.module_utils.common.files import NODE_BACKUP_DIR, backup_options
 from ansible_collections.dra.admin.plugins.module_utils.control_plane import component_flags
 from ansible_collections.dra.admin.plugins.module_utils.control_plane import manifest as manifest_rules
 from ansible_collections.dra.admin.plugins.module_utils.control_plane import tuning
@@ -320,8 +312,7 @@ def argument_spec():
             merge=dict(type="dict", default={}),
             volume_name=dict(type="str", default=tuning.SCHEDULER_CONFIG_VOLUME),
         )),
-        backup=dict(type="bool", default=True),
-        backup_dir=dict(type="path", default="/etc/kubernetes/dra-admin-backups"),
+        **backup_options(NODE_BACKUP_DIR)
     )
 
 

@@ -33,6 +33,7 @@ extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - dra.admin.attributes
   - dra.admin.attributes.actiongroup_k8s
+  - dra.admin.backup.controller
 options:
   extra_args:
     description:
@@ -48,16 +49,6 @@ options:
         and C(pathType), as kubeadm's C(extraVolumes) items. A volume of the same name is replaced.
     type: dict
     default: {}
-  backup:
-    description:
-      - Save the ClusterConfiguration into O(backup_dir) before changing it.
-    type: bool
-    default: true
-  backup_dir:
-    description:
-      - Where backups go, on the host the module runs on.
-    type: path
-    default: ~/.dra-admin/backups
 attributes:
   check_mode:
     support: full
@@ -128,6 +119,7 @@ api_requests:
 from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
+from ansible_collections.dra.admin.plugins.module_utils.common.files import CONTROLLER_BACKUP_DIR, backup_options
 from ansible_collections.dra.admin.plugins.module_utils.control_plane.manifest import HAS_YAML
 from ansible_collections.dra.admin.plugins.module_utils.common.api import (
     AnsibleK8SModule, DraApi, auth_argument_spec,
@@ -140,8 +132,7 @@ def argument_spec():
     spec.update(
         extra_args=dict(type="dict", default={}),
         extra_volumes=dict(type="dict", default={}),
-        backup=dict(type="bool", default=True),
-        backup_dir=dict(type="path", default="~/.dra-admin/backups"),
+        **backup_options(CONTROLLER_BACKUP_DIR)
     )
     return spec
 

@@ -34,6 +34,7 @@ author:
 extends_documentation_fragment:
   - dra.admin.attributes
   - dra.admin.attributes.platform
+  - dra.admin.backup
 options:
   path:
     description:
@@ -64,16 +65,6 @@ options:
         (C(DynamicResourceAllocation=true) on 1.30 to 1.33, nothing from 1.34). Requires O(kubernetes_version).
     type: bool
     default: false
-  backup:
-    description:
-      - Copy the file into O(backup_dir) before changing it.
-    type: bool
-    default: true
-  backup_dir:
-    description:
-      - Where backups go.
-    type: path
-    default: /etc/kubernetes/dra-admin-backups
 attributes:
   check_mode:
     support: full
@@ -149,6 +140,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
+from ansible_collections.dra.admin.plugins.module_utils.common.files import NODE_BACKUP_DIR, backup_options
 from ansible_collections.dra.admin.plugins.module_utils.control_plane import kubelet_config
 from ansible_collections.dra.admin.plugins.module_utils.control_plane import manifest as manifest_rules
 from ansible_collections.dra.admin.plugins.module_utils.control_plane.kubelet_config_service import plan, write
@@ -161,8 +153,7 @@ def argument_spec():
         feature_gates=dict(type="dict", default={}),
         kubernetes_version=dict(type="str"),
         enable_dra=dict(type="bool", default=False),
-        backup=dict(type="bool", default=True),
-        backup_dir=dict(type="path", default="/etc/kubernetes/dra-admin-backups"),
+        **backup_options(NODE_BACKUP_DIR)
     )
 
 

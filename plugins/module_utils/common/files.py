@@ -14,6 +14,17 @@ import shutil
 import tempfile
 import time
 
+# Where the modules that change a node's files keep their backups (component_flags, kubelet_config; the
+# feature_gates and control_plane_tuning roles' *_backup_dir defaults repeat it, checked by a unit test), and
+# where kubeadm_config keeps the ClusterConfiguration it changes, on the host the module runs on.
+NODE_BACKUP_DIR = "/etc/kubernetes/dra-admin-backups"
+CONTROLLER_BACKUP_DIR = "~/.dra-admin/backups"
+
+
+def backup_options(default_dir):
+    """The argument spec entries of the backup options (plugins/doc_fragments/backup.py documents them)."""
+    return dict(backup=dict(type="bool", default=True), backup_dir=dict(type="path", default=default_dir))
+
 
 def read_text(path):
     """The UTF-8 text of the file `path`."""

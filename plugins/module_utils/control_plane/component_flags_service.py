@@ -13,7 +13,9 @@ import os
 from ansible_collections.dra.admin.plugins.module_utils.control_plane import command_line
 from ansible_collections.dra.admin.plugins.module_utils.control_plane import component_flags
 from ansible_collections.dra.admin.plugins.module_utils.control_plane import manifest as manifest_rules
-from ansible_collections.dra.admin.plugins.module_utils.common.files import backup_file, read_regular_file, read_text, write_atomically
+from ansible_collections.dra.admin.plugins.module_utils.common.files import (
+    NODE_BACKUP_DIR, backup_file, read_regular_file, read_text, write_atomically,
+)
 from ansible_collections.dra.admin.plugins.module_utils.control_plane.component_metrics import procfs_start_time
 
 
@@ -24,7 +26,7 @@ def check_backup_dir(path, backup_dir):
     if target == manifest_dir or target.startswith(manifest_dir + os.sep):
         raise manifest_rules.ManifestError(
             "backup_dir %s is inside %s, where the kubelet would start a backup as a second Pod: "
-            "choose a directory outside it (default /etc/kubernetes/dra-admin-backups)" % (backup_dir, manifest_dir))
+            "choose a directory outside it (default %s)" % (backup_dir, manifest_dir, NODE_BACKUP_DIR))
 
 
 def read_manifest(path):

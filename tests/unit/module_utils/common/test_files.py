@@ -1,4 +1,6 @@
-"""Reading host files (module_utils/files.py): the one reader of component_flags, kubelet_config and Chart.yaml."""
+"""Reading host files (module_utils/common/files.py): the one reader of component_flags, kubelet_config and Chart.yaml."""
+import os
+
 import pytest
 
 from ansible_collections.dra.admin.plugins.module_utils.common.files import read_regular_file, read_text
@@ -20,3 +22,22 @@ def test_a_missing_path_or_a_directory_raises_the_callers_error_naming_it(tmp_pa
         read_regular_file(str(tmp_path / "none"), "%s missing", "%s not a file", Refused)
     with pytest.raises(Refused, match="^%s not a file$" % tmp_path):
         read_regular_file(str(tmp_path), "%s missing", "%s not a file", Refused)
+
+
+def test_the_backup_defaults_have_one_home():
+    """The doc fragment, the roles' defaults and argument specs repeat common/files' backup directories."""
+    import yaml
+    from ansible_collections.dra.admin.plugins.doc_fragments.backup import ModuleDocFragment
+    from ansible_collections.dra.admin.plugins.module_utils.common.files import (
+        CONTROLLER_BACKUP_DIR, NODE_BACKUP_DIR, backup_options)
+    from conftest import ROOT
+    assert yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["options"]["backup_dir"]["default"] == NODE_BACKUP_DIR
+    assert yaml.safe_load(ModuleDocFragment.CONTROLLER)["options"]["backup_dir"]["default"] == CONTROLLER_BACKUP_DIR
+    assert backup_options(NODE_BACKUP_DIR)["backup_dir"]["default"] == NODE_BACKUP_DIR
+    for role in ("feature_gates", "control_plane_tuning"):
+        variable = "dra_%s_backup_dir" % role
+        with open(os.path.join(ROOT, "roles", role, "defaults", "main.yml")) as fh:
+            assert yaml.safe_load(fh)[variable] == NODE_BACKUP_DIR
+        with open(os.path.join(ROOT, "roles", role, "meta", "argument_specs.yml")) as fh:
+            spec = yaml.safe_load(fh)["argument_specs"]["main"]["options"][variable]
+        assert spec["default"] == NODE_BACKUP_DIR

@@ -1,0 +1,44 @@
+# -*- coding: utf-8 -*-
+# Copyright: dra.admin contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The backup options of the modules that change a file or an object (their argument spec:
+plugins/module_utils/common/files.backup_options; the defaults: NODE_BACKUP_DIR, CONTROLLER_BACKUP_DIR)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
+class ModuleDocFragment(object):
+
+    # Files of the node the module runs on (static Pod manifests, kubelet and scheduler configuration).
+    DOCUMENTATION = r"""
+options:
+  backup:
+    description:
+      - Copy each file into O(backup_dir) before changing it, named after the file with the UTC time of the copy
+        (see RV(backup_file)).
+    type: bool
+    default: true
+  backup_dir:
+    description:
+      - Where backups go, on the node. Created when missing.
+    type: path
+    default: /etc/kubernetes/dra-admin-backups
+"""
+
+    # An API object saved on the host the module runs on (the controller, or a delegated host).
+    CONTROLLER = r"""
+options:
+  backup:
+    description:
+      - Save the object into O(backup_dir) before changing it, named after the object with the UTC time of the copy
+        (see RV(backup_file)).
+    type: bool
+    default: true
+  backup_dir:
+    description:
+      - Where backups go, on the host the module runs on. Created when missing.
+    type: path
+    default: ~/.dra-admin/backups
+"""
