@@ -14,6 +14,17 @@ UNIT = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(UNIT, "fixtures")
 
 
+def recorded_by_kind(filename):
+    """A recorded List of tests/unit/fixtures/recorded/ (objects of several kinds) as {kind: [objects]}."""
+    import json
+    with open(os.path.join(FIXTURES, "recorded", filename)) as handle:
+        items = json.load(handle)["items"]
+    by_kind = {}
+    for item in items:
+        by_kind.setdefault(item["kind"], []).append(item)
+    return by_kind
+
+
 def load_script(relpath, module_name):
     """A script of the checkout without a .py suffix (e.g. hack/docs), imported as a module."""
     loader = importlib.machinery.SourceFileLoader(module_name, os.path.join(ROOT, relpath))

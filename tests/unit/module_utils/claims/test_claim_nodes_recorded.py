@@ -19,7 +19,7 @@ from ansible_collections.dra.admin.plugins.module_utils.claims import locations
 from ansible_collections.dra.admin.plugins.module_utils.claims import slices
 from ansible_collections.dra.admin.plugins.module_utils.common.api import DraApi
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import POD_NODE_COLUMN, pod_index
-from conftest import FIXTURES
+from conftest import FIXTURES, recorded_by_kind
 
 REC = os.path.join(FIXTURES, "recorded")
 
@@ -39,12 +39,7 @@ class TableApi(DraApi):
 
 
 def scenario(name):
-    with open(os.path.join(REC, "scenario-%s.json" % name)) as fh:
-        items = json.load(fh)["items"]
-    by_kind = {}
-    for item in items:
-        by_kind.setdefault(item["kind"], []).append(item)
-    return by_kind
+    return recorded_by_kind("scenario-%s.json" % name)
 
 
 def world(name, pods_from_table=True):

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from ansible_collections.dra.admin.plugins.module_utils.claims import claims as claim_rules
 from ansible_collections.dra.admin.plugins.module_utils.claims import doctor
 from ansible_collections.dra.admin.plugins.module_utils.claims import slices as slice_rules
-from conftest import FIXTURES
+from conftest import FIXTURES, recorded_by_kind
 
 REC = os.path.join(FIXTURES, "recorded")
 NODE_NAMES = ["node-a", "node-b", "node-c"]
@@ -286,12 +286,7 @@ def test_the_doctor_never_forces_a_claim_whose_driver_is_present_on_its_node(wor
 # --- the same on objects recorded from the real cluster -------------------------------------------------------
 
 def recorded(name):
-    with open(os.path.join(REC, "scenario-%s.json" % name)) as fh:
-        items = json.load(fh)["items"]
-    kinds = {}
-    for item in items:
-        kinds.setdefault(item["kind"], []).append(item)
-    return kinds
+    return recorded_by_kind("scenario-%s.json" % name)
 
 
 def deleted_while_in_use(kinds):

@@ -12,7 +12,6 @@ marked    the driver's taint is gone; the remediation's rule carries dra.admin/h
 """
 import copy
 import datetime
-import json
 import os
 
 import pytest
@@ -24,7 +23,7 @@ from ansible_collections.dra.admin.plugins.module_utils.common.times import pars
 from ansible_collections.dra.admin.plugins.module_utils.devices.remediation_service import remediate
 
 from test_device_taints import ScriptedApi
-from conftest import FIXTURES
+from conftest import FIXTURES, recorded_by_kind
 
 REC = os.path.join(FIXTURES, "recorded")
 DRIVER = "remedy.example.com"
@@ -34,12 +33,7 @@ UTC = datetime.timezone.utc
 
 
 def recorded(moment):
-    with open(os.path.join(REC, "device-remediation-%s-v1.36.3.json" % moment)) as handle:
-        items = json.load(handle)["items"]
-    out = {}
-    for item in items:
-        out.setdefault(item["kind"], []).append(item)
-    return out
+    return recorded_by_kind("device-remediation-%s-v1.36.3.json" % moment)
 
 
 def health(objs, now):

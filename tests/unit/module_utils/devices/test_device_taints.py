@@ -11,7 +11,6 @@ noexecute-pending   NoExecute: a1 and a2 evicted, t still running (PodsPendingEv
 noexecute-done      t evicted too (Completed)
 """
 import copy
-import json
 import os
 
 import pytest
@@ -22,7 +21,7 @@ from ansible_collections.dra.admin.plugins.module_utils.common.api import DraApi
 from ansible_collections.dra.admin.plugins.module_utils.devices.taints_service import (
     DRAIN_VALUE, DRAINED_NODE_ANNOTATION, DeviceTaint, DeviceTaintFailure, drain_devices, rule_path,
 )
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES, ROOT, recorded_by_kind
 
 REC = os.path.join(FIXTURES, "recorded")
 NS = "device-maintenance"
@@ -31,12 +30,7 @@ POOL = "tray"
 
 
 def recorded(moment):
-    with open(os.path.join(REC, "device-taints-%s-v1.36.3.json" % moment)) as handle:
-        items = json.load(handle)["items"]
-    out = {}
-    for item in items:
-        out.setdefault(item["kind"], []).append(item)
-    return out
+    return recorded_by_kind("device-taints-%s-v1.36.3.json" % moment)
 
 
 # ---- the catalog ------------------------------------------------------------------------------
