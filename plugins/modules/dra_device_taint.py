@@ -296,7 +296,7 @@ api_requests:
   type: int
 """
 
-from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError, fail_result
 from ansible_collections.dra.admin.plugins.module_utils.common.api import (
     AnsibleK8SModule, DraApi, auth_argument_spec,
 )
@@ -346,8 +346,7 @@ def main():
     try:
         result = run.run()
     except DraAdminError as exc:
-        module.fail_json(msg=str(exc), changed=run.changed, api_requests=api.requests, diff=run.diff,
-                         **getattr(exc, "details", {}))
+        module.fail_json(**fail_result(exc, changed=run.changed, api_requests=api.requests, diff=run.diff))
     module.exit_json(changed=run.changed, api_requests=api.requests, diff=run.diff, **result)
 
 
