@@ -7,7 +7,8 @@ Requests: discovery (which version serves devicetaintrules), one LIST of the rul
 the others that keep the same devices out of service), one LIST each of ResourceSlices, ResourceClaims and pods
 (Table form) before writing; while waiting for eviction, one GET of the rule per poll, and the claims and pods are
 listed once more at the end. With wait false there is no poll: the claims and pods as read before writing say
-what the eviction still waits for (devices.taint_progress), for a role that waits in an until-loop. A dry run makes no write, whatever rules exist; every other run writes only its own
+what the eviction still waits for (devices.taint_progress), for a role that waits in an until-loop. A dry run
+makes no write, whatever rules exist; every other run writes only its own
 operation's rule (devices.taints.planned_writes).
 """
 

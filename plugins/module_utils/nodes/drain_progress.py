@@ -38,6 +38,7 @@ WAIT_PHASE = {
     DRIVER_PODS_GONE: "remove_driver",
 }
 
+
 def drain_waiting_for(claim_pods, other_pods, held_claims, driver_pods, label_set):
     """The first wait of the drain not over yet and what it still waits for: (wait, sorted pending names).
 

@@ -138,7 +138,7 @@ def test_a_round_after_the_timeout_fails_as_the_one_call_does():
     with pytest.raises(DeviceTaintFailure) as single:
         DeviceTaint(one, dict(params(), state="tainted", wait=True, wait_timeout=30, wait_sleep=10),
                     clock=ticking, sleep=sleep).run()
-    assert str(single.value).split(" (controller")[0] == message.split(" (controller")[0]
+    assert str(single.value).split(" (controller", 1)[0] == message.split(" (controller", 1)[0]
 
 
 def test_without_noexecute_or_with_wait_nothing_is_waited_for():
