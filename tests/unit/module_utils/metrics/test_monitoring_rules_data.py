@@ -86,8 +86,8 @@ def test_recording_rules_are_the_page_queries_in_order():
 
 def test_options_shape_the_groups():
     groups = rules.rule_groups(group_prefix="p", interval="30s", alert_for="2m",
-                                           alert_labels={"team": "x"}, absent=False,
-                                           device_taint_eviction_alert=False)["groups"]
+                               alert_labels={"team": "x"}, absent=False,
+                               device_taint_eviction_alert=False)["groups"]
     assert [g["name"] for g in groups] == ["p.recording", "p.alerts"]
     assert all(g["interval"] == "30s" for g in groups)
     assert len(groups[1]["rules"]) == len(diagnosis.CHECKS)
