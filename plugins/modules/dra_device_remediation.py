@@ -71,6 +71,21 @@ options:
   driver:
     description: Only this driver's devices and rules.
     type: str
+  wait:
+    description:
+      - With O(effect=NoExecute), wait after each device's taint until its eviction is finished.
+      - V(false) writes every rule and returns at once, saying what the evictions still wait for (RV(waiting_for),
+        RV(pending), the pods still to be evicted, RV(holding), RV(elapsed), RV(progress)). The same call in check
+        mode writes nothing and only reports, which makes it the read-only call to wait on in an C(until) loop, a
+        line per round (role C(dra.admin.device_maintenance), entry point C(remediate), does so); with O(since), a
+        round after O(wait_timeout) whose evictions are not over fails naming the devices.
+    type: bool
+    default: true
+  since:
+    description:
+      - With O(wait=false), when the remediation started (seconds since the epoch, RV(started) of its first call);
+        RV(elapsed) and O(wait_timeout) count from it. Default is the call's own start.
+    type: float
   wait_timeout:
     description: Seconds to wait for the eviction with O(effect=NoExecute); a finite number above 0.
     type: int
@@ -182,6 +197,39 @@ sources:
   description: Which health sources the cluster has (see M(dra.admin.dra_device_health_info)'s C(sources)).
   returned: success
   type: dict
+waiting_for:
+  description:
+    - With O(wait=false), what the evictions still wait for - V(eviction_done) while the rule of a device tainted
+      C(NoExecute) has its C(EvictionInProgress) condition not false for its generation - or null.
+  returned: wait=false
+  type: str
+pending:
+  description:
+    - With O(wait=false), the pods (namespace/name) still to be evicted from those devices;
+      C(DeviceTaintRule/<name>) for a rule not reported on yet with no such pod listed.
+  returned: wait=false
+  type: list
+  elements: str
+pending_count:
+  description: With O(wait=false), how many are pending.
+  returned: wait=false
+  type: int
+holding:
+  description: With O(wait=false), per device tainted C(NoExecute) (its id), the pods using it now.
+  returned: wait=false
+  type: dict
+elapsed:
+  description: With O(wait=false), seconds since O(since) (or since the call started).
+  returned: wait=false
+  type: float
+progress:
+  description: With O(wait=false), one line - what is waited for, what is pending, seconds so far.
+  returned: wait=false
+  type: str
+started:
+  description: With O(wait=false), when the remediation started (O(since), else the call's start), in seconds since the epoch.
+  returned: wait=false
+  type: float
 api_requests:
   description: Number of API requests the module made.
   returned: always
@@ -206,6 +254,8 @@ def argument_spec():
         effect=dict(type="str", choices=list(EFFECTS), default=NO_SCHEDULE),
         healthy_for=dict(type="int", default=600),
         driver=dict(type="str"),
+        wait=dict(type="bool", default=True),
+        since=dict(type="float"),
     )
     spec.update(wait_options(300, 2.0, sleep_aliases=["poll_interval"]))
     return spec
@@ -214,6 +264,9 @@ def argument_spec():
 def input_errors(params, spec=None):
     """Every problem of the parameters, each naming the option and the fix; checked before any request."""
     errors = wait_parameter_errors(params, spec=spec)
+    if params.get("since") is not None and not params["since"] >= 0:
+        errors.append("since must be a time in seconds since the epoch (the started of the remediation's first "
+                      "call), got %r" % params["since"])
     if params["driver"] is not None:
         errors.append(subdomain_error("driver", params["driver"]))
     try:
@@ -234,7 +287,7 @@ def main():
     try:
         result, changed, diff = remediate(api, params["effect"], params["healthy_for"], driver=params["driver"],
                                           wait_timeout=params["wait_timeout"], poll_interval=params["wait_sleep"],
-                                          check_mode=module.check_mode)
+                                          check_mode=module.check_mode, wait=params["wait"], since=params["since"])
     except DraAdminError as exc:
         refused = isinstance(exc, ValueError)  # bad input: refused before any request
         module.fail_json(**fail_result(exc, changed=getattr(exc, "changed", False), api_requests=api.requests,

@@ -128,8 +128,18 @@ options:
     description:
       - With O(state=tainted) and V(NoExecute), wait until eviction is finished (kube-controller-manager's report
         on the rule). O(state=dry_run) never waits.
+      - V(false) writes the rule and returns at once, saying what the eviction still waits for (RV(waiting_for),
+        RV(pending), the pods still to be evicted, RV(elapsed), RV(progress)). The same call in check mode writes
+        nothing and only reports, which makes it the read-only call to wait on in an C(until) loop, a line per
+        round (role C(dra.admin.device_maintenance) does so); with O(since), a round after O(wait_timeout) whose
+        eviction is not over fails as the waiting call does.
     type: bool
     default: true
+  since:
+    description:
+      - With O(wait=false), when the operation started (seconds since the epoch, RV(started) of its first call);
+        RV(elapsed) and O(wait_timeout) count from it. Default is the call's own start.
+    type: float
   wait_timeout:
     description:
       - Seconds to wait; a finite number above 0. On timeout the rule stays in place and the module fails listing
@@ -290,6 +300,37 @@ affected_claims:
   returned: when O(state) is not V(absent)
   type: list
   elements: dict
+waiting_for:
+  description:
+    - With O(wait=false), what the eviction still waits for - V(eviction_done) while a C(NoExecute) rule's
+      C(EvictionInProgress) condition is not false for its generation - or null when nothing is left to wait for.
+  returned: wait=false
+  type: str
+  sample: eviction_done
+pending:
+  description:
+    - With O(wait=false), the pods (namespace/name) still to be evicted, those whose claims do not tolerate the taint
+      for ever; C(DeviceTaintRule/<name>) alone while the controller has not reported and no such pod is listed.
+  returned: wait=false
+  type: list
+  elements: str
+pending_count:
+  description: With O(wait=false), how many are pending.
+  returned: wait=false
+  type: int
+elapsed:
+  description: With O(wait=false), seconds since O(since) (or since the call started).
+  returned: wait=false
+  type: float
+progress:
+  description: With O(wait=false), one line - what is waited for, what is pending, seconds so far.
+  returned: wait=false
+  type: str
+  sample: "waiting for the pods using the devices to be evicted (...): 1 pending (ns/trainer-0), 3.1s so far"
+started:
+  description: With O(wait=false), when the operation started (O(since), else the call's start), in seconds since the epoch.
+  returned: wait=false
+  type: float
 api_requests:
   description: Number of API requests the module made.
   returned: always
@@ -323,6 +364,7 @@ def argument_spec():
         labels=dict(type="dict", default={}),
         annotations=dict(type="dict", default={}),
         wait=dict(type="bool", default=True),
+        since=dict(type="float"),
     )
     spec.update(wait_options(300, 2.0, sleep_aliases=["poll_interval"]))
     return spec
@@ -333,6 +375,9 @@ def parameter_errors(params):
     errors = input_errors(checked)
     if params["state"] == ABSENT and params["name"]:
         errors = [e for e in errors if not e.startswith("driver is required")]
+    if params.get("since") is not None and not params["since"] >= 0:
+        errors.append("since must be a time in seconds since the epoch (the started of the operation's first "
+                      "call), got %r" % params["since"])
     return errors + wait_parameter_errors(params, spec=argument_spec())
 
 

@@ -23,7 +23,9 @@ With DRA_IT_RECORD=<dir> the objects are saved for the unit tests (tests/unit/fi
 import datetime
 import json
 import os
+import re
 import sys
+import time
 
 import pytest
 
@@ -103,8 +105,8 @@ def taint_cluster(request):
         yield cluster
 
 
-def tolerating_claim(api, namespace, name, seconds):
-    obj = claim(api, namespace, name, device_class=DRIVER)
+def tolerating_claim(api, namespace, name, seconds, device_class=DRIVER):
+    obj = claim(api, namespace, name, device_class=device_class)
     request = obj["spec"]["devices"]["requests"][0]
     body = request.get("exactly", request)
     body["tolerations"] = [{"key": KEY, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": seconds}]
@@ -497,3 +499,221 @@ def test_remediation_taints_an_unhealthy_device_and_lifts_its_own_taint_after_th
     cluster.kubectl("delete", f"deviceclasses.{api}.resource.k8s.io", REMEDY_DRIVER)
     cluster.kubectl("delete", "devicetaintrules.resource.k8s.io", "foreign-dev-1", maint["name"])
     cluster.kubectl("delete", f"resourceslices.{api}.resource.k8s.io", f"{REMEDY_DRIVER}-{REMEDY_POOL}".replace(".", "-"))
+
+
+# ---- the role's waits, phase by phase -----------------------------------------------------------
+
+PROGRESS_DRIVER = "progress.example.com"
+PROGRESS_POOL = "shelf"
+PROGRESS_TOLERATION = 6
+# What Ansible adds to a registered result.
+TASK_FIELDS = ("invocation", "attempts", "failed", "msg", "changed_when_result", "failed_when_result")
+
+
+def role_results(cluster, tmp_path, tasks_from, role_vars, keep, verbose=False):
+    """Role device_maintenance (entry point tasks_from) in a playbook that keeps the registered results named in
+    `keep` ({key: variable}); (the run, {key: result})."""
+    out = tmp_path / f"out-{time.monotonic_ns()}.json"
+    kept = ", ".join(f"'{k}': {v} | default(none)" for k, v in keep.items())
+    playbook = tmp_path / f"role-{time.monotonic_ns()}.yml"
+    playbook.write_text(
+        "- hosts: localhost\n  gather_facts: false\n  tasks:\n"
+        "    - name: The role\n      ansible.builtin.include_role:\n        name: dra.admin.device_maintenance\n"
+        f"        tasks_from: {tasks_from}\n"
+        "    - name: Keep the registered results\n      ansible.builtin.copy:\n"
+        f"        content: \"{{{{ {{{kept}}} | to_json }}}}\"\n"
+        f"        dest: {out}\n")
+    vars_file = tmp_path / f"vars-{time.monotonic_ns()}.json"
+    vars_file.write_text(json.dumps(role_vars))
+    run = cluster.run_playbook(str(playbook), "-e", f"@{vars_file}", *(["-vvv"] if verbose else []),
+                               env={"ANSIBLE_CALLBACK_RESULT_FORMAT": "json"})
+    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
+    return run, json.loads(out.read_text())
+
+
+def retry_rounds(run, task_name):
+    """Each round's result of an until-loop, from -vvv: "FAILED - RETRYING: [host]: name (N retries left).Result
+    was: {..}"."""
+    chunks = [chunk for chunk in run.stdout.split("FAILED - RETRYING: ")[1:] if task_name in chunk.split("\n", 1)[0]]
+    return [json.JSONDecoder().raw_decode(chunk.split("Result was: ", 1)[1])[0] for chunk in chunks]
+
+
+def same_outcome(result):
+    """What one call and the role's phases must agree on (times, uids and the request count aside)."""
+    rule = result["rule"]
+    out = dict((k, v) for k, v in result.items()
+               if k not in ("rule", "affected_claims", "claims", "api_requests", "diff") + TASK_FIELDS)
+    out["rule"] = dict((k, rule[k]) for k in ("name", "labels", "annotations", "device_selector", "operation",
+                                              "managed", "generation"))
+    out["rule"]["effect"] = rule["taint"]["effect"]
+    out["rule"]["done"] = rule["condition"]["current"] and not rule["condition"]["eviction_in_progress"]
+    return out
+
+
+def test_role_waits_for_the_eviction_naming_the_pods_still_to_go(taint_cluster, tmp_path):
+    """Role device_maintenance, state tainted, NoExecute: once in one module call (dra_device_maintenance_progress
+    false), once phase by phase (the default): the write, then an until-loop whose rounds name the pods still to
+    be evicted and the seconds so far; the role's result is the one call's. A second run changes nothing."""
+    cluster = taint_cluster
+    api = cluster.resource_version
+    node = cluster.get_json("nodes")["items"][0]["metadata"]["name"]
+    ns = "device-progress"
+    cluster.kubectl("create", "namespace", ns)
+    cluster.wait_for_default_service_account(ns)
+    cluster.apply([device_class(api, PROGRESS_DRIVER),
+                   resource_slice(api, PROGRESS_DRIVER, PROGRESS_POOL, ["dev-0", "dev-1"], nodeName=node)])
+    pods = [f"{ns}/p1", f"{ns}/p2", f"{ns}/t"]
+    role_vars = {"dra_device_maintenance_driver": PROGRESS_DRIVER, "dra_device_maintenance_pool": PROGRESS_POOL,
+                 "dra_device_maintenance_state": "tainted", "dra_device_maintenance_effect": "NoExecute",
+                 "dra_device_maintenance_wait_timeout": 120, "dra_device_maintenance_poll_interval": 0.5}
+    keep = {"result": "dra_device_maintenance_result", "step": "dra_device_maintenance_step",
+            "wait": "dra_device_maintenance_wait"}
+
+    def workload():
+        """Two pods share a claim; one claim tolerates the taint for PROGRESS_TOLERATION seconds."""
+        cluster.apply([claim(api, ns, "held", device_class=PROGRESS_DRIVER),
+                       pod(ns, "p1", claim_name="held", node=node, grace=1),
+                       pod(ns, "p2", claim_name="held", node=node, grace=1),
+                       tolerating_claim(api, ns, "slow", PROGRESS_TOLERATION, PROGRESS_DRIVER),
+                       pod(ns, "t", claim_name="slow", node=node, grace=1)])
+        for name in ("p1", "p2", "t"):
+            cluster.wait_until(lambda n=name: pod_phase(cluster, ns, n) == "Running", 90, f"pod {name} Running")
+
+    # One call.
+    workload()
+    run, single = role_results(cluster, tmp_path, "main", dict(role_vars, dra_device_maintenance_progress=False), keep)
+    one = single["result"]
+    assert one["changed"] is True and one["evicted"] == pods and one["still_holding"] == [], one
+    assert single["step"].get("skipped") and single["wait"].get("skipped")
+    lifted = cluster.run_role("dra.admin.device_maintenance", tmp_path,
+                              dict(role_vars, dra_device_maintenance_state="absent"))
+    assert lifted.returncode == 0 and recap(lifted)["changed"] == "1", lifted.stdout[-4000:]
+    cluster.kubectl("delete", f"resourceclaims.{api}.resource.k8s.io", "-n", ns, "held", "slow", "--wait=true")
+
+    # Phase by phase, the same workload again.
+    workload()
+    run, got = role_results(cluster, tmp_path, "main", role_vars, keep, verbose=True)
+    step, waited, result = got["step"], got["wait"], got["result"]
+    assert step["changed"] is True and step["waiting_for"] == "eviction_done" and step["pending"] == pods, step
+    assert step["elapsed"] >= 0 and step["started"] > 0
+    rounds = retry_rounds(run, "Wait until the pods using the devices are evicted")
+    assert rounds, run.stdout[-6000:]
+    assert all(r["waiting_for"] == "eviction_done" and r["pending"] for r in rounds)
+    assert f"{ns}/t" in rounds[0]["pending"] and set(rounds[0]["pending"]) <= set(pods) | {
+        f"DeviceTaintRule/{step['name']}"}
+    assert "waiting for the pods using the devices to be evicted" in rounds[0]["progress"]
+    assert [r["elapsed"] for r in rounds] == sorted(r["elapsed"] for r in rounds)
+    assert rounds[-1]["elapsed"] >= PROGRESS_TOLERATION - 1  # t tolerates the taint that long
+    assert waited["waiting_for"] is None and waited["pending"] == [] and waited["attempts"] == len(rounds) + 1
+    assert waited["changed"] is False
+    # The role's result is the one call's.
+    assert result["evicted"] == pods and result["still_holding"] == [] and result["changed"] is True
+    assert same_outcome(result) == same_outcome(one)
+    assert set(result) - set(TASK_FIELDS) == set(one) - set(TASK_FIELDS)
+    assert all(pod_phase(cluster, ns, n) is None for n in ("p1", "p2", "t"))
+
+    # Again: nothing to change, nothing to wait for (only the test's own copy task changes something).
+    again, second = role_results(cluster, tmp_path, "main", role_vars, keep)
+    assert second["result"]["changed"] is False and second["result"]["evicted"] == []
+    assert second["step"]["waiting_for"] is None and second["wait"].get("skipped"), second
+    assert re.search(r"localhost\s+: ok=\d+\s+changed=1\s", again.stdout), again.stdout[-2000:]
+    # Check mode: nothing written, nothing waited for.
+    checked = cluster.run_role("dra.admin.device_maintenance", tmp_path, role_vars, check=True)
+    assert checked.returncode == 0 and recap(checked)["changed"] == "0", checked.stdout[-4000:]
+    cluster.kubectl("delete", "namespace", ns, "--wait=false")
+    cluster.run_role("dra.admin.device_maintenance", tmp_path, dict(role_vars, dra_device_maintenance_state="absent"))
+    cluster.kubectl("delete", f"deviceclasses.{api}.resource.k8s.io", PROGRESS_DRIVER)
+    cluster.kubectl("delete", f"resourceslices.{api}.resource.k8s.io",
+                    f"{PROGRESS_DRIVER}-{PROGRESS_POOL}".replace(".", "-"))
+
+
+REMEDY_EXEC_DRIVER = "remedy-exec.example.com"
+
+
+def test_remediation_role_waits_for_the_noexecute_eviction_naming_the_pod(taint_cluster, tmp_path):
+    """Role device_maintenance, entry point remediate, effect NoExecute: once in one module call, once phase by
+    phase (the default): the rules written, then an until-loop whose rounds name the pod still using the unhealthy
+    device and the seconds so far; the role's result is the one call's. A second run changes nothing."""
+    cluster = taint_cluster
+    api = cluster.resource_version
+    node = cluster.get_json("nodes")["items"][0]["metadata"]["name"]
+    ns = "remediation-progress"
+    cluster.kubectl("create", "namespace", ns)
+    cluster.wait_for_default_service_account(ns)
+    device = f"{REMEDY_EXEC_DRIVER}/{REMEDY_POOL}/dev-0"
+    rule_name = "dra-admin-unhealthy-remedy-exec.example.com-rack-dev-0"
+    user = f"{ns}/user"
+
+    def slice_(tainted):
+        obj = resource_slice(api, REMEDY_EXEC_DRIVER, REMEDY_POOL, ["dev-0", "dev-1"], nodeName=node)
+        for index, dev in enumerate(obj["spec"]["devices"]):
+            dev["attributes"] = {"index": {"int": index}}
+        if tainted:
+            obj["spec"]["devices"][0]["taints"] = [{"key": "remedy-exec.example.com/unhealthy", "value": "ecc",
+                                                    "effect": "NoSchedule"}]
+        return obj
+
+    def workload():
+        """A pod on dev-0 whose claim tolerates the remediation's taint for PROGRESS_TOLERATION seconds; then
+        the driver reports dev-0 unhealthy."""
+        cluster.apply([slice_(False)])
+        obj = claim(api, ns, "on-dev-0", device_class=REMEDY_EXEC_DRIVER,
+                    selector=f'device.attributes["{REMEDY_EXEC_DRIVER}"].index == 0')
+        request = obj["spec"]["devices"]["requests"][0]
+        request.get("exactly", request)["tolerations"] = [
+            {"key": "dra.admin/unhealthy", "operator": "Exists", "effect": "NoExecute",
+             "tolerationSeconds": PROGRESS_TOLERATION}]
+        cluster.apply([obj, pod(ns, "user", claim_name="on-dev-0", node=node, grace=1)])
+        cluster.wait_until(lambda: pod_phase(cluster, ns, "user") == "Running", 90, "pod user Running")
+        cluster.apply([slice_(True)])
+
+    cluster.apply([device_class(api, REMEDY_EXEC_DRIVER)])
+    role_vars = {"dra_device_maintenance_remediate_effect": "NoExecute",
+                 "dra_device_maintenance_remediate_driver": REMEDY_EXEC_DRIVER,
+                 "dra_device_maintenance_remediate_healthy_for": 600,
+                 "dra_device_maintenance_wait_timeout": 120, "dra_device_maintenance_poll_interval": 0.5}
+    keep = {"result": "dra_device_maintenance_remediation", "step": "dra_device_maintenance_remediation_step",
+            "wait": "dra_device_maintenance_remediation_wait"}
+
+    # One call.
+    workload()
+    run, single = role_results(cluster, tmp_path, "remediate",
+                               dict(role_vars, dra_device_maintenance_progress=False), keep)
+    one = single["result"]
+    assert one["changed"] is True and one["tainted"] == [device], one
+    assert one["actions"][0]["evicted"] == [user] and one["actions"][0]["still_holding"] == [], one["actions"]
+    assert single["step"].get("skipped") and single["wait"].get("skipped")
+    cluster.kubectl("delete", "devicetaintrules.resource.k8s.io", rule_name, "--wait=true")
+    cluster.kubectl("delete", f"resourceclaims.{api}.resource.k8s.io", "-n", ns, "on-dev-0", "--wait=true")
+
+    # Phase by phase, the same again.
+    workload()
+    run, got = role_results(cluster, tmp_path, "remediate", role_vars, keep, verbose=True)
+    step, waited, result = got["step"], got["wait"], got["result"]
+    assert step["changed"] is True and step["waiting_for"] == "eviction_done" and step["pending"] == [user], step
+    assert step["holding"] == {device: [user]}
+    rounds = retry_rounds(run, "Wait until the pods using the tainted devices are evicted")
+    assert rounds, run.stdout[-6000:]
+    assert all(r["waiting_for"] == "eviction_done" and r["pending"] for r in rounds)
+    assert rounds[0]["pending"] in ([user], [f"DeviceTaintRule/{rule_name}"])
+    assert user in rounds[0]["progress"] and rounds[0]["elapsed"] >= 0
+    assert [r["elapsed"] for r in rounds] == sorted(r["elapsed"] for r in rounds)
+    assert waited["waiting_for"] is None and waited["holding"] == {device: []}
+    assert waited["attempts"] == len(rounds) + 1 and waited["changed"] is False
+    # The role's result is the one call's (its time and the health report's counts aside).
+    assert result["actions"] == one["actions"], (result["actions"], one["actions"])
+    volatile = ("now", "health_summary", "api_requests", "diff") + TASK_FIELDS
+    assert dict((k, v) for k, v in result.items() if k not in volatile) == \
+        dict((k, v) for k, v in one.items() if k not in volatile)
+    assert pod_phase(cluster, ns, "user") is None
+
+    # Again: nothing to change, nothing to wait for (only the test's own copy task changes something).
+    again, second = role_results(cluster, tmp_path, "remediate", role_vars, keep)
+    assert second["result"]["changed"] is False and second["result"]["kept"] == [device]
+    assert second["step"]["waiting_for"] is None and second["wait"].get("skipped"), second
+    assert re.search(r"localhost\s+: ok=\d+\s+changed=1\s", again.stdout), again.stdout[-2000:]
+    cluster.kubectl("delete", "namespace", ns, "--wait=false")
+    cluster.kubectl("delete", "devicetaintrules.resource.k8s.io", rule_name)
+    cluster.kubectl("delete", f"deviceclasses.{api}.resource.k8s.io", REMEDY_EXEC_DRIVER)
+    cluster.kubectl("delete", f"resourceslices.{api}.resource.k8s.io",
+                    f"{REMEDY_EXEC_DRIVER}-{REMEDY_POOL}".replace(".", "-"))

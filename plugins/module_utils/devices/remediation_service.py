@@ -7,7 +7,9 @@ Reads the device health (device_health.gather_device_health) and the remediation
 LIST with their labels), plans with devices.remediation.plan, and writes each action through
 device_taints.DeviceTaint, the code of dra_device_taint: taint (create or patch the device's rule), mark or
 unmark healthy-since (a patch of its annotation), lift (delete). Devices whose plan is keep, wait or unpublished
-cost no request beyond the reads.
+cost no request beyond the reads. With wait false no action waits for its eviction; the rules, claims and pods are
+read once more at the end to say what the evictions still wait for (devices.taint_progress), for a role that waits
+in an until-loop of the same call in check mode.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -21,6 +23,11 @@ from ansible_collections.dra.admin.plugins.module_utils.devices.remediation impo
     KEY, LABEL_SELECTOR, LIFT, PURPOSE, WRITES, check_inputs, plan, rule_annotations, summary,
 )
 from ansible_collections.dra.admin.plugins.module_utils.devices.taints import DeviceTaintError
+from ansible_collections.dra.admin.plugins.module_utils.devices.taint_progress import (
+    EVICTION_TEXT, WAIT_TEXT, eviction_timeout_message, remediation_pending, remediation_waits,
+)
+from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import pod_index
+from ansible_collections.dra.admin.plugins.module_utils.common.progress import progress
 from ansible_collections.dra.admin.plugins.module_utils.common.times import format_time
 from ansible_collections.dra.admin.plugins.module_utils.devices.health_service import gather_device_health
 from ansible_collections.dra.admin.plugins.module_utils.devices.taints_service import (
@@ -36,21 +43,27 @@ class RemediationFailure(DeviceTaintError):
         self.changed = changed
 
 
-def remediation_params(action, now, wait_timeout, poll_interval):
-    """dra_device_taint's parameters for one planned action."""
+def remediation_params(action, now, wait_timeout, poll_interval, wait=True):
+    """dra_device_taint's parameters for one planned action (wait false: none waits for its eviction)."""
     effect = action.get("want_effect") or action.get("effect")
     return {"state": ABSENT if action["action"] == LIFT else TAINTED, "name": action["rule"],
             "driver": action["driver"], "pool": action["pool"], "device": action["device"], "key": KEY,
             "value": "", "effect": effect, "labels": {}, "operation": PURPOSE,
-            "annotations": rule_annotations(action, now), "wait": bool(action.get("want_effect")),
+            "annotations": rule_annotations(action, now), "wait": wait and bool(action.get("want_effect")),
             "wait_timeout": wait_timeout, "wait_sleep": poll_interval}
 
 
 def remediate(api, effect, healthy_for, driver=None, wait_timeout=300, poll_interval=2.0, check_mode=False,
-              now=None, clock=time.time, sleep=time.sleep):
+              now=None, clock=time.time, sleep=time.sleep, wait=True, since=None):
     """Plan and carry out the remediation. Returns (result, changed, diff); DeviceTaintError on a cluster
-    without a usable DeviceTaintRule (nothing written) or a failed write."""
+    without a usable DeviceTaintRule (nothing written) or a failed write.
+
+    wait false: no action waits for its eviction; the result says what the evictions still wait for
+    (waiting_for, pending, holding: the pods using each NoExecute device now) and the seconds since `since` (else
+    the call's start); with `since`, a call after wait_timeout whose evictions are not over fails as the
+    waiting call does."""
     check_inputs(effect, healthy_for)
+    started = since or clock()
     kube_version, version = rule_api_version(api)
     now = now or datetime.datetime.now(datetime.timezone.utc)
     health = gather_device_health(api, driver=driver, now=now)
@@ -61,8 +74,8 @@ def remediate(api, effect, healthy_for, driver=None, wait_timeout=300, poll_inte
     for action in actions:
         if action["action"] not in WRITES:
             continue
-        task = DeviceTaint(api, remediation_params(action, now, wait_timeout, poll_interval), check_mode=check_mode,
-                           clock=clock, sleep=sleep)
+        task = DeviceTaint(api, remediation_params(action, now, wait_timeout, poll_interval, wait),
+                           check_mode=check_mode, clock=clock, sleep=sleep)
         try:
             outcome = task.run()
         except DeviceTaintError as exc:
@@ -83,4 +96,26 @@ def remediate(api, effect, healthy_for, driver=None, wait_timeout=300, poll_inte
     result = {"kubernetes_version": kube_version, "api_version": version, "actions": actions,
               "health_summary": health["summary"], "sources": health["sources"], "now": format_time(now)}
     result.update(summary(actions))
+    if not wait:
+        result.update(eviction_progress(api, version, actions, started, since, wait_timeout, clock, changed))
     return result, changed, diff
+
+
+def eviction_progress(api, version, actions, started, since, wait_timeout, clock, changed):
+    """wait false: what the evictions of the NoExecute devices still wait for, as read now (the rules, then the
+    claims and pods, only when a device is NoExecute); the progress fields and holding."""
+    waits = remediation_waits(actions)
+    waiting_for, pending, holding = None, [], {}
+    if waits:
+        rules = list(api.list_items(rule_path(version), {"labelSelector": LABEL_SELECTOR}))
+        claims = list(api.list_items(api.resource_path("resourceclaims")))
+        waiting_for, pending, holding = remediation_pending(waits, rules, claims, pod_index(api))
+    out = progress(waiting_for, pending, started, clock(), WAIT_TEXT)
+    out.update(started=started, holding=holding)
+    if waiting_for and since and clock() - started >= wait_timeout:
+        names = ", ".join(a["rule"] for a in waits)
+        raise RemediationFailure(
+            "devices %s: %s" % (", ".join(a["id"] for a in waits),
+                                eviction_timeout_message(names, wait_timeout, EVICTION_TEXT, None, pending)),
+            changed, dict(out, actions=actions))
+    return out

@@ -364,6 +364,14 @@ def rule_condition(rule):
     return None
 
 
+def rule_taint(rule):
+    """A rule's taint; its timeAdded only for NoExecute (the only effect that evicts)."""
+    taint = dict(((rule or {}).get("spec") or {}).get("taint") or {})
+    if taint.get("effect") != NO_EXECUTE:
+        taint.pop("timeAdded", None)
+    return taint
+
+
 def eviction_done(rule):
     """The controller reports, for the rule's current spec, that no eviction is in progress."""
     cond = rule_condition(rule)

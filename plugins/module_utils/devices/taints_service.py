@@ -6,7 +6,9 @@
 Requests: discovery (which version serves devicetaintrules), one LIST of the rules (the run's own by name, and
 the others that keep the same devices out of service), one LIST each of ResourceSlices, ResourceClaims and pods
 (Table form) before writing; while waiting for eviction, one GET of the rule per poll, and the claims and pods are
-listed once more at the end. A dry run makes no write, whatever rules exist; every other run writes only its own
+listed once more at the end. With wait false there is no poll: the claims and pods as read before writing say
+what the eviction still waits for (devices.taint_progress), for a role that waits in an until-loop. A dry run
+makes no write, whatever rules exist; every other run writes only its own
 operation's rule (devices.taints.planned_writes).
 """
 
@@ -18,11 +20,15 @@ import time
 
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import pod_index
 from ansible_collections.dra.admin.plugins.module_utils.common.api import MERGE_PATCH
+from ansible_collections.dra.admin.plugins.module_utils.common.progress import progress
+from ansible_collections.dra.admin.plugins.module_utils.devices.taint_progress import (
+    EVICTION_TEXT, WAIT_TEXT, eviction_pending, eviction_timeout_message,
+)
 from ansible_collections.dra.admin.plugins.module_utils.devices.taints import (  # noqa: F401 (states re-exported)
     ABSENT, DEFAULT_KEY, DEVICE_DRAIN, DRY_RUN, EFFECT_NONE, MAINTENANCE, NO_EXECUTE, RESOURCE, TAINTED,
     DeviceTaintError, affected_claims, build_rule, diff_view, eviction_done, operation_rule_name, ownership_error,
     planned_writes, removed_annotations, report, rule_condition, rule_name_of, rule_patch, rule_selector,
-    rule_summary, rules_in_force, selected_devices, selection_error, selector, selector_text,
+    rule_summary, rule_taint, rules_in_force, selected_devices, selection_error, selector, selector_text,
 )
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import (
     RESOURCE_GROUP, VersionError, device_taint_rule_support, device_taint_rules_unavailable,
@@ -51,14 +57,6 @@ def rule_api_version(api):
     raise DeviceTaintError(device_taint_rules_unavailable(kube_version) + "; nothing was changed")
 
 
-def rule_taint(rule):
-    """A rule's taint; its timeAdded only for NoExecute (the only effect that evicts)."""
-    taint = dict(((rule or {}).get("spec") or {}).get("taint") or {})
-    if taint.get("effect") != NO_EXECUTE:
-        taint.pop("timeAdded", None)
-    return taint
-
-
 def rule_path(version, name=None):
     return "/apis/%s/%s/%s%s" % (RESOURCE_GROUP, version, RESOURCE, "/" + name if name else "")
 
@@ -73,7 +71,7 @@ def rule_named(rules, name):
 
 class DeviceTaint(object):
     """One run of dra_device_taint: params as the module's (state, name, driver, pool, device, key, value,
-    effect, labels, annotations, wait, wait_timeout, wait_sleep), and `operation`: the dra.admin operation
+    effect, labels, annotations, wait, wait_timeout, wait_sleep, since), and `operation`: the dra.admin operation
     the run belongs to (default maintenance; the drain's device mode and the remediation name theirs), which
     owns the rules it writes and names them by default."""
 
@@ -90,6 +88,9 @@ class DeviceTaint(object):
         self.name = params.get("name") or operation_rule_name(self.selector, self.operation)
         # Annotations given as None are removed from the rule (a remediation's healthy-since mark).
         self.removed = removed_annotations(params.get("annotations"))
+        # With wait false: when the operation started (since, else now), and what it still waits for.
+        self.started = params.get("since") or clock()
+        self.waiting = (None, [])
 
     def effect(self):
         return EFFECT_NONE if self.p["state"] == DRY_RUN else self.p["effect"]
@@ -111,6 +112,9 @@ class DeviceTaint(object):
         # What else keeps the devices out of service (read before this run's write).
         sel = rule_selector(existing) if self.p["state"] == ABSENT and existing is not None else self.selector
         result["other_rules_in_force"] = rules_in_force(rules, sel, besides=self.name) if sel.get("driver") else []
+        if not self.p["wait"]:
+            result.update(progress(self.waiting[0], self.waiting[1], self.started, self.clock(), WAIT_TEXT),
+                          started=self.started)
         return result
 
     def carry_out(self, version, writes, existing):
@@ -178,7 +182,21 @@ class DeviceTaint(object):
         after, rule = self.wait(version, rule, devices, before, data_version)
         out.update({"rule": rule_summary(rule or wanted, version), "affected_claims": after})
         out.update(report(before, after, self.effect()))
+        if not self.p["wait"]:
+            self.waiting = eviction_pending(rule, self.name, self.effect(), after)
+            self.check_time_left(rule, out)
         return out
+
+    def check_time_left(self, rule, out):
+        """wait false with since (a round of a role's wait): fail as the one call does when the eviction is not
+        over and wait_timeout has passed since the operation started."""
+        if not self.waiting[0] or not self.p.get("since") or self.clock() - self.started < self.p["wait_timeout"]:
+            return
+        cond = rule_condition(rule) or {}
+        raise DeviceTaintFailure(
+            eviction_timeout_message(self.name, self.p["wait_timeout"], EVICTION_TEXT, cond.get("message"),
+                                     out.get("still_holding") or out["pods"]),
+            dict((k, v) for k, v in out.items() if k not in ("devices", "selector")))
 
     def taint_for_report(self, existing, wanted):
         """The taint whose timeAdded dates the evictions: the existing rule's while its spec stays; a new or
@@ -199,9 +217,7 @@ class DeviceTaint(object):
                              "generation); is DRADeviceTaintRules on for kube-controller-manager?", devices, before,
                              data_version)
         elif effect == NO_EXECUTE:
-            rule = self.poll(version, eviction_done,
-                             "the eviction to finish (condition EvictionInProgress false for its generation)",
-                             devices, before, data_version)
+            rule = self.poll(version, eviction_done, EVICTION_TEXT, devices, before, data_version)
         claims, pods = self.read_claims(data_version)
         return affected_claims(claims, devices, rule_taint(rule), pods, sel=self.selector), rule
 
@@ -220,10 +236,8 @@ class DeviceTaint(object):
                                affected_claims=after)
                 cond = rule_condition(rule) or {}
                 raise DeviceTaintFailure(
-                    "DeviceTaintRule %s is in place, but after %ss still waiting for %s (controller: %s). Pods "
-                    "still using the devices: %s. The rule stays; run again to keep waiting, or lift it with "
-                    "state=absent" % (self.name, self.p["wait_timeout"], what, cond.get("message") or "no report",
-                                      ", ".join(details.get("still_holding") or details["pods"]) or "none"),
+                    eviction_timeout_message(self.name, self.p["wait_timeout"], what, cond.get("message"),
+                                             details.get("still_holding") or details["pods"]),
                     details)
             self.sleep(self.p["wait_sleep"])
 

@@ -1,13 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: dra.admin contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Progress of the long waits, for roles that wait in until-loops (a line per round).
-
-A waiting module run with ``wait: false`` does the writes of one phase and returns at once; the role then
-waits in an until-loop of a read-only call (the same module in check mode, or an ``*_info`` module) whose
-result says what the wait still waits for (``waiting_for``), what is still pending (``pending``) and how long
-the operation has taken so far (``elapsed``, seconds since ``since``). This file decides those, and how many
-rounds a role's timeout allows (``common.waits.wait_retries``, the filter of the same name).
+"""The node drain phase by phase (role drain, dra_node_drain with ``wait: false``): which of its waits is not
+over yet and what it still waits for, and the one drain result made of the per-phase runs (filter
+dra.admin.drain_result). The progress fields and line are ``common.progress``'s; how many rounds a role's
+timeout allows is ``common.waits.wait_retries``.
 
 Pure functions: no Ansible, no network.
 """
@@ -16,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.dra.admin.plugins.module_utils.common.progress import module_fields, progress, ran
 
 # The waits of a node drain, in order: each must be over before the writes of the next phase.
 CLAIM_PODS_GONE = "claim_pods_gone"
@@ -40,9 +38,6 @@ WAIT_PHASE = {
     DRIVER_PODS_GONE: "remove_driver",
 }
 
-# How many pending items a progress line names before it only counts them.
-LINE_NAMES = 5
-
 
 def drain_waiting_for(claim_pods, other_pods, held_claims, driver_pods, label_set):
     """The first wait of the drain not over yet and what it still waits for: (wait, sorted pending names).
@@ -61,35 +56,9 @@ def drain_waiting_for(claim_pods, other_pods, held_claims, driver_pods, label_se
     return None, []
 
 
-def elapsed_since(since, now):
-    """Seconds from `since` (epoch seconds) to `now`, to a tenth; None without a start."""
-    if since is None:
-        return None
-    return round(max(0.0, now - since), 1)
-
-
-def progress_line(waiting_for, pending, elapsed, what=None):
-    """One line: what the wait waits for, what is still pending (the first few named) and the time so far."""
-    if not waiting_for:
-        head = "nothing left to wait for"
-    else:
-        head = "waiting for %s" % (what or WAIT_TEXT.get(waiting_for, waiting_for))
-        if pending:
-            names = ", ".join(pending[:LINE_NAMES])
-            more = len(pending) - LINE_NAMES
-            head += ": %d pending (%s%s)" % (len(pending), names, ", and %d more" % more if more > 0 else "")
-    if elapsed is not None:
-        head += ", %ss so far" % elapsed
-    return head
-
-
-def progress(waiting_for, pending, since, now, what=None):
-    """The progress fields of a waiting module's result: waiting_for, pending, pending_count, elapsed, progress."""
-    elapsed = elapsed_since(since, now)
-    pending = list(pending)
-    return {"waiting_for": waiting_for, "pending": pending, "pending_count": len(pending), "elapsed": elapsed,
-            "progress": progress_line(waiting_for, pending, elapsed, what)}
-
+def drain_progress(waiting_for, pending, since, now):
+    """The progress fields of a drain run with wait=false (common.progress.progress with the drain's texts)."""
+    return progress(waiting_for, pending, since, now, WAIT_TEXT)
 
 def merge_drain_steps(steps, waits):
     """One drain result, as dra_node_drain returns it with `wait: true`, from the role's per-phase runs.
@@ -99,32 +68,30 @@ def merge_drain_steps(steps, waits):
     Phases add up (a wait's seconds go to the phase it belongs to); events run in order; changed is whether
     any step changed something. Steps that did not run (skipped) are left out.
     """
-    ran = [s for s in steps if s and not s.get("skipped")]
-    if not ran:
+    ran_steps = [s for s in steps if ran(s)]
+    if not ran_steps:
         return {}
-    first, last = ran[0], ran[-1]
-    out = dict((k, v) for k, v in first.items()
-               if k not in ("phases", "events", "changed", "waiting_for", "pending", "pending_count", "elapsed",
-                            "progress", "started", "invocation", "attempts", "failed", "msg", "api_requests"))
+    first, last = ran_steps[0], ran_steps[-1]
+    out = module_fields(first, also=("phases", "events", "api_requests"))
     out["non_pod_claims"] = last.get("non_pod_claims", first.get("non_pod_claims", []))
     phases = {}
     events = []
-    for step in ran:
+    for step in ran_steps:
         for name, seconds in (step.get("phases") or {}).items():
             phases[name] = round(phases.get(name, 0.0) + seconds, 2)
         events.extend(step.get("events") or [])
     # A wait's time: from the run or wait before it (all count from the same start) to the wait's last round.
-    waited = [r for r in ((waits or {}).get(w) for w in DRAIN_WAITS) if r and not r.get("skipped")]
-    marks = [r["elapsed"] for r in ran + waited if r.get("elapsed") is not None]
+    waited = [r for r in ((waits or {}).get(w) for w in DRAIN_WAITS) if ran(r)]
+    marks = [r["elapsed"] for r in ran_steps + waited if r.get("elapsed") is not None]
     for wait in DRAIN_WAITS:
         result = (waits or {}).get(wait)
-        if not result or result.get("skipped") or result.get("elapsed") is None:
+        if not ran(result) or result.get("elapsed") is None:
             continue
         before = max([m for m in marks if m < result["elapsed"]] or [result["elapsed"]])
         phase = WAIT_PHASE[wait]
         phases[phase] = round(phases.get(phase, 0.0) + result["elapsed"] - before, 2)
         events.append("%6.1fs %s after %d round(s)" % (result["elapsed"], wait, result.get("attempts") or 1))
     events.sort(key=lambda line: float(line.split("s", 1)[0]))
-    out.update(changed=any(s.get("changed") for s in ran), phases=phases, events=events,
-               api_requests=sum(s.get("api_requests") or 0 for s in ran))
+    out.update(changed=any(s.get("changed") for s in ran_steps), phases=phases, events=events,
+               api_requests=sum(s.get("api_requests") or 0 for s in ran_steps))
     return out

@@ -31,7 +31,8 @@ from ansible_collections.dra.admin.plugins.module_utils.nodes.drain import (
 from ansible_collections.dra.admin.plugins.module_utils.drivers.nodes import select_nodes_for_daemonset
 from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import daemonset_excludes
 from ansible_collections.dra.admin.plugins.module_utils.claims.slices import driver_publishes_for_node, slices_for_node
-from ansible_collections.dra.admin.plugins.module_utils.nodes.drain_progress import drain_waiting_for, elapsed_since, progress
+from ansible_collections.dra.admin.plugins.module_utils.common.progress import elapsed_since
+from ansible_collections.dra.admin.plugins.module_utils.nodes.drain_progress import drain_progress, drain_waiting_for
 
 MAX_PARALLEL_EVICTIONS = 16
 
@@ -191,7 +192,7 @@ class NodeDrain(object):
         waiting_for, pending = drain_waiting_for(
             summary["claim_pods"], summary["other_pods"], claim_keys(gathered["blocking"]), summary["driver_pods"],
             label_set)
-        summary.update(progress(waiting_for, pending, self.started, self.clock()), started=self.started)
+        summary.update(drain_progress(waiting_for, pending, self.started, self.clock()), started=self.started)
         if self.check_mode:
             self.changed = summary["would_change"]
             return summary

@@ -1,4 +1,4 @@
-"""What a phase-by-phase wait reports (nodes/drain_progress.py; the rounds from common/waits.py): the drain's
+"""What a phase-by-phase wait reports (nodes/drain_progress.py; the line from common/progress.py, the rounds from common/waits.py): the drain's
 next wait and what it still waits for, on pods recorded from the real cluster (Kubernetes v1.36.3: tests/unit/fixtures/recorded), the progress
 line, the rounds of an until-loop, and the one drain result made of the per-phase runs."""
 import json
@@ -9,8 +9,9 @@ import pytest
 from ansible_collections.dra.admin.plugins.module_utils.nodes.drain import plan_drain, pod_key
 from ansible_collections.dra.admin.plugins.module_utils.nodes.drain_progress import (
     CLAIM_PODS_GONE, CLAIMS_RELEASED, DRIVER_PODS_GONE, OTHER_PODS_GONE, drain_waiting_for, merge_drain_steps,
-    progress, progress_line,
+    WAIT_TEXT, drain_progress,
 )
+from ansible_collections.dra.admin.plugins.module_utils.common.progress import progress_line
 from ansible_collections.dra.admin.plugins.module_utils.common.waits import wait_retries
 from conftest import FIXTURES
 
@@ -62,19 +63,19 @@ def test_other_pods_come_after_the_claim_pods_and_before_the_claims():
 
 def test_the_progress_line_names_the_first_pending_and_counts_the_rest():
     pending = ["ns/p%d" % i for i in range(7)]
-    line = progress_line(CLAIM_PODS_GONE, pending, 12.3)
+    line = progress_line(CLAIM_PODS_GONE, pending, 12.3, WAIT_TEXT)
     assert line == ("waiting for the evicted pods that use ResourceClaims to be gone: 7 pending "
                     "(ns/p0, ns/p1, ns/p2, ns/p3, ns/p4, and 2 more), 12.3s so far")
-    assert progress_line(None, [], 40.0) == "nothing left to wait for, 40.0s so far"
-    assert progress_line(CLAIMS_RELEASED, ["ns/c"], None) == \
+    assert progress_line(None, [], 40.0, WAIT_TEXT) == "nothing left to wait for, 40.0s so far"
+    assert progress_line(CLAIMS_RELEASED, ["ns/c"], None, WAIT_TEXT) == \
         "waiting for the ResourceClaims on the node to be released: 1 pending (ns/c)"
 
 
 def test_progress_counts_the_seconds_from_the_start_of_the_drain():
-    out = progress(DRIVER_PODS_GONE, ["dra-system/d"], 1000.0, 1004.26)
+    out = drain_progress(DRIVER_PODS_GONE, ["dra-system/d"], 1000.0, 1004.26)
     assert out["elapsed"] == 4.3 and out["pending_count"] == 1 and out["waiting_for"] == DRIVER_PODS_GONE
     assert out["progress"].endswith("1 pending (dra-system/d), 4.3s so far")
-    assert progress(None, [], None, 5.0)["elapsed"] is None
+    assert drain_progress(None, [], None, 5.0)["elapsed"] is None
 
 
 @pytest.mark.parametrize("timeout, delay, elapsed, rounds", [
