@@ -60,6 +60,7 @@ def drain_progress(waiting_for, pending, since, now):
     """The progress fields of a drain run with wait=false (common.progress.progress with the drain's texts)."""
     return progress(waiting_for, pending, since, now, WAIT_TEXT)
 
+
 def merge_drain_steps(steps, waits):
     """One drain result, as dra_node_drain returns it with `wait: true`, from the role's per-phase runs.
 
