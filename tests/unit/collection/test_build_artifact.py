@@ -38,6 +38,7 @@ LEFTOVERS = [
     "tests/unit/__pycache__/conftest.cpython-311-pytest-9.2.0.pyc",
     "tests/output/.tmp/sanity/x.json", ".tmp/molecule.log", ".venv/bin/python", ".ansible/collections/x",
     "roles/driver/.ansible/x", "context/Containerfile", "dra-admin-0.0.9.tar.gz", "stray.retry",
+    ".hypothesis/examples/0123abcd/4567ef", ".hypothesis/constants/89abcdef",
 ]
 
 
