@@ -153,3 +153,13 @@ def test_every_error_class_of_the_collection_derives_from_the_one_root():
                         stray.append("%s.%s" % (rel, cname))
     assert len(found) > 15
     assert stray == []
+
+
+def test_every_module_utils_file_the_page_names_by_its_domain_path_exists():
+    with open(DOC) as fh:
+        text = fh.read()
+    packages = {d for d in os.listdir(MODULE_UTILS) if os.path.isdir(os.path.join(MODULE_UTILS, d))}
+    named = set(re.findall(r"`([a-z_]+/[a-z_]+\.py)`", text))
+    in_packages = [n for n in named if n.split("/")[0] in packages]
+    assert len(in_packages) > 40
+    assert sorted(n for n in in_packages if not os.path.isfile(os.path.join(MODULE_UTILS, n))) == []
