@@ -42,6 +42,6 @@ def run(api, params, clock=time.time, sleep=time.sleep):
         if not params["wait"] or status.is_done(seen) or elapsed >= params["wait_timeout"]:
             break
         sleep(params["wait_sleep"])
-    if params["wait"]:
+    if params["wait"] or status.is_done(seen):  # a look without waiting ends the progress only when done
         progress.append("%ds %s" % (int(clock() - started), status.final_line(params, seen)))
     return status.status(seen, params, progress, clock() - since, since)
