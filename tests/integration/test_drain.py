@@ -147,10 +147,21 @@ def driver(cluster):
     return nodes
 
 
+def other_tests_pods_on(cluster, node):
+    """Pods of earlier tests' namespaces (it-*, deleted without waiting) still on the node."""
+    pods = cluster.get_json("pods", "-A", "--field-selector", f"spec.nodeName={node}")["items"]
+    return ["%s/%s" % (p["metadata"]["namespace"], p["metadata"]["name"]) for p in pods
+            if p["metadata"]["namespace"].startswith("it-")]
+
+
 @pytest.fixture
 def drain_node(cluster, driver):
-    """A node for one test, restored afterwards whatever the test did."""
+    """A node for one test, restored afterwards whatever the test did. The test starts once the pods that
+    earlier tests left on the node (their namespaces are deleted without waiting) are gone: a drain would
+    rightly refuse their bare pods."""
     node = driver[-1]
+    cluster.wait_until(lambda: not other_tests_pods_on(cluster, node), 180,
+                       f"pods of earlier tests gone from {node}")
     before = node_state(cluster, node)
     yield node
     cluster.kubectl("label", "node", node, f"{EXCLUSION}-", check=False)
