@@ -212,3 +212,19 @@ def test_map_value_joins_repeated_flags():
     assert component_flags.map_value({"feature-gates": ["A=true", "B=false"]}, "feature-gates") == \
         {"A": "true", "B": "false"}
     assert component_flags.map_value({}, "runtime-config") == {}
+
+
+@pytest.mark.parametrize("ready, last_line", [
+    (True, "0s done: rolled out, every selected node publishes its slices"),
+    (False, "0s rollout 2/2 pods updated, 2/2 available; slices on 1/2 selected nodes (waiting for b)"),
+])
+def test_a_look_without_waiting_ends_its_progress_with_the_done_line_only_when_ready(monkeypatch, ready, last_line):
+    from ansible_collections.dra.admin.plugins.module_utils.drivers import status_service
+    daemonset = {"metadata": {"name": "d"}, "spec": {"updateStrategy": {"type": "RollingUpdate"}}}
+    look = seen() if ready else seen(without=["b"])
+    monkeypatch.setattr(status_service, "observe", lambda api, params: dict(look, daemonset=daemonset))
+    params = status_params(wait=False, exclusion_label=DEFAULT_EXCLUSION_LABEL, health_ports=[],
+                           require_startup_probe=False, wait_sleep=1)
+    out = status_service.run(None, params, clock=lambda: 100.0, sleep=lambda s: None)
+    assert out["progress"][-1] == last_line and out["done"] is ready
+    assert out["pending"] == ([] if ready else ["node b (no complete ResourceSlices)"])
