@@ -113,6 +113,13 @@ def tolerating_claim(api, namespace, name, seconds, device_class=DRIVER):
     return obj
 
 
+def first_node_and_namespace(cluster, namespace):
+    """The cluster's first node, with `namespace` made and ready for pods (its default ServiceAccount)."""
+    cluster.kubectl("create", "namespace", namespace)
+    cluster.wait_for_default_service_account(namespace)
+    return cluster.get_json("nodes")["items"][0]["metadata"]["name"]
+
+
 def pod_phase(cluster, namespace, name):
     res = cluster.kubectl("get", "pod", "-n", namespace, name, "-o", "json", check=False)
     if res.returncode != 0:
@@ -185,10 +192,8 @@ def assert_dry_runs_leave_the_rule(cluster, tmp_path, base, name, effect):
 def test_device_maintenance_dry_run_taint_evict_and_lift(taint_cluster, tmp_path):
     cluster = taint_cluster
     api = cluster.resource_version
-    node = cluster.get_json("nodes")["items"][0]["metadata"]["name"]
     ns = "device-maintenance"
-    cluster.kubectl("create", "namespace", ns)
-    cluster.wait_for_default_service_account(ns)
+    node = first_node_and_namespace(cluster, ns)
     cluster.apply([device_class(api, DRIVER),
                    resource_slice(api, DRIVER, POOL, ["dev-0", "dev-1", "dev-2"], nodeName=node)])
     # Two pods share one claim, one claim tolerates the taint for a while; a pod of the example driver's
@@ -294,10 +299,8 @@ def test_drain_device_mode_evicts_one_device_and_releases_its_claim(taint_cluste
     a pod on another GPU of the node stays; in_service lifts the rule."""
     cluster = taint_cluster
     api = cluster.resource_version
-    node = cluster.get_json("nodes")["items"][0]["metadata"]["name"]
     ns = "device-drain"
-    cluster.kubectl("create", "namespace", ns)
-    cluster.wait_for_default_service_account(ns)
+    node = first_node_and_namespace(cluster, ns)
     index = 'device.attributes["gpu.example.com"].index == %d'
     cluster.apply([claim(api, ns, "gpu5", selector=index % 5), pod(ns, "on5", claim_name="gpu5", node=node, grace=1),
                    claim(api, ns, "gpu6", selector=index % 6), pod(ns, "on6", claim_name="gpu6", node=node, grace=1)])
@@ -328,10 +331,8 @@ def test_maintenance_rule_and_device_drain_on_the_same_device_coexist(taint_clus
     other's rule by name."""
     cluster = taint_cluster
     api = cluster.resource_version
-    node = cluster.get_json("nodes")["items"][0]["metadata"]["name"]
     ns = "device-coexist"
-    cluster.kubectl("create", "namespace", ns)
-    cluster.wait_for_default_service_account(ns)
+    node = first_node_and_namespace(cluster, ns)
     gpu = {"driver": "gpu.example.com", "pool": node, "device": "gpu-7"}
     drain_args = {"node": node, "device_driver": "gpu.example.com", "device": "gpu-7", "timeout": 120,
                   "poll_interval": 0.5}
@@ -393,14 +394,14 @@ REMEDY_RULE = "dra-admin-unhealthy-remedy.example.com-rack-dev-0"
 HEALTHY_FOR = 15
 
 
-def remedy_slice(api, node, tainted):
+def remedy_slice(api, node, tainted, driver=REMEDY_DRIVER):
     """The slice a driver publishes for its pool; with `tainted` it taints dev-0 as unhealthy (the health
     source exercised: the taints drivers publish in their ResourceSlices)."""
-    obj = resource_slice(api, REMEDY_DRIVER, REMEDY_POOL, ["dev-0", "dev-1"], nodeName=node)
+    obj = resource_slice(api, driver, REMEDY_POOL, ["dev-0", "dev-1"], nodeName=node)
     for index, device in enumerate(obj["spec"]["devices"]):
         device["attributes"] = {"index": {"int": index}}
     if tainted:
-        obj["spec"]["devices"][0]["taints"] = [{"key": "remedy.example.com/unhealthy", "value": "ecc",
+        obj["spec"]["devices"][0]["taints"] = [{"key": f"{driver}/unhealthy", "value": "ecc",
                                                 "effect": "NoSchedule"}]
     return obj
 
@@ -425,10 +426,8 @@ def test_remediation_taints_an_unhealthy_device_and_lifts_its_own_taint_after_th
     after HEALTHY_FOR seconds -> lifted. A maintenance rule and another tool's rule on dev-1 are never touched."""
     cluster = taint_cluster
     api = cluster.resource_version
-    node = cluster.get_json("nodes")["items"][0]["metadata"]["name"]
     ns = "device-remediation"
-    cluster.kubectl("create", "namespace", ns)
-    cluster.wait_for_default_service_account(ns)
+    node = first_node_and_namespace(cluster, ns)
     # A pod holds dev-0 before its driver reports it unhealthy.
     cluster.apply([device_class(api, REMEDY_DRIVER), remedy_slice(api, node, tainted=False),
                    claim(api, ns, "on-dev-0", device_class=REMEDY_DRIVER,
@@ -556,10 +555,8 @@ def test_role_waits_for_the_eviction_naming_the_pods_still_to_go(taint_cluster, 
     be evicted and the seconds so far; the role's result is the one call's. A second run changes nothing."""
     cluster = taint_cluster
     api = cluster.resource_version
-    node = cluster.get_json("nodes")["items"][0]["metadata"]["name"]
     ns = "device-progress"
-    cluster.kubectl("create", "namespace", ns)
-    cluster.wait_for_default_service_account(ns)
+    node = first_node_and_namespace(cluster, ns)
     cluster.apply([device_class(api, PROGRESS_DRIVER),
                    resource_slice(api, PROGRESS_DRIVER, PROGRESS_POOL, ["dev-0", "dev-1"], nodeName=node)])
     pods = [f"{ns}/p1", f"{ns}/p2", f"{ns}/t"]
@@ -636,27 +633,16 @@ def test_remediation_role_waits_for_the_noexecute_eviction_naming_the_pod(taint_
     device and the seconds so far; the role's result is the one call's. A second run changes nothing."""
     cluster = taint_cluster
     api = cluster.resource_version
-    node = cluster.get_json("nodes")["items"][0]["metadata"]["name"]
     ns = "remediation-progress"
-    cluster.kubectl("create", "namespace", ns)
-    cluster.wait_for_default_service_account(ns)
+    node = first_node_and_namespace(cluster, ns)
     device = f"{REMEDY_EXEC_DRIVER}/{REMEDY_POOL}/dev-0"
     rule_name = "dra-admin-unhealthy-remedy-exec.example.com-rack-dev-0"
     user = f"{ns}/user"
 
-    def slice_(tainted):
-        obj = resource_slice(api, REMEDY_EXEC_DRIVER, REMEDY_POOL, ["dev-0", "dev-1"], nodeName=node)
-        for index, dev in enumerate(obj["spec"]["devices"]):
-            dev["attributes"] = {"index": {"int": index}}
-        if tainted:
-            obj["spec"]["devices"][0]["taints"] = [{"key": "remedy-exec.example.com/unhealthy", "value": "ecc",
-                                                    "effect": "NoSchedule"}]
-        return obj
-
     def workload():
         """A pod on dev-0 whose claim tolerates the remediation's taint for PROGRESS_TOLERATION seconds; then
         the driver reports dev-0 unhealthy."""
-        cluster.apply([slice_(False)])
+        cluster.apply([remedy_slice(api, node, False, REMEDY_EXEC_DRIVER)])
         obj = claim(api, ns, "on-dev-0", device_class=REMEDY_EXEC_DRIVER,
                     selector=f'device.attributes["{REMEDY_EXEC_DRIVER}"].index == 0')
         request = obj["spec"]["devices"]["requests"][0]
@@ -665,7 +651,7 @@ def test_remediation_role_waits_for_the_noexecute_eviction_naming_the_pod(taint_
              "tolerationSeconds": PROGRESS_TOLERATION}]
         cluster.apply([obj, pod(ns, "user", claim_name="on-dev-0", node=node, grace=1)])
         cluster.wait_until(lambda: pod_phase(cluster, ns, "user") == "Running", 90, "pod user Running")
-        cluster.apply([slice_(True)])
+        cluster.apply([remedy_slice(api, node, True, REMEDY_EXEC_DRIVER)])
 
     cluster.apply([device_class(api, REMEDY_EXEC_DRIVER)])
     role_vars = {"dra_device_maintenance_remediate_effect": "NoExecute",
