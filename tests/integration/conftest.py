@@ -29,6 +29,7 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
 import clusterlib  # noqa: E402
+import kind_nodes  # noqa: E402  (tests/integration/kind_nodes.py: the real-node clusters' helpers)
 from kube import Kubectl, wait_for  # noqa: E402  (hack/cluster/kube.py: the one wait helper of tests, bench and hack/)
 
 VERSIONS = clusterlib.supported_k8s_versions()
@@ -184,3 +185,41 @@ def namespace(cluster, request):
     cluster.wait_for_default_service_account(name)
     yield name
     cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)
+
+
+# Real nodes (test_kind_*.py but the README test, which brings up its own cluster of the default release).
+@pytest.fixture(scope="session", params=VERSIONS)
+def kind_cluster(request):
+    """One kind cluster per pinned release for every real-node test of the session."""
+    version = request.param
+    name = "itk-%d-%d" % (int(version.split(".")[1]), os.getpid())
+    workers = 2
+    # DRA is switched on at creation here (on 1.33 it is off by default): these tests are about the
+    # nodes, not about turning DRA on (playbooks/site.yml does that on `make demo`).
+    up = [sys.executable, os.path.join(ROOT, "hack", "cluster", "kind-up"), "--name", name, "--k8s-version", version,
+          "--workers", str(workers), "--enable-dra"]
+    started = time.time()
+    res = subprocess.run(up, capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        subprocess.run([sys.executable, os.path.join(ROOT, "hack", "cluster", "kind-down"), "--name", name],
+                       capture_output=True, check=False)
+        raise RuntimeError(f"kind cluster {version} did not come up:\n{res.stdout}\n{res.stderr}")
+    print(f"\nkind cluster {name} up in {time.time() - started:.0f}s")
+    try:
+        yield kind_nodes.KindCluster(name, version, workers)
+    finally:
+        down = subprocess.run([sys.executable, os.path.join(ROOT, "hack", "cluster", "kind-down"), "--name", name],
+                              capture_output=True, text=True, check=False)
+        assert down.returncode == 0, f"kind-down left something behind:\n{down.stdout}\n{down.stderr}"
+
+
+@pytest.fixture(scope="session")
+def kind_driver(kind_cluster, tmp_path_factory):
+    """The example driver installed by the collection's driver role (its own DaemonSet template)."""
+    c = kind_cluster
+    res = c.run_role("dra.admin.driver", tmp_path_factory.mktemp("driver"), {
+        "dra_driver_name": kind_nodes.DRIVER, "dra_driver_namespace": kind_nodes.DRIVER_NAMESPACE,
+        "dra_driver_image": kind_nodes.kindlib.driver_image(c.versions), "dra_driver_command": ["dra-example-kubeletplugin"],
+        "dra_driver_wait_timeout": 240})
+    assert res.returncode == 0, f"driver role failed:\n{res.stdout[-6000:]}\n{res.stderr[-2000:]}"
+    return kind_nodes.DRIVER

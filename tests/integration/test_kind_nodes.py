@@ -1,10 +1,8 @@
-"""Real nodes: one kind cluster on podman per pinned Kubernetes version.
+"""Real nodes: the kind cluster of each pinned Kubernetes version (conftest.py's `kind_cluster`).
 
-The fixture brings up a kind cluster of its own (hack/cluster/kind-up: node images built
-here, real kubelets and containerd with CDI) and deletes it afterwards
-(hack/cluster/kind-down). The collection's driver role installs the dra-example-driver
-image built here; a pod with a template claim then runs a real container, which must see
-the device the driver injected through CDI.
+The collection's driver role installs the dra-example-driver image built here (`kind_driver`); a pod
+with a template claim then runs a real container, which must see the device the driver injected
+through CDI.
 
 Not part of `make integration` (it needs podman and the kind build): `make integration-kind`.
 A host where kind cannot run fails these tests; nothing is skipped.
@@ -19,7 +17,6 @@ import sys
 import time
 import urllib.parse
 
-import pytest
 import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -27,151 +24,13 @@ sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
 import clusterlib  # noqa: E402
 import kindlib  # noqa: E402
 from dra_objects import DRIVER, EXCLUSION_LABEL, claim_template  # noqa: E402
-from kube import Kubectl, wait_for  # noqa: E402
 from prometheus_server import PrometheusServer, render_rules  # noqa: E402
-
-VERSIONS = clusterlib.supported_k8s_versions()
-DRIVER_NAMESPACE = "dra-system"
-
-
-def wait_until(probe, timeout, what, interval=1.0):
-    """kube.wait_for (the one wait helper of tests, bench and hack/); a failing probe fails at once."""
-    return wait_for(probe, timeout, what, interval, retry_on=())
+from kind_nodes import (DRIVER_NAMESPACE, cdi_specs_naming, claim_device, container_environment,  # noqa: E402
+                        device_uuid, is_ready, live_driver_pods, node_slices, restart_count, role_task_results,
+                        running_pod, wait_until)
 
 
-class KindCluster:
-    def __init__(self, name, version, workers):
-        self.name = name
-        self.version = version
-        self.versions = clusterlib.load_versions()
-        st = clusterlib.cluster_state(name)
-        self.kubeconfig = st["kubeconfig"]
-        self.nodes = kindlib.node_names(name, workers)
-        bin_dir = os.path.dirname(clusterlib.component_bin("kubernetes", version, "kubectl"))
-        self.env = kindlib.podman_env(base=dict(
-            os.environ, K8S_AUTH_KUBECONFIG=self.kubeconfig, KUBECONFIG=self.kubeconfig,
-            PATH=os.pathsep.join([bin_dir, os.path.dirname(sys.executable), os.environ["PATH"]]),
-            ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
-            ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".tmp", "collections")))
-
-    def kubectl(self, *args, stdin=None, check=True):
-        return Kubectl(self.kubeconfig, self.env).run(*args, stdin=stdin, check=check)
-
-    def get_json(self, *args):
-        return json.loads(self.kubectl("get", "-o", "json", *args).stdout)
-
-    def apply(self, docs):
-        self.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
-
-    def on_node(self, node, *cmd):
-        """Run a command inside a node container (as `podman exec`)."""
-        return subprocess.run(["podman", "exec", node] + list(cmd), env=self.env, capture_output=True, text=True,
-                              check=False)
-
-    @property
-    def resource_version(self):
-        group = json.loads(self.kubectl("get", "--raw", "/apis/resource.k8s.io").stdout)
-        return group["preferredVersion"]["version"]
-
-    def fresh_namespace(self, name):
-        """Create the namespace and wait for its default ServiceAccount (pods are admitted from then on)."""
-        self.kubectl("create", "namespace", name)
-        wait_until(lambda: self.kubectl("get", "serviceaccount", "default", "-n", name, check=False).returncode == 0,
-                   60, f"the default ServiceAccount of {name}")
-
-    def claim_pod(self, name, namespace, command, node=None):
-        """A pod of the node images' busybox image using one device through the template claim "one-gpu"."""
-        spec = {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
-                "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
-                "containers": [{"name": "ctr", "image": kindlib.cluster_images(self.versions, self.version)[
-                    "local-path-helper"], "imagePullPolicy": "IfNotPresent", "command": command,
-                    "resources": {"claims": [{"name": "gpu"}]}}]}
-        if node:
-            spec["nodeSelector"] = {"kubernetes.io/hostname": node}
-        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace}, "spec": spec}
-
-    @staticmethod
-    def local_inventory(tmp_path):
-        inventory = tmp_path / "inventory.yml"
-        inventory.write_text(yaml.safe_dump({"all": {"hosts": {"localhost": {
-            "ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}))
-        return str(inventory)
-
-    def run_module(self, module, args, tmp_path):
-        """One module ad hoc on localhost against the cluster; its result dict."""
-        env = dict(self.env, ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="json")
-        res = subprocess.run(["ansible", "localhost", "-i", self.local_inventory(tmp_path), "-m", module,
-                              "-a", json.dumps(args)], env=env, capture_output=True, text=True, cwd=ROOT, check=False)
-        try:
-            return json.loads(res.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
-        except (ValueError, KeyError, IndexError):
-            raise AssertionError(f"cannot read result of {module}: rc={res.returncode}\n{res.stdout}\n{res.stderr}")
-
-    def role_command(self, role, tmp_path, extra_vars):
-        """ansible-playbook argv running one role on localhost with extra_vars."""
-        playbook = tmp_path / "role.yml"
-        playbook.write_text(f"- hosts: localhost\n  gather_facts: false\n  roles:\n    - {role}\n")
-        vars_file = tmp_path / "vars.json"
-        vars_file.write_text(json.dumps(extra_vars))
-        return ["ansible-playbook", "-i", self.local_inventory(tmp_path), str(playbook), "-e", f"@{vars_file}"]
-
-    def run_role(self, role, tmp_path, extra_vars):
-        return subprocess.run(self.role_command(role, tmp_path, extra_vars), env=self.env, capture_output=True,
-                              text=True, cwd=ROOT, check=False)
-
-
-@pytest.fixture(scope="module", params=VERSIONS)
-def kind_cluster(request):
-    version = request.param
-    name = "itk-%d-%d" % (int(version.split(".")[1]), os.getpid())
-    workers = 2
-    # DRA is switched on at creation here (on 1.33 it is off by default): these tests are about the
-    # nodes, not about turning DRA on (playbooks/site.yml does that on `make demo`).
-    up = [sys.executable, os.path.join(ROOT, "hack", "cluster", "kind-up"), "--name", name, "--k8s-version", version,
-          "--workers", str(workers), "--enable-dra"]
-    started = time.time()
-    res = subprocess.run(up, capture_output=True, text=True, check=False)
-    if res.returncode != 0:
-        subprocess.run([sys.executable, os.path.join(ROOT, "hack", "cluster", "kind-down"), "--name", name],
-                       capture_output=True, check=False)
-        raise RuntimeError(f"kind cluster {version} did not come up:\n{res.stdout}\n{res.stderr}")
-    print(f"\nkind cluster {name} up in {time.time() - started:.0f}s")
-    try:
-        yield KindCluster(name, version, workers)
-    finally:
-        down = subprocess.run([sys.executable, os.path.join(ROOT, "hack", "cluster", "kind-down"), "--name", name],
-                              capture_output=True, text=True, check=False)
-        assert down.returncode == 0, f"kind-down left something behind:\n{down.stdout}\n{down.stderr}"
-
-
-@pytest.fixture(scope="module")
-def driver(kind_cluster, tmp_path_factory):
-    """The example driver installed by the collection's driver role (its own DaemonSet template)."""
-    c = kind_cluster
-    res = c.run_role("dra.admin.driver", tmp_path_factory.mktemp("driver"), {
-        "dra_driver_name": DRIVER, "dra_driver_namespace": DRIVER_NAMESPACE,
-        "dra_driver_image": kindlib.driver_image(c.versions), "dra_driver_command": ["dra-example-kubeletplugin"],
-        "dra_driver_wait_timeout": 240})
-    assert res.returncode == 0, f"driver role failed:\n{res.stdout[-6000:]}\n{res.stderr[-2000:]}"
-    return DRIVER
-
-
-def running_pod(c, namespace, name):
-    current = c.get_json("pod", name, "-n", namespace)
-    return current if current["status"].get("phase") == "Running" else None
-
-
-def container_environment(c, namespace, pod):
-    """The environment a claim pod's container printed (`env | sort`), once it did: (its log, {name: value})."""
-    def printed():
-        out = c.kubectl("logs", pod, "-n", namespace, check=False).stdout
-        return out if "KUBERNETES_NODE_NAME" in out else None
-
-    logs = wait_until(printed, 60, f"the environment of {namespace}/{pod}")
-    return logs, dict(line.split("=", 1) for line in logs.splitlines() if "=" in line)
-
-
-def test_pod_with_template_claim_sees_its_cdi_device(kind_cluster, driver):
+def test_pod_with_template_claim_sees_its_cdi_device(kind_cluster, kind_driver):
     c = kind_cluster
     ns = "itk-cdi"
     c.fresh_namespace(ns)
@@ -209,27 +68,7 @@ def test_pod_with_template_claim_sees_its_cdi_device(kind_cluster, driver):
     c.kubectl("delete", "namespace", ns, "--wait=false")
 
 
-def live_driver_pods(c, node):
-    pods = c.get_json("pods", "-n", DRIVER_NAMESPACE, "--field-selector", f"spec.nodeName={node}")["items"]
-    return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
-
-
-def restart_count(pod):
-    return sum(s.get("restartCount", 0) for s in (pod.get("status") or {}).get("containerStatuses") or [])
-
-
-def is_ready(pod):
-    return any(cond.get("type") == "Ready" and cond.get("status") == "True"
-               for cond in (pod.get("status") or {}).get("conditions") or [])
-
-
-def node_slices(c, node):
-    api = c.resource_version
-    return [s for s in c.get_json(f"resourceslices.{api}.resource.k8s.io")["items"]
-            if s["spec"].get("nodeName") == node and s["spec"].get("driver") == DRIVER]
-
-
-def test_liveness_probe_restarts_a_plugin_that_stopped_answering(kind_cluster, driver):
+def test_liveness_probe_restarts_a_plugin_that_stopped_answering(kind_cluster, kind_driver):
     """SIGSTOP of the plugin process: its gRPC health service stops answering, the kubelet's liveness probe
     fails and the kubelet restarts the container; the restarted plugin publishes the node's slices again
     (they are deleted while it is stopped, so only the new process can have written them)."""
@@ -257,13 +96,7 @@ def test_liveness_probe_restarts_a_plugin_that_stopped_answering(kind_cluster, d
     wait_until(lambda: node_slices(c, node), 120, f"the restarted plugin to publish {node}'s slices")
 
 
-def cdi_specs_naming(c, node, uid):
-    out = c.on_node(node, "sh", "-c", f"grep -l {uid} /var/run/cdi/* 2>/dev/null || true")
-    assert out.returncode == 0, out.stderr
-    return out.stdout.split()
-
-
-def test_drain_unprepares_claims_before_the_driver_leaves_then_returns_to_service(kind_cluster, driver, tmp_path):
+def test_drain_unprepares_claims_before_the_driver_leaves_then_returns_to_service(kind_cluster, kind_driver, tmp_path):
     """dra_node_drain on a real node: the claim pod's container is stopped and its claim unprepared by the
     driver (its CDI spec leaves the node) while the driver still runs there; only then is the driver taken
     off; state=in_service brings the driver back, its slices published, and uncordons."""
@@ -314,40 +147,7 @@ def test_drain_unprepares_claims_before_the_driver_leaves_then_returns_to_servic
     c.kubectl("delete", "namespace", ns, "--wait=false")
 
 
-def role_task_results(c, role, tmp_path, extra_vars):
-    """Run one role on localhost with the json callback: (return code, [each task's result for localhost])."""
-    env = dict(c.env, ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="json")
-    res = subprocess.run(c.role_command(role, tmp_path, extra_vars), env=env, capture_output=True, text=True,
-                         cwd=ROOT, check=False)
-    try:
-        plays = json.loads(res.stdout)["plays"]
-    except ValueError:
-        raise AssertionError(f"cannot read the output of {role}: rc={res.returncode}\n{res.stdout}\n{res.stderr}")
-    return res.returncode, [t["hosts"]["localhost"] for p in plays for t in p["tasks"] if "localhost" in t["hosts"]]
-
-
-def claim_device(c, namespace, pod):
-    """(claim uid, driver, pool, device) of the one device a running claim pod was allocated."""
-    api = c.resource_version
-    name = pod["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
-    claim = c.get_json(f"resourceclaims.{api}.resource.k8s.io", name, "-n", namespace)
-    result = claim["status"]["allocation"]["devices"]["results"][0]
-    return claim["metadata"]["uid"], result["driver"], result["pool"], result["device"]
-
-
-def device_uuid(c, pool, device):
-    """The example driver's `uuid` attribute of one published device (to select exactly it in a claim)."""
-    api = c.resource_version
-    for s in c.get_json(f"resourceslices.{api}.resource.k8s.io")["items"]:
-        if s["spec"].get("driver") == DRIVER and s["spec"]["pool"]["name"] == pool:
-            for entry in s["spec"].get("devices") or []:
-                if entry["name"] == device:
-                    attributes = (entry.get("basic") or entry).get("attributes") or {}
-                    return attributes["uuid"]["string"]
-    raise AssertionError(f"device {pool}/{device} of {DRIVER} is not published")
-
-
-def test_device_maintenance_takes_one_real_device_out_of_service_and_returns_it(kind_cluster, driver, tmp_path):
+def test_device_maintenance_takes_one_real_device_out_of_service_and_returns_it(kind_cluster, kind_driver, tmp_path):
     """The device_maintenance role on a real worker, with only the release's defaults (1.37: DeviceTaintRule
     is GA and on; nothing is switched on for it). Its dry run names exactly the pod of one device and writes
     nothing; NoExecute evicts that pod (its container stops, the driver unprepares its claim: the CDI spec
@@ -426,7 +226,7 @@ def test_device_maintenance_takes_one_real_device_out_of_service_and_returns_it(
     c.kubectl("delete", "namespace", ns, "--wait=false")
 
 
-def test_extended_resource_pod_is_a_claim_workload_on_real_nodes(kind_cluster, driver, tmp_path):
+def test_extended_resource_pod_is_a_claim_workload_on_real_nodes(kind_cluster, kind_driver, tmp_path):
     """A pod that asks for an extended resource backed by DRA (a DeviceClass with extendedResourceName; GA in
     1.37) names no claim in its spec: the scheduler makes one and records it in the pod's status. On a real
     worker its container sees the device, and the collection treats that claim like any other: the claims
@@ -526,7 +326,7 @@ def kubelet_unprepare_failures(c, node, pod_uid):
     return int(out.stdout.strip() or 0)
 
 
-def test_driver_removed_first_leaves_the_claim_pod_terminating_until_it_is_back(kind_cluster, driver):
+def test_driver_removed_first_leaves_the_claim_pod_terminating_until_it_is_back(kind_cluster, kind_driver):
     """The failure the drain's order prevents, for real: the driver is taken off the node first (its
     DaemonSet's exclusion label, outside the drain), then a claim pod is deleted. Its container stops, but
     the kubelet cannot unprepare the claim without the driver, so the pod stays Terminating and the CDI spec
@@ -572,7 +372,7 @@ def test_driver_removed_first_leaves_the_claim_pod_terminating_until_it_is_back(
     c.kubectl("delete", "namespace", ns, "--wait=false")
 
 
-def test_seamless_upgrade_hands_over_while_a_new_claim_pod_starts(kind_cluster, driver, tmp_path):
+def test_seamless_upgrade_hands_over_while_a_new_claim_pod_starts(kind_cluster, kind_driver, tmp_path):
     """The driver role moves the driver to a second tag built here. On kubelets >= 1.33 the role rolls out
     with maxSurge 1 / maxUnavailable 0: old and new plugin run side by side on a node, and a claim pod
     started during the rollout on that node is prepared (no FailedPrepareDynamicResources event)."""
@@ -627,7 +427,7 @@ def client_tls_files(kubeconfig, directory):
     return config["clusters"][0]["cluster"]["server"], paths["client.crt"], paths["client.key"]
 
 
-def test_prometheus_records_the_kubelets_prepare_and_unprepare_durations(kind_cluster, driver, tmp_path):
+def test_prometheus_records_the_kubelets_prepare_and_unprepare_durations(kind_cluster, kind_driver, tmp_path):
     """The monitoring role's rules in a real prometheus scraping a real kubelet (through the API server's node
     proxy): a claim pod prepared and unprepared on the node shows in dra_operations_duration_seconds, and the
     role's kubelet recording rules give values."""
@@ -665,7 +465,7 @@ def test_prometheus_records_the_kubelets_prepare_and_unprepare_durations(kind_cl
         prometheus.stop()
 
 
-def test_discovery_on_a_real_node_compares_its_hardware_with_the_drivers_slices(kind_cluster, driver, tmp_path):
+def test_discovery_on_a_real_node_compares_its_hardware_with_the_drivers_slices(kind_cluster, kind_driver, tmp_path):
     """The discovery role on a worker container: the PCI functions it counts are the ones the node sees in
     /sys, and its comparison with the example driver counts what the driver publishes for that node. The
     example driver's GPUs are simulated, so the node's hardware does not back them: that is drift, and with
@@ -807,7 +607,7 @@ def upstream_chart(c, tmp_path):
     return str(chart)
 
 
-def test_upstream_chart_installed_by_the_driver_role_serves_a_claim(kind_cluster, driver, tmp_path):
+def test_upstream_chart_installed_by_the_driver_role_serves_a_claim(kind_cluster, kind_driver, tmp_path):
     """The driver role's chart path with the example driver's own Helm chart, as a user installs it: a second
     driver name beside the template-installed one, its DaemonSet with the role's probe and update strategy,
     slices on every worker, and a claim of its DeviceClass prepared on a real node (the container's
