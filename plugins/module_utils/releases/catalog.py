@@ -335,6 +335,13 @@ def removed_gates(version):
                 if spec[2] is not None and minor >= spec[2])
 
 
+def graduated_removed_gates(version):
+    """Gates gone on this release after they went GA: their feature is simply on."""
+    minor = require_supported(version)
+    return sorted(name for name, spec in _GATES.items()
+                  if spec[2] is not None and minor >= spec[2] and spec[1][-1][1] == GA)
+
+
 def _not_yet(version, name):
     """The first release that has the gate, when it is newer than this one."""
     spec = _GATES.get(name)

@@ -1,0 +1,513 @@
+# -*- coding: utf-8 -*-
+# Copyright: dra.admin contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""DRA's CEL environment for device selectors, on cel-python (``celpy``).
+
+What the scheduler evaluates (k8s.io/dynamic-resource-allocation/cel): one variable, ``device``, with
+``driver``, ``attributes`` and ``capacity`` (maps of domain to maps of identifier), ``allowMultipleAllocations``
+from 1.34; an attribute is an int, bool, string or ``version`` (a semantic version), a capacity a Kubernetes
+quantity; an unqualified name belongs to the driver's domain, and looking up a domain the device does not
+have gives an empty map. A selector must give a bool; any runtime error (a missing key, a type mismatch)
+makes the scheduler's allocation fail with that error.
+
+What is modelled here: the standard CEL operators and macros (through celpy), ``cel.bind``, the ``semver``
+and ``quantity`` libraries, heterogeneous equality and cross-type numeric ordering, and the string
+extension functions Kubernetes enables. What is not, and is answered "cannot evaluate" (``Unsupported``):
+optional syntax (``.?field``, ``[?key]``, ``orValue``), list-valued attributes (1.36+), every other
+extension library (sets, lists, regex ``find``, ip/cidr, url, format, two-variable comprehensions),
+celpy-only macros Kubernetes does not have, and the compile-time type and cost checks.
+
+cel-python is imported when an expression is first compiled, so the rest of the collection (and
+ansible-test's import check) does not need it; a missing library is a ``CelUnavailable`` error.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import operator
+import re
+
+from ansible_collections.dra.admin.plugins.module_utils.claims.capacity import QuantityError, quantity
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
+
+LIBRARY = "cel-python"
+
+# Functions and macros a selector may call: CEL's standard ones that celpy implements the way cel-go
+# does, and the Kubernetes libraries modelled below. Anything else is Unsupported.
+STANDARD_FUNCTIONS = frozenset((
+    "size", "has", "all", "exists", "exists_one", "map", "filter", "contains", "startsWith", "endsWith",
+    "matches", "int", "uint", "double", "string", "bool", "bytes", "type", "dyn",
+))
+KUBERNETES_FUNCTIONS = frozenset((
+    "semver", "isSemver", "major", "minor", "patch", "compareTo", "isGreaterThan", "isLessThan",
+    "quantity", "isQuantity", "asInteger", "asApproximateFloat", "isInteger", "sign", "add", "sub",
+    "lowerAscii", "upperAscii", "trim", "replace", "split", "substring", "indexOf", "lastIndexOf", "charAt",
+    "join", "bind",
+))
+SUPPORTED_FUNCTIONS = STANDARD_FUNCTIONS | KUBERNETES_FUNCTIONS
+OPTIONAL_SYNTAX = re.compile(r"\.\?|\[\?|\borValue\b|\boptional\.")
+ATTRIBUTE_KINDS = ("int", "bool", "string", "version")
+
+
+class CelUnavailable(DraAdminError):
+    """cel-python is not installed where the module runs."""
+
+
+class Unsupported(Exception):
+    """The expression or the device uses something this environment does not model: "cannot evaluate"."""
+
+
+class SelectorError(Exception):
+    """A runtime error the scheduler would also hit (its message is cel-go's where celpy's agrees)."""
+
+
+# ---- Kubernetes' semver and quantity values -------------------------------------------------------
+
+_SEMVER = re.compile(
+    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+    r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
+    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$")
+
+
+def _cmp(a, b):
+    return (a > b) - (a < b)
+
+
+def _prerelease_cmp(first, second):
+    for x, y in zip(first, second):
+        if x == y:
+            continue
+        if x.isdigit() and y.isdigit():
+            return _cmp(int(x), int(y))
+        if x.isdigit() or y.isdigit():
+            return -1 if x.isdigit() else 1
+        return _cmp(x, y)
+    return _cmp(len(first), len(second))
+
+
+class Semver:
+    """A semantic version as Kubernetes' semver library compares it (build metadata ignored)."""
+
+    def __init__(self, text):
+        match = _SEMVER.match(text)
+        if not match:
+            raise SelectorError("invalid semver: %s" % text)
+        self.core = tuple(int(match.group(i)) for i in (1, 2, 3))
+        self.pre = match.group(4).split(".") if match.group(4) else []
+
+    def compare(self, other):
+        if self.core != other.core:
+            return _cmp(self.core, other.core)
+        if not self.pre or not other.pre:
+            return _cmp(not self.pre, not other.pre)
+        return _prerelease_cmp(self.pre, other.pre)
+
+    def __eq__(self, other):
+        return isinstance(other, Semver) and self.compare(other) == 0
+
+    def __ne__(self, other):
+        return not self == other
+
+    def __hash__(self):
+        return hash((self.core, tuple(self.pre)))
+
+    def __repr__(self):
+        return "semver(%s)" % ".".join(str(n) for n in self.core)
+
+
+def parse_quantity(text):
+    """The exact value of a Kubernetes quantity string (a Fraction, by claims.capacity's parser); SelectorError
+    when it is not one, Unsupported when it is finer than Kubernetes keeps (a nano unit)."""
+    try:
+        value = quantity(text)
+    except (QuantityError, ValueError, ZeroDivisionError):
+        raise SelectorError("quantities must match the regular expression: %s" % text)
+    if (value * 10 ** 9).denominator != 1:
+        raise Unsupported("quantity %s is finer than a nano unit (Kubernetes rounds it)" % text)
+    return value
+
+
+class Quantity:
+    """A Kubernetes quantity, compared by value."""
+
+    def __init__(self, value):
+        self.value = value
+
+    @classmethod
+    def parse(cls, text):
+        return cls(parse_quantity(text))
+
+    def compare(self, other):
+        return _cmp(self.value, other.value)
+
+    def __eq__(self, other):
+        return isinstance(other, Quantity) and self.value == other.value
+
+    def __ne__(self, other):
+        return not self == other
+
+    def __hash__(self):
+        return hash(self.value)
+
+    def __repr__(self):
+        return "quantity(%s)" % self.value
+
+
+# ---- the environment -------------------------------------------------------------------------------
+
+def called_functions(tree):
+    """The names of the functions and macros an expression calls (celpy's parse tree)."""
+    names = set()
+    for node in tree.iter_subtrees():
+        if node.data == "ident_arg":
+            names.add(str(node.children[0]))
+        elif node.data in ("member_dot_arg", "dot_ident_arg"):
+            names.add(str(node.children[1] if node.data == "member_dot_arg" else node.children[0]))
+        elif node.data in ("member_object", "dot_ident"):
+            names.add("<message construction>")
+    return names
+
+
+def unsupported_in(tree):
+    """Why the parsed expression cannot be evaluated here (None when it can)."""
+    unknown = sorted(called_functions(tree) - SUPPORTED_FUNCTIONS)
+    if unknown:
+        return "function %s is not supported" % ", ".join(unknown)
+    return None
+
+
+class Environment:
+    """Compiles selectors once and evaluates them against devices (``device_activation``)."""
+
+    def __init__(self, minor):
+        self.minor = minor
+        self._lib = _load()
+        self._env = self._lib.environment()
+        self._programs = {}
+
+    def program(self, expression):
+        """(program, None) or (None, why it cannot be evaluated); a parse error counts as the latter."""
+        if expression not in self._programs:
+            self._programs[expression] = self._compile(expression)
+        return self._programs[expression]
+
+    def _compile(self, expression):
+        if OPTIONAL_SYNTAX.search(expression):
+            return None, "optional syntax (.?, [?], orValue) is not supported"
+        try:
+            tree = self._env.compile(expression)
+        except Exception as exc:  # celpy raises CELParseError, lark errors below it
+            return None, "cannot parse: %s" % str(exc).splitlines()[0]
+        why = unsupported_in(tree)
+        if why:
+            return None, why
+        return self._env.program(tree, functions=self._lib.functions), None
+
+    def device_activation(self, driver, fields):
+        """The ``device`` variable of one published device (its fields as ``claims.slices.device_fields``)."""
+        return self._lib.activation(driver, fields, self.minor)
+
+    def matches(self, expression, activation):
+        """True/False; raises Unsupported (cannot evaluate) or SelectorError (the scheduler fails too)."""
+        program, why = self.program(expression)
+        if program is None:
+            raise Unsupported(why)
+        if activation is None:
+            raise Unsupported("the device has an attribute of a kind this environment does not model")
+        return self._lib.run(program, activation)
+
+
+def _load():
+    try:
+        import celpy  # noqa: F401  pylint: disable=unused-import
+    except ImportError:
+        raise CelUnavailable("the Python library %s is needed on the host the module runs on "
+                             "(pip install 'cel-python>=0.5,<0.6'; requirements.txt of the collection)" % LIBRARY)
+    return _CelPy()
+
+
+class _CelPy:
+    """Everything that touches celpy, built when first needed."""
+
+    def __init__(self):
+        import celpy
+        from celpy import celtypes
+        from celpy.evaluation import CELEvalError, Evaluator
+
+        self.celpy, self.types, self.error = celpy, celtypes, CELEvalError
+        self.empty_map_class = _default_empty_map_class(celtypes)
+        self.runner_class = _bind_runner_class(celpy, Evaluator, CELEvalError)
+        self.functions = _functions(self)
+
+    def environment(self):
+        return self.celpy.Environment(runner_class=self.runner_class)
+
+    def activation(self, driver, fields, minor):
+        t = self.types
+        attributes, capacity = {}, {}
+        for name, value in (fields.get("attributes") or {}).items():
+            domain, ident = _qualified(name, driver)
+            converted = self._attribute(value)
+            if converted is None:
+                return None
+            attributes.setdefault(domain, {})[t.StringType(ident)] = converted
+        for name, value in (fields.get("capacity") or {}).items():
+            domain, ident = _qualified(name, driver)
+            capacity.setdefault(domain, {})[t.StringType(ident)] = Quantity.parse((value or {}).get("value"))
+        device = {t.StringType("driver"): t.StringType(driver),
+                  t.StringType("attributes"): self._domains(attributes),
+                  t.StringType("capacity"): self._domains(capacity)}
+        if minor >= 34:
+            device[t.StringType("allowMultipleAllocations")] = t.BoolType(bool(fields.get("allowMultipleAllocations")))
+        return {"device": t.MapType(device)}
+
+    def _domains(self, by_domain):
+        return self.empty_map_class(dict((self.types.StringType(d), self.types.MapType(m))
+                                         for d, m in by_domain.items()))
+
+    def _attribute(self, value):
+        t = self.types
+        kinds = [k for k in ATTRIBUTE_KINDS if k in (value or {})]
+        if len(kinds) != 1 or len(value) != 1:
+            return None
+        kind = kinds[0]
+        if kind == "version":
+            return Semver(value[kind])
+        return {"int": t.IntType, "bool": t.BoolType, "string": t.StringType}[kind](value[kind])
+
+    def run(self, program, activation):
+        try:
+            result = program.evaluate(activation)
+        except self.error as exc:
+            raise SelectorError(_message(exc))
+        except (SelectorError, Unsupported):
+            raise
+        except Exception as exc:  # celpy surfaces some evaluation failures as Python exceptions
+            raise SelectorError(str(exc))
+        if isinstance(result, self.error):
+            raise SelectorError(_message(result))
+        if not isinstance(result, self.types.BoolType):
+            raise SelectorError("no such overload: the selector gives %s, not a bool" % type(result).__name__)
+        return bool(result)
+
+
+def _message(error):
+    text = error.args[0] if error.args else str(error)
+    return str(text)
+
+
+def _qualified(name, driver):
+    domain, dummy, ident = name.rpartition("/")
+    return domain or driver, ident
+
+
+def _default_empty_map_class(celtypes):
+    class DefaultEmptyMap(celtypes.MapType):
+        """device.attributes / device.capacity: an unknown domain is an empty map (``in`` stays false)."""
+
+        def __getitem__(self, key):
+            try:
+                return super(DefaultEmptyMap, self).__getitem__(key)
+            except KeyError:
+                return celtypes.MapType({})
+
+    return DefaultEmptyMap
+
+
+def _bind_runner_class(celpy, evaluator_base, error_class):
+    class BindEvaluator(evaluator_base):
+        """``cel.bind(name, init, body)`` (Kubernetes enables the bindings extension)."""
+
+        def sub_evaluator(self, ast):
+            return BindEvaluator(ast, activation=self.activation)
+
+        def member_dot_arg(self, tree):
+            member, name = tree.children[:2]
+            if str(name) == "bind" and len(tree.children) == 3:
+                receiver = [str(t.children[0]) for t in member.find_data("ident")]
+                args = tree.children[2].children
+                if receiver == ["cel"] and len(args) == 3:
+                    idents = list(args[0].find_data("ident"))
+                    if len(idents) != 1:
+                        raise Unsupported("cel.bind needs a plain variable name")
+                    value = self.visit(args[1])
+                    if isinstance(value, error_class):
+                        return value
+                    return self.sub_evaluator(ast=args[2]).evaluate({str(idents[0].children[0]): value})
+            return super(BindEvaluator, self).member_dot_arg(tree)
+
+    class BindRunner(celpy.InterpretedRunner):
+        def evaluate(self, context):
+            return BindEvaluator(ast=self.ast, activation=self.new_activation()).evaluate(context)
+
+    return BindRunner
+
+
+def _functions(lib):
+    """The functions dict celpy binds: Kubernetes' libraries and cel-go's equality and ordering."""
+    t = lib.types
+    numbers = (t.IntType, t.UintType, t.DoubleType)
+
+    def overload():
+        return TypeError("no such overload")
+
+    def number(x):
+        return float(x) if isinstance(x, t.DoubleType) else int(x)
+
+    def same_kind(a, b):
+        if isinstance(a, Semver) and isinstance(b, Semver):
+            return a.compare(b)
+        if isinstance(a, Quantity) and isinstance(b, Quantity):
+            return a.compare(b)
+        raise overload()
+
+    def equal(a, b):
+        for value in (a, b):
+            if isinstance(value, lib.error):
+                return value
+        if isinstance(a, (Semver, Quantity)) or isinstance(b, (Semver, Quantity)):
+            if type(a) is not type(b):
+                raise overload()
+            return t.BoolType(a == b)
+        if isinstance(a, t.BoolType) or isinstance(b, t.BoolType):
+            return t.BoolType(type(a) is type(b) and bool(a) == bool(b))
+        if isinstance(a, numbers) and isinstance(b, numbers):
+            return t.BoolType(number(a) == number(b))
+        if isinstance(a, t.ListType) and isinstance(b, t.ListType):
+            return t.BoolType(len(a) == len(b) and all(bool(equal(x, y)) for x, y in zip(a, b)))
+        if isinstance(a, t.MapType) and isinstance(b, t.MapType):
+            return t.BoolType(len(a) == len(b) and all(k in b and bool(equal(v, b[k])) for k, v in a.items()))
+        return t.BoolType(type(a) is type(b) and a == b)
+
+    def not_equal(a, b):
+        result = equal(a, b)
+        return result if isinstance(result, lib.error) else t.BoolType(not result)
+
+    def ordering(op):
+        def compare(a, b):
+            for value in (a, b):
+                if isinstance(value, lib.error):
+                    return value
+            bools = isinstance(a, t.BoolType) or isinstance(b, t.BoolType)
+            if isinstance(a, numbers) and isinstance(b, numbers) and not bools:
+                return t.BoolType(op(number(a), number(b)))
+            if isinstance(a, (Semver, Quantity)) or type(a) is not type(b):
+                raise overload()
+            return t.BoolType(op(a, b))
+        return compare
+
+    def semver(text, normalize=t.BoolType(False)):
+        if not isinstance(text, t.StringType):
+            raise overload()
+        return Semver(_normalized_semver(str(text)) if normalize else str(text))
+
+    def is_semver(text, normalize=t.BoolType(False)):
+        try:
+            semver(text, normalize)
+        except SelectorError:
+            return t.BoolType(False)
+        return t.BoolType(True)
+
+    def quantity(text):
+        if not isinstance(text, t.StringType):
+            raise overload()
+        return Quantity.parse(str(text))
+
+    def is_quantity(text):
+        try:
+            quantity(text)
+        except SelectorError:
+            return t.BoolType(False)
+        return t.BoolType(True)
+
+    def semver_part(index):
+        def part(version):
+            if not isinstance(version, Semver):
+                raise overload()
+            return t.IntType(version.core[index])
+        return part
+
+    def of_quantity(fn):
+        def call(q, *args):
+            if not isinstance(q, Quantity):
+                raise overload()
+            return fn(q, *args)
+        return call
+
+    def as_integer(q):
+        if q.value.denominator != 1 or not -2 ** 63 <= q.value < 2 ** 63:
+            raise SelectorError("cannot convert value to integer")
+        return t.IntType(int(q.value))
+
+    def arithmetic(sign):
+        def call(q, other):
+            if isinstance(other, Quantity):
+                return Quantity(q.value + sign * other.value)
+            if isinstance(other, t.IntType):
+                return Quantity(q.value + sign * int(other))
+            raise overload()
+        return call
+
+    def strings(fn):
+        def call(s, *args):
+            if not isinstance(s, t.StringType):
+                raise overload()
+            return fn(str(s), *args)
+        return call
+
+    def ascii_case(method):
+        return strings(lambda s: t.StringType("".join(getattr(c, method)() if c.isascii() else c for c in s)))
+
+    return {
+        "_==_": equal, "_!=_": not_equal,
+        "_<_": ordering(operator.lt), "_<=_": ordering(operator.le),
+        "_>_": ordering(operator.gt), "_>=_": ordering(operator.ge),
+        "semver": semver, "isSemver": is_semver, "quantity": quantity, "isQuantity": is_quantity,
+        "major": semver_part(0), "minor": semver_part(1), "patch": semver_part(2),
+        "compareTo": lambda a, b: t.IntType(same_kind(a, b)),
+        "isGreaterThan": lambda a, b: t.BoolType(same_kind(a, b) > 0),
+        "isLessThan": lambda a, b: t.BoolType(same_kind(a, b) < 0),
+        "asInteger": of_quantity(as_integer),
+        "isInteger": of_quantity(lambda q: t.BoolType(q.value.denominator == 1)),
+        "asApproximateFloat": of_quantity(lambda q: t.DoubleType(float(q.value))),
+        "sign": of_quantity(lambda q: t.IntType(_cmp(q.value, 0))),
+        "add": of_quantity(arithmetic(1)), "sub": of_quantity(arithmetic(-1)),
+        "lowerAscii": ascii_case("lower"), "upperAscii": ascii_case("upper"),
+        "trim": strings(lambda s: t.StringType(s.strip())),
+        "replace": strings(lambda s, old, new, *n: t.StringType(
+            s.replace(str(old), str(new), *(int(x) for x in n)) if not n or int(n[0]) >= 0
+            else s.replace(str(old), str(new)))),
+        "split": strings(lambda s, sep, *n: t.ListType([t.StringType(p) for p in (
+            s.split(str(sep), int(n[0]) - 1) if n and int(n[0]) > 0 else ([] if n and int(n[0]) == 0
+                                                                              else s.split(str(sep))))])),
+        "substring": strings(lambda s, start, *end: t.StringType(_substring(s, start, end))),
+        "indexOf": strings(lambda s, sub, *start: t.IntType(s.find(str(sub), *(int(x) for x in start)))),
+        "lastIndexOf": strings(lambda s, sub: t.IntType(s.rfind(str(sub)))),
+        "charAt": strings(lambda s, i: t.StringType(_char_at(s, int(i)))),
+        "join": lambda items, *sep: t.StringType((str(sep[0]) if sep else "").join(str(i) for i in items)),
+    }
+
+
+def _substring(text, start, end):
+    start = int(start)
+    stop = int(end[0]) if end else len(text)
+    if start < 0 or stop > len(text) or start > stop:
+        raise SelectorError("index out of range: %d" % (start if start < 0 or start > len(text) else stop))
+    return text[start:stop]
+
+
+def _char_at(text, index):
+    if index < 0 or index > len(text):
+        raise SelectorError("index out of range: %d" % index)
+    return text[index:index + 1]
+
+
+def _normalized_semver(text):
+    """semver(text, true): a leading v dropped, missing minor/patch added, leading zeros removed."""
+    text = text[1:] if text.startswith("v") else text
+    core = re.match(r"^[0-9.]*", text).group(0)
+    parts = [p.lstrip("0") or "0" for p in core.split(".")] if core else []
+    while len(parts) < 3:
+        parts.append("0")
+    return ".".join(parts) + text[len(core):]

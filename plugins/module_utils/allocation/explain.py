@@ -1,0 +1,220 @@
+# -*- coding: utf-8 -*-
+# Copyright: dra.admin contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Why a claim is pending: per pod (or per claim without a pod), per node and per request, what the
+scheduler's allocator finds (``allocation.search``), summed up in a few numbers and one sentence.
+
+A pod's claims are allocated together on one node: the nodes the pod can run on (``model.node_refusal``) and
+that admit its claims already allocated are searched; the verdict is ``fits`` on the nodes where a fit is
+proven, ``cannot_tell`` where a selector cannot be evaluated here, ``does_not_fit`` otherwise. A claim no
+pod uses yet is explained on every node.
+
+Pure functions: no Ansible, no network.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.dra.admin.plugins.module_utils.allocation import model, search
+from ansible_collections.dra.admin.plugins.module_utils.claims.claims import allocation, pod_claim_refs
+
+DETAIL_SUMMARY = "summary"
+DETAIL_NODES = "nodes"
+DETAIL_DEVICES = "devices"
+DETAILS = (DETAIL_SUMMARY, DETAIL_NODES, DETAIL_DEVICES)
+REASON_TEXT = {
+    search.POOL_INCOMPLETE: "in a pool being updated",
+    search.FEATURE_OFF: "need a feature that is off",
+    search.CLASS_SELECTOR: "do not match the DeviceClass selector",
+    search.REQUEST_SELECTOR: "do not match the request's selector",
+    search.SELECTOR_ERROR: "make a selector fail",
+    search.CANNOT_EVALUATE: "cannot be evaluated here",
+    search.IN_USE: "are allocated to other claims",
+    search.TAINTED: "are tainted and not tolerated",
+    search.AVAILABLE: "are available",
+}
+
+
+def _label(obj):
+    meta = obj.get("metadata") or {}
+    return "%s/%s" % (meta.get("namespace"), meta.get("name"))
+
+
+def pod_claims(pod, claims_by_label, templates_by_label):
+    """(allocated claims, search.Claim list to allocate, problems) of a pod: claims from templates not made
+    yet are taken from their template (the scheduler waits until they exist: a problem)."""
+    namespace = (pod.get("metadata") or {}).get("namespace")
+    allocated, to_allocate, problems = [], [], []
+    template_of = dict((r.get("name"), r.get("resourceClaimTemplateName"))
+                       for r in (pod.get("spec") or {}).get("resourceClaims") or [])
+    for pod_name, claim_name, dummy in pod_claim_refs(pod):
+        label = "%s/%s" % (namespace, claim_name)
+        claim = claims_by_label.get(label) if claim_name else None
+        if claim is None:
+            template = templates_by_label.get("%s/%s" % (namespace, template_of.get(pod_name)))
+            if template is None:
+                problems.append("claim %s does not exist" % (claim_name or pod_name))
+                continue
+            problems.append("the claim of %s from template %s is not made yet" % (pod_name, template_of.get(pod_name)))
+            to_allocate.append(search.Claim("%s/<%s>" % (namespace, pod_name), (template.get("spec") or {}).get("spec")))
+        elif (claim.get("metadata") or {}).get("deletionTimestamp"):
+            problems.append("claim %s is being deleted" % label)
+        elif allocation(claim) is not None:
+            allocated.append(claim)
+        else:
+            to_allocate.append(search.Claim(label, claim.get("spec")))
+    return allocated, to_allocate, problems
+
+
+def _node_outcome(ctx, to_allocate, allocated, node, pod_spec):
+    meta = node.get("metadata") or {}
+    name, labels = meta.get("name"), meta.get("labels") or {}
+    refusal = model.node_refusal(node, pod_spec) if pod_spec is not None else None
+    if refusal is None:
+        for claim in allocated:
+            if not model.allocation_admits(claim, name, labels):
+                refusal = "claim %s is allocated to devices another node uses" % _label(claim)
+    if refusal:
+        return {"name": name, "verdict": search.DOES_NOT_FIT, "node_reason": refusal}, None
+    verdict, detail, node_search = search.node_verdict(ctx, to_allocate, name, labels)
+    outcome = {"name": name, "verdict": verdict}
+    if verdict == search.FITS:
+        outcome["devices"] = ["%s %s: %s" % (claim, request.label, device.label) for claim, request, device in detail]
+        warnings = search.eviction_warnings(ctx, detail)
+        if warnings:
+            outcome["warnings"] = warnings
+    elif detail:
+        outcome["reason"] = detail
+    return outcome, node_search
+
+
+def _request_summaries(to_allocate, searches):
+    """Per request (and subrequest): the devices seen on the searched nodes with their first reason."""
+    rows = []
+    for ci, claim in enumerate(to_allocate):
+        for ri, alternatives in enumerate(claim.requests):
+            for ai, request in enumerate(alternatives):
+                reasons, enough = {}, 0
+                for node_search in searches:
+                    found = node_search.candidates[(ci, ri, ai)]
+                    reasons.update(found.reasons)
+                    needed = len(found.all_devices) if found.all_devices is not None else request.count
+                    enough += bool(needed) and len(found.usable) >= needed and not found.error
+                rows.append(_request_row(claim, request, reasons, enough))
+    return rows
+
+
+def _request_row(claim, request, reasons, enough):
+    excluded = {}
+    for reason, dummy in reasons.values():
+        if reason != search.AVAILABLE:
+            excluded[reason] = excluded.get(reason, 0) + 1
+    return {"claim": claim.label, "request": request.label, "device_class": request.class_name,
+            "allocation_mode": request.mode, "count": request.count, "admin_access": request.admin,
+            "considered": len(reasons), "excluded": excluded,
+            "available": sum(1 for r, dummy in reasons.values() if r == search.AVAILABLE),
+            "nodes_with_enough": enough, "_reasons": reasons}
+
+
+def _verdict(outcomes):
+    """fits, does_not_fit or cannot_tell over the nodes. An allocator error on any searched node fails the
+    pod's scheduling attempt: does_not_fit where the scheduler looks at every node, else cannot_tell when
+    another node fits."""
+    verdicts = set(o["verdict"] for o in outcomes)
+    searched = sum(1 for o in outcomes if "node_reason" not in o)
+    if search.ERROR in verdicts:
+        if searched <= search.ALL_NODES_CHECKED_UP_TO or not verdicts & set((search.FITS, search.CANNOT_TELL)):
+            return search.DOES_NOT_FIT
+        return search.CANNOT_TELL
+    for verdict in (search.FITS, search.CANNOT_TELL):
+        if verdict in verdicts:
+            return verdict
+    return search.DOES_NOT_FIT
+
+
+def _count_by(outcomes, field):
+    counts = {}
+    for outcome in outcomes:
+        if outcome.get(field):
+            counts[outcome[field]] = counts.get(outcome[field], 0) + 1
+    return counts
+
+
+def explain(ctx, subject, to_allocate, allocated, problems, nodes, pod_spec, detail=DETAIL_SUMMARY):
+    """The explanation of one pod's (or one unused claim's) pending claims; see the module's RETURN."""
+    outcomes, searches = [], []
+    for node in sorted(nodes, key=lambda n: (n.get("metadata") or {}).get("name") or ""):
+        outcome, node_search = _node_outcome(ctx, to_allocate, allocated, node, pod_spec)
+        outcomes.append(outcome)
+        if node_search is not None:
+            searches.append(node_search)
+    rows = _request_summaries(to_allocate, searches)
+    verdict = _verdict(outcomes) if to_allocate else search.FITS
+    result = dict(subject, claims=[c.label for c in to_allocate], verdict=verdict, problems=problems,
+                  fits_on=[o["name"] for o in outcomes if o["verdict"] == search.FITS],
+                  cannot_tell_on=[o["name"] for o in outcomes if o["verdict"] == search.CANNOT_TELL],
+                  nodes_considered=len(outcomes), nodes_searched=len(searches),
+                  nodes_excluded=_count_by(outcomes, "node_reason"),
+                  warnings=sorted(set(w for o in outcomes for w in o.get("warnings") or [])))
+    result["message"] = message(result, rows, outcomes)
+    result["requests"] = [_public_row(row, detail) for row in rows]
+    if detail in (DETAIL_NODES, DETAIL_DEVICES):
+        result["nodes"] = outcomes
+    return result
+
+
+def _public_row(row, detail):
+    out = dict((k, v) for k, v in row.items() if not k.startswith("_"))
+    if detail == DETAIL_DEVICES:
+        out["devices"] = [dict(device="%s/%s/%s" % key, reason=reason, **({"detail": info} if info else {}))
+                          for key, (reason, info) in sorted(row["_reasons"].items())]
+    return out
+
+
+def _nodes_text(names, limit=5):
+    shown = ", ".join(names[:limit])
+    return shown + (" and %d more" % (len(names) - limit) if len(names) > limit else "")
+
+
+def _row_text(row):
+    parts = ["%d %s" % (n, REASON_TEXT.get(reason, reason)) for reason, n in
+             sorted(row["excluded"].items(), key=lambda item: (-item[1], item[0]))]
+    need = "all matching devices" if row["allocation_mode"] == "All" else "%s device(s)" % row["count"]
+    return "request %s of %s needs %s of class %s: %d considered%s, %d available" % (
+        row["request"], row["claim"], need, row["device_class"], row["considered"],
+        (" (" + ", ".join(parts) + ")") if parts else "", row["available"])
+
+
+def message(result, rows, outcomes):
+    """One paragraph: the verdict, where, and the first request that explains it."""
+    if result["verdict"] == search.FITS:
+        if not result["claims"]:
+            return "every claim of it is allocated"
+        return "fits on %d node(s): %s" % (len(result["fits_on"]), _nodes_text(result["fits_on"]))
+    text = []
+    if result["problems"]:
+        text.append("; ".join(result["problems"]))
+    if result["cannot_tell_on"]:
+        text.append("cannot tell on %s: %s" % (_nodes_text(result["cannot_tell_on"]), next(
+            o.get("reason") for o in outcomes if o["verdict"] == search.CANNOT_TELL)))
+    errors = [o for o in outcomes if o["verdict"] == search.ERROR]
+    if errors:
+        text.append("kube-scheduler stops with an error on %d node(s), which fails the whole attempt (%s: %s)" % (
+            len(errors), errors[0]["name"], errors[0].get("reason")))
+    excluded = result["nodes_excluded"]
+    if excluded:
+        text.append("%d of %d nodes ruled out for the pod (%s)" % (
+            sum(excluded.values()), result["nodes_considered"],
+            "; ".join("%d: %s" % (n, r) for r, n in sorted(excluded.items(), key=lambda i: -i[1]))))
+    if not result["nodes_searched"]:
+        text.append("no node is left to search for devices")
+    failing = [row for row in rows if not row["nodes_with_enough"]]
+    for row in failing[:2] or rows[:1]:
+        text.append(_row_text(row))
+    if not failing and result["nodes_searched"] and rows:
+        reasons = sorted(set(o.get("reason") for o in outcomes if o.get("reason")))
+        text.append("every request has enough devices on some node, but not together on one node%s" % (
+            ": " + "; ".join(reasons[:2]) if reasons else " (matchAttribute constraints, shared counters or "
+                                                          "devices two requests both need)"))
+    return "does not fit: " + "; ".join(text) if result["verdict"] == search.DOES_NOT_FIT else "; ".join(text)

@@ -1,0 +1,144 @@
+# -*- coding: utf-8 -*-
+# Copyright: dra.admin contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""The allocation explainer against the API: a fixed number of requests, whatever the cluster's size.
+
+`/version`, discovery, kube-apiserver's `/metrics` (the gates in force; the release's defaults when it may not
+be read) and one paginated LIST each of DeviceClasses, ResourceSlices, ResourceClaims, DeviceTaintRules (where
+served), Nodes, the pods not bound to a node (in the namespace, or all) and the namespace's claim templates.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.dra.admin.plugins.module_utils.allocation import explain, model, search
+from ansible_collections.dra.admin.plugins.module_utils.allocation.cel import Environment
+from ansible_collections.dra.admin.plugins.module_utils.claims.capacity import allocator_rules
+from ansible_collections.dra.admin.plugins.module_utils.claims.claims import allocation, pod_claim_refs
+from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import (
+    device_taint_rules, served_versions_by_resource,
+)
+from ansible_collections.dra.admin.plugins.module_utils.common.api import DraApiError
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
+from ansible_collections.dra.admin.plugins.module_utils.control_plane.component_metrics import enabled_gates
+from ansible_collections.dra.admin.plugins.module_utils.devices.taints import RESOURCE as TAINT_RULES
+from ansible_collections.dra.admin.plugins.module_utils.metrics.diagnosis import parse_text
+from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import (
+    effective_gates, graduated_removed_gates, parse_minor,
+)
+
+
+class NotFound(DraAdminError):
+    pass
+
+
+def scheduler_features(api, server_version):
+    """(the DRA features in force, where they were read): kube-apiserver's kubernetes_feature_enabled (the
+    control plane's components are configured alike), else the release's defaults."""
+    try:
+        reported = enabled_gates(parse_text(api.get_text("/metrics")).samples)
+        source = "kube-apiserver /metrics"
+    except DraApiError as exc:
+        if exc.status not in (401, 403, 404):
+            raise
+        reported, source = {}, "release defaults (/metrics may not be read: %s)" % exc.status
+    values = effective_gates(server_version, dict((k, v) for k, v in reported.items() if k.startswith("DRA")))
+    values.update((name, True) for name in graduated_removed_gates(server_version))
+    return set(name for name, on in values.items() if on), source
+
+
+def read_cluster(api, namespace):
+    """Every object the explainer reads (see the module text)."""
+    version = api.resource_api_version()
+    server_version = (api.server_version() or {}).get("gitVersion")
+    rules, rules_read = device_taint_rules(api, served_versions_by_resource(api).get(TAINT_RULES))
+    pods_path = "/api/v1/namespaces/%s/pods" % namespace if namespace else "/api/v1/pods"
+    templates_path = api.resource_path("resourceclaimtemplates", namespace=namespace, version=version)
+    return {
+        "server_version": server_version,
+        "resource_api_version": version,
+        "classes": dict(((c.get("metadata") or {}).get("name"), c) for c in api.list_items(
+            api.resource_path("deviceclasses", version=version))),
+        "slices": list(api.list_items(api.resource_path("resourceslices", version=version))),
+        "claims": list(api.list_items(api.resource_path("resourceclaims", version=version))),
+        "templates": list(api.list_items(templates_path)),
+        "rules": rules, "rules_read": rules_read,
+        "nodes": list(api.list_items("/api/v1/nodes")),
+        "pods": [p for p in api.list_items(pods_path, {"fieldSelector": "spec.nodeName="})
+                 if not (p.get("metadata") or {}).get("deletionTimestamp")],
+    }
+
+
+def _label(obj):
+    meta = obj.get("metadata") or {}
+    return "%s/%s" % (meta.get("namespace"), meta.get("name"))
+
+
+def subjects(cluster, namespace=None, claim=None, pod=None):
+    """[(subject dict, pod or None, claim label or None)]: the unbound pods with claims to allocate (the pod
+    named, the pods using the claim named, or all in scope), then the pending claims no such pod uses."""
+    pods = [p for p in cluster["pods"] if pod_claim_refs(p) and (not pod or _label(p) == "%s/%s" % (namespace, pod))]
+    if claim:
+        wanted = "%s/%s" % (namespace, claim)
+        pods = [p for p in pods if wanted in ["%s/%s" % (namespace, c) for dummy, c, dummy2 in pod_claim_refs(p)]]
+    out = [({"pod": _label(p)}, p, None) for p in sorted(pods, key=_label)]
+    if pod:
+        return out
+    used = set("%s/%s" % ((p.get("metadata") or {}).get("namespace"), c)
+               for p in pods for dummy, c, dummy2 in pod_claim_refs(p) if c)
+    for item in sorted(cluster["claims"], key=_label):
+        label = _label(item)
+        if label in used or allocation(item) is not None or (namespace and not label.startswith(namespace + "/")):
+            continue
+        if not claim or label == "%s/%s" % (namespace, claim):
+            out.append(({"claim": label}, None, label))
+    return out
+
+
+def explain_all(api, namespace=None, claim=None, pod=None, detail=explain.DETAIL_SUMMARY):
+    """The module's result: one explanation per subject, the totals, what was read."""
+    cluster = read_cluster(api, namespace)
+    minor = parse_minor(cluster["server_version"])
+    features, features_source = scheduler_features(api, cluster["server_version"])
+    ctx = search.Context(Environment(minor), cluster["classes"],
+                         model.gather_pools(cluster["slices"], features, allocator_rules(cluster["server_version"])),
+                         model.allocated_devices(cluster["claims"]), cluster["rules"], features)
+    claims_by_label = dict((_label(c), c) for c in cluster["claims"])
+    templates = dict((_label(t), t) for t in cluster["templates"])
+    found = subjects(cluster, namespace, claim, pod)
+    _require_found(found, cluster, namespace, claim, pod, claims_by_label)
+    explanations = [explain_subject(ctx, subject, pod_obj, claim_label, claims_by_label, templates, cluster, detail)
+                    for subject, pod_obj, claim_label in found]
+    return {"explanations": explanations, "totals": totals(explanations),
+            "resource_api_version": cluster["resource_api_version"], "device_taint_rules": cluster["rules_read"],
+            "features": sorted(f for f in features if f.startswith("DRA")), "features_source": features_source,
+            "release": minor}
+
+
+def _require_found(found, cluster, namespace, claim, pod, claims_by_label):
+    if pod and not found:
+        raise NotFound("pod %s/%s is not waiting to be scheduled with claims (it is bound to a node, being deleted, "
+                       "names no claim, or does not exist)" % (namespace, pod))
+    if claim and "%s/%s" % (namespace, claim) not in claims_by_label:
+        raise NotFound("ResourceClaim %s/%s does not exist; check name and namespace" % (namespace, claim))
+
+
+def explain_subject(ctx, subject, pod, claim_label, claims_by_label, templates, cluster, detail):
+    if pod is not None:
+        allocated, to_allocate, problems = explain.pod_claims(pod, claims_by_label, templates)
+        spec = pod.get("spec") or {}
+        if spec.get("schedulingGates"):
+            problems.append("the pod has scheduling gates (%s): the scheduler does not look at it yet" % ", ".join(
+                g.get("name") for g in spec["schedulingGates"]))
+    else:
+        allocated, problems, spec = [], [], None
+        to_allocate = [search.Claim(claim_label, claims_by_label[claim_label].get("spec"))]
+    return explain.explain(ctx, subject, to_allocate, allocated, problems, cluster["nodes"], spec, detail)
+
+
+def totals(explanations):
+    counts = {"subjects": len(explanations)}
+    for verdict in (search.FITS, search.DOES_NOT_FIT, search.CANNOT_TELL):
+        counts[verdict] = sum(1 for e in explanations if e["verdict"] == verdict)
+    return counts

@@ -1,0 +1,395 @@
+# -*- coding: utf-8 -*-
+# Copyright: dra.admin contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Can a pod's unallocated claims be allocated on one node, and why not: the scheduler's allocator, per
+device with a reason.
+
+The search is the structured allocator's (k8s.io/dynamic-resource-allocation/structured): claims in the
+pod's order, requests in the claim's order, for a firstAvailable list one subrequest after the other, devices
+one after the other with backtracking, so a fit is found whenever one exists. A device is usable for a
+request when its pool is complete, it matches the DeviceClass's and the request's selectors, it is offered to
+the node, it is not allocated to another claim (admin access may share it), its taints (its own and the
+DeviceTaintRules') are tolerated and its pool's shared counters have room; matchAttribute constraints hold
+across the requests they name.
+
+Each device gets the first reason that rules it out, in the order of ``REASONS`` (the most lasting first:
+a device that matches no selector is reported so even when it is also allocated). A selector that fails
+with an error, or that this environment cannot evaluate, makes the verdict "cannot tell" unless no fit
+exists even if every such device were usable; a fit is only reported when proven.
+
+Pure: no Ansible, no network (CEL through ``allocation.cel``).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.dra.admin.plugins.module_utils.allocation import model
+from ansible_collections.dra.admin.plugins.module_utils.allocation.cel import SelectorError, Unsupported
+from ansible_collections.dra.admin.plugins.module_utils.claims import capacity
+from ansible_collections.dra.admin.plugins.module_utils.common.tolerations import tolerates
+
+FITS = "fits"
+DOES_NOT_FIT = "does_not_fit"
+CANNOT_TELL = "cannot_tell"
+ERROR = "error"
+# kube-scheduler's filters look at every node up to this many (minFeasibleNodesToFind); beyond, it may stop
+# before the node where the allocator would fail.
+ALL_NODES_CHECKED_UP_TO = 100
+
+POOL_INCOMPLETE = "pool_incomplete"
+FEATURE_OFF = "feature_off"
+CLASS_SELECTOR = "class_selector"
+REQUEST_SELECTOR = "request_selector"
+SELECTOR_ERROR = "selector_error"
+CANNOT_EVALUATE = "cannot_evaluate"
+NOT_ON_NODE = "not_offered_to_node"
+IN_USE = "allocated"
+TAINTED = "tainted"
+AVAILABLE = "available"
+REASONS = (POOL_INCOMPLETE, FEATURE_OFF, CLASS_SELECTOR, REQUEST_SELECTOR, SELECTOR_ERROR, CANNOT_EVALUATE,
+           NOT_ON_NODE, IN_USE, TAINTED, AVAILABLE)
+UNCERTAIN = (SELECTOR_ERROR, CANNOT_EVALUATE)
+MAX_STEPS = 200000
+
+
+class Context:
+    """What every node's search shares: the CEL environment, classes, pools, allocated devices, taint rules,
+    the scheduler's features."""
+
+    def __init__(self, env, classes, pools, allocated, rules, features):
+        self.env = env
+        self.classes = classes
+        self.pools = pools
+        self.allocated = allocated
+        self.rules = rules
+        self.features = features
+        self._activations = {}
+        self._matches = {}
+
+    def activation(self, device):
+        if device.key not in self._activations:
+            self._activations[device.key] = self.env.device_activation(device.driver, device.fields)
+        return self._activations[device.key]
+
+    def selectors_match(self, expressions, device):
+        """True/False, or the reason (SELECTOR_ERROR / CANNOT_EVALUATE) with its message."""
+        for expression in expressions:
+            cache_key = (expression, device.key)
+            if cache_key not in self._matches:
+                self._matches[cache_key] = self._evaluate(expression, device)
+            found = self._matches[cache_key]
+            if found is not True:
+                return found
+        return True
+
+    def _evaluate(self, expression, device):
+        try:
+            return self.env.matches(expression, self.activation(device))
+        except SelectorError as exc:
+            return (SELECTOR_ERROR, "%s: %s" % (expression, exc))
+        except Unsupported as exc:
+            return (CANNOT_EVALUATE, "%s: %s" % (expression, exc))
+
+    def device_taints(self, device):
+        """The device's taints and those of the DeviceTaintRules selecting it (when the cluster has taints)."""
+        if model.DEVICE_TAINTS not in self.features:
+            return []
+        taints = list(device.taints)
+        for rule in self.rules:
+            if self._rule_selects(rule, device):
+                taints.append((rule.get("spec") or {}).get("taint") or {})
+        return taints
+
+    def _rule_selects(self, rule, device):
+        sel = (rule.get("spec") or {}).get("deviceSelector") or {}
+        for field, value in (("driver", device.driver), ("pool", device.pool), ("device", device.name)):
+            if sel.get(field) and sel[field] != value:
+                return False
+        expressions = [(s.get("cel") or {}).get("expression") for s in sel.get("selectors") or []]
+        if sel.get("deviceClassName"):
+            expressions = class_selectors(self.classes.get(sel["deviceClassName"])) + expressions
+        return self.selectors_match(expressions, device) is not False
+
+
+def class_selectors(device_class):
+    return [(s.get("cel") or {}).get("expression") for s in ((device_class or {}).get("spec") or {}).get("selectors") or []]
+
+
+def static_reason(ctx, request, pool, device, node_name, labels):
+    """(reason, detail) of one device for one request on one node, before constraints, counts and counters."""
+    if not pool.allocatable:
+        return POOL_INCOMPLETE, "pool %s is being updated (not every slice of its generation is published)" % pool.label
+    feature = _feature_reason(ctx, device)
+    if feature:
+        return feature
+    for reason, expressions in ((CLASS_SELECTOR, class_selectors(ctx.classes.get(request.class_name))),
+                                (REQUEST_SELECTOR, request.selectors)):
+        found = ctx.selectors_match(expressions, device)
+        if found is False:
+            return reason, None
+        if found is not True:
+            return found
+    if not model.device_offered_to(device, node_name, labels):
+        return NOT_ON_NODE, None
+    if not request.admin and device.key in ctx.allocated:
+        return IN_USE, "allocated to claim %s" % ctx.allocated[device.key]
+    untolerated = [t for t in ctx.device_taints(device) if t.get("effect") in model.TAINT_EFFECTS
+                   and not request.tolerates(t)]
+    if untolerated:
+        return TAINTED, ", ".join("%s=%s:%s" % (t.get("key"), t.get("value") or "", t.get("effect")) for t in untolerated)
+    return AVAILABLE, None
+
+
+def _feature_reason(ctx, device):
+    """(reason, detail) when a feature decides about the device before its selectors, else None."""
+    if device.binding_conditions and model.BINDING_CONDITIONS not in ctx.features:
+        return FEATURE_OFF, "the device has binding conditions and %s is off" % model.BINDING_CONDITIONS
+    if device.consumes and model.PARTITIONABLE not in ctx.features:
+        return FEATURE_OFF, "the device consumes shared counters and %s is off" % model.PARTITIONABLE
+    if device.multiple and model.CONSUMABLE_CAPACITY in ctx.features:
+        return CANNOT_EVALUATE, "the device allows multiple allocations (consumable capacity is not modelled)"
+    return None
+
+
+def request_error(ctx, request):
+    """Why the scheduler's allocator stops with an error on the request (None when it does not)."""
+    if request.admin and model.ADMIN_ACCESS not in ctx.features:
+        return "admin access is requested, but %s is off" % model.ADMIN_ACCESS
+    if request.class_name not in ctx.classes:
+        return "DeviceClass %s does not exist" % request.class_name
+    if any(not e for e in request.selectors):
+        return "a selector has no CEL expression"
+    return None
+
+
+def request_unmodelled(request):
+    """What of the request this search does not model (None when it models all of it)."""
+    if request.capacity:
+        return "capacity requests (consumable capacity) are not modelled"
+    return None
+
+
+class Candidates:
+    """For one request on one node: the usable devices in search order, and every device's reason."""
+
+    def __init__(self, ctx, request, pools, node_name, labels):
+        self.request = request
+        self.usable = []
+        self.reasons = {}
+        self.uncertain = []
+        self.error = request_error(ctx, request)
+        self.unmodelled = request_unmodelled(request)
+        self.all_devices = [] if request.mode == "All" else None
+        for pool in pools:
+            for device in pool.devices:
+                reason, detail = static_reason(ctx, request, pool, device, node_name, labels)
+                if reason == NOT_ON_NODE:
+                    continue
+                self.reasons[device.key] = (reason, detail)
+                self._sort(ctx, request, pool, device, reason, detail)
+
+    def _sort(self, ctx, request, pool, device, reason, detail):
+        if reason in UNCERTAIN and (request.admin or device.key not in ctx.allocated):
+            self.uncertain.append((pool, device))
+        if reason == AVAILABLE:
+            self.usable.append((pool, device))
+        if self.all_devices is not None:
+            if not pool.complete and self.error is None:
+                self.error = "asks for all devices, but pool %s is being updated" % pool.label
+            elif reason in (AVAILABLE, IN_USE, TAINTED):
+                self.all_devices.append((pool, device, reason))
+
+
+def counters_left(pool, allocated_keys):
+    """{counter set key: {counter: Fraction}} of a pool's shared counters after the allocated devices took
+    theirs (claims.capacity's rules)."""
+    left = capacity.counters_left(pool.counter_sets, {})
+    for device in pool.devices:
+        if device.key in allocated_keys:
+            _take(left, device)
+    return left
+
+
+def _take(left, device, sign=1):
+    for set_key, counters in device.consumes.items():
+        have = left.setdefault(set_key, {})
+        for name, value in counters.items():
+            have[name] = have.get(name, 0) - sign * value
+
+
+def fits_counters(left, device, per_pool):
+    return capacity.counters_fit(device.consumes, left, per_pool)
+
+
+class SearchLimit(Exception):
+    """The search took more steps than MAX_STEPS: the verdict is "cannot tell"."""
+
+
+class Claim:
+    """A claim to allocate: its label ("namespace/name"), its requests and its matchAttribute constraints."""
+
+    def __init__(self, label, spec):
+        self.label = label
+        self.requests = model.claim_requests(spec)
+        self.constraints = model.claim_constraints(spec)
+
+
+def attribute_value(device, name):
+    """A device's attribute by fully qualified name (the driver's own domain also by bare identifier)."""
+    attributes = device.fields.get("attributes") or {}
+    if name in attributes:
+        return attributes[name]
+    domain, dummy, ident = name.rpartition("/")
+    return attributes.get(ident) if domain == device.driver else None
+
+
+class NodeSearch:
+    """The allocator's backtracking search for a pod's claims on one node."""
+
+    def __init__(self, ctx, claims, node_name, labels):
+        self.ctx = ctx
+        self.claims = claims
+        self.pools = model.pools_for_node(ctx.pools, node_name, labels)
+        self.candidates = {}
+        for ci, claim in enumerate(claims):
+            for ri, alternatives in enumerate(claim.requests):
+                for ai, request in enumerate(alternatives):
+                    self.candidates[(ci, ri, ai)] = Candidates(ctx, request, self.pools, node_name, labels)
+        self.errors = ["%s request %s: %s" % (claims[k[0]].label, c.request.label, c.error)
+                       for k, c in sorted(self.candidates.items()) if c.error]
+        self.unmodelled = ["%s request %s: %s" % (claims[k[0]].label, c.request.label, c.unmodelled)
+                           for k, c in sorted(self.candidates.items()) if c.unmodelled]
+        self.uncertain = any(c.uncertain for c in self.candidates.values())
+
+    def run(self, with_uncertain=False):
+        """The chosen devices [(claim label, Request, Device)] of the first solution, or None."""
+        self.with_uncertain = with_uncertain
+        self.steps = 0
+        self.taken = {}
+        self.counters = {}
+        self.values = [[None] * len(c.constraints) for c in self.claims]
+        self.chosen = []
+        return list(self.chosen) if self._claim(0) else None
+
+    def _claim(self, ci):
+        return ci == len(self.claims) or self._request(ci, 0)
+
+    def _request(self, ci, ri):
+        if ri == len(self.claims[ci].requests):
+            return self._claim(ci + 1)
+        return any(self._devices(ci, ri, ai, 0) for ai in range(len(self.claims[ci].requests[ri])))
+
+    def _needed(self, candidates):
+        if candidates.all_devices is not None:
+            return len(candidates.all_devices)
+        return candidates.request.count
+
+    def _devices(self, ci, ri, ai, di):
+        candidates = self.candidates[(ci, ri, ai)]
+        needed = self._needed(candidates)
+        if candidates.all_devices is not None and not needed:
+            return False
+        if di == needed:
+            return self._request(ci, ri + 1)
+        if candidates.all_devices is not None:
+            pool, device, reason = candidates.all_devices[di]
+            return reason == AVAILABLE and self._try(ci, ri, ai, di, pool, device)
+        options = candidates.usable + (candidates.uncertain if self.with_uncertain else [])
+        return any(self._try(ci, ri, ai, di, pool, device) for pool, device in options)
+
+    def _try(self, ci, ri, ai, di, pool, device):
+        self.steps += 1
+        if self.steps > MAX_STEPS:
+            raise SearchLimit()
+        request = self.candidates[(ci, ri, ai)].request
+        undo = self._add(ci, request, pool, device)
+        if undo is None:
+            return False
+        if self._devices(ci, ri, ai, di + 1):
+            return True
+        undo()
+        return False
+
+    def _add(self, ci, request, pool, device):
+        holders = self.taken.get(device.key, set())
+        if (ci in holders) if request.admin else bool(holders):
+            return None
+        left = self._pool_counters(pool) if device.consumes else None
+        if left is not None and not fits_counters(left, device, pool.per_pool):
+            return None
+        set_values = self._constrain(ci, request, device)
+        if set_values is None:
+            return None
+        if left is not None:
+            _take(left, device)
+        self.taken.setdefault(device.key, set()).add(ci)
+        self.chosen.append((self.claims[ci].label, request, device))
+
+        def undo():
+            self.chosen.pop()
+            self.taken[device.key].discard(ci)
+            if left is not None:
+                _take(left, device, -1)
+            for index, previous in set_values:
+                self.values[ci][index] = previous
+        return undo
+
+    def _pool_counters(self, pool):
+        if pool.key not in self.counters:
+            self.counters[pool.key] = counters_left(pool, self.ctx.allocated)
+        return self.counters[pool.key]
+
+    def _constrain(self, ci, request, device):
+        """[(constraint index, previous value)] changed, or None when a constraint does not hold."""
+        changed = []
+        for index, (names, attribute) in enumerate(self.claims[ci].constraints):
+            if names and request.base not in names and request.label not in names:
+                continue
+            value = attribute_value(device, attribute) if attribute else None
+            current = self.values[ci][index]
+            if value is None or (current is not None and current[0] != value):
+                for i, previous in changed:
+                    self.values[ci][i] = previous
+                return None
+            changed.append((index, current))
+            self.values[ci][index] = (value, (current or (None, 0))[1] + 1)
+        return changed
+
+
+def node_verdict(ctx, claims, node_name, labels):
+    """(verdict, detail, search) of the claims on one node; detail: the chosen devices when it fits, else
+    why not (or why it cannot tell). ERROR: the allocator stops with an error on this node, which fails the
+    pod's whole scheduling attempt (kube-scheduler's framework), whatever other nodes offer."""
+    search = NodeSearch(ctx, claims, node_name, labels)
+    if search.errors:
+        return ERROR, "; ".join(search.errors), search
+    if search.unmodelled:
+        return CANNOT_TELL, "; ".join(search.unmodelled), search
+    try:
+        chosen = search.run()
+        if chosen is not None:
+            if search.uncertain:
+                return CANNOT_TELL, "a fit exists, but the scheduler may stop at a selector error first", search
+            return FITS, chosen, search
+        if search.uncertain and search.run(with_uncertain=True) is not None:
+            return CANNOT_TELL, "a fit would need devices whose selectors cannot be evaluated here", search
+    except SearchLimit:
+        return CANNOT_TELL, "the search took more than %d steps" % MAX_STEPS, search
+    return DOES_NOT_FIT, None, search
+
+
+def eviction_warnings(ctx, chosen):
+    """Chosen devices with a NoExecute taint their request tolerates only through a toleration without the
+    NoExecute effect: allocation takes them (any effect matches), but kube-controller-manager's device taint
+    eviction counts only tolerations naming NoExecute and evicts the pod."""
+    out = []
+    for claim, request, device in chosen:
+        for taint in ctx.device_taints(device):
+            if taint.get("effect") != "NoExecute" or not request.tolerates(taint):
+                continue
+            if not any(t.get("effect") == "NoExecute" and tolerates(t, taint) for t in request.tolerations):
+                out.append("device %s of %s request %s has taint %s=%s:NoExecute, tolerated only by a toleration "
+                           "without effect NoExecute: the device taint eviction would evict the pod"
+                           % (device.label, claim, request.label, taint.get("key"), taint.get("value") or ""))
+    return out

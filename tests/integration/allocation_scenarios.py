@@ -1,0 +1,223 @@
+"""Generated allocation scenarios: the objects of one scenario, from a seeded random generator.
+
+Each scenario has a driver, a DeviceClass and slices of its own (so scenarios of a batch never share a device)
+on the cluster's nodes: node-local pools, sometimes a pool offered to all nodes or a pool that is incomplete
+(one of its two slices published), devices with attributes (model, index, version) and a memory capacity, some
+tainted in their slice or by a DeviceTaintRule. Filler pods take chosen devices first (exhausted pools); then
+one or two test pods, created with a scheduling gate, use claims with one or two requests (exact counts, All,
+firstAvailable lists, selectors on attributes and capacity with the semver and quantity libraries, tolerations,
+admin access, matchAttribute constraints), sometimes a claim two pods share, sometimes a required node affinity
+or a toleration of the tainted node.
+"""
+import random
+
+MODELS = ("a", "b", "c")
+MEMORY = ("16Gi", "40Gi", "80Gi")
+VERSIONS = ("1.2.0", "1.10.1", "2.0.0-rc.1")
+DEVICE_TAINT = "explain.example.com/maint"
+NODE_TAINT = {"key": "explain.example.com/reserved", "value": "x", "effect": "NoSchedule"}
+GATE = "dra.admin.test/explain"
+LABEL = "dra.admin.test/explain-batch"
+IMAGE = "registry.k8s.io/pause:3.10"
+
+
+def selectors_for(domain, semver):
+    found = [
+        f'device.attributes["{domain}"].model == "a"',
+        f'device.attributes["{domain}"].model != "c"',
+        f'device.capacity["{domain}"].memory.compareTo(quantity("40Gi")) >= 0',
+        f'device.attributes["{domain}"].index % 2 == 0',
+        f'"{domain}" in device.attributes && device.attributes["{domain}"].index < 2',
+        f'device.capacity["{domain}"].memory.isLessThan(quantity("50Gi"))',
+        f'device.attributes["{domain}"].model in ["a", "b"]',
+        f'cel.bind(a, device.attributes["{domain}"], a.model == "b" || a.index == 0)',
+        f'device.attributes["{domain}"].model.startsWith("b") || device.capacity["{domain}"].memory == quantity("80Gi")',
+    ]
+    if semver:
+        found += [f'device.attributes["{domain}"].version.isGreaterThan(semver("1.5.0"))',
+                  f'device.attributes["{domain}"].version.major() >= 2']
+    return found
+
+
+class Scenario:
+    def __init__(self, index, rng, ctx):
+        self.index = index
+        self.rng = rng
+        self.ctx = ctx
+        self.driver = f"s{index}.explain.example.com"
+        self.name = f"s{index}"
+        self.devices = {}          # pool -> [(device name, attrs, tainted)]
+        self.objects_first = []    # cluster-scoped and filler objects
+        self.fillers = []          # filler pod names
+        self.objects_then = []     # test claims and gated pods
+        self.test_pods = []
+
+    # ---- cluster-scoped ----------------------------------------------------------------------------
+    def meta(self, name, namespaced=False):
+        m = {"name": name, "labels": {LABEL: self.ctx["batch"]}}
+        if namespaced:
+            m["namespace"] = self.ctx["namespace"]
+        return m
+
+    def device(self, pool, i, taint_ok=True):
+        r = self.rng
+        attrs = {"model": {"string": r.choice(MODELS)}, "index": {"int": i},
+                 "version": {"version": r.choice(VERSIONS)}}
+        dev = {"name": f"dev-{i}", "attributes": attrs, "capacity": {"memory": {"value": r.choice(MEMORY)}}}
+        tainted = None
+        if taint_ok and self.ctx["device_taints"] and r.random() < 0.15:
+            tainted = {"key": DEVICE_TAINT, "value": "x", "effect": r.choice(("NoSchedule", "NoExecute"))}
+            dev["taints"] = [tainted]
+        self.devices.setdefault(pool, []).append((dev["name"], attrs, tainted))
+        if self.ctx["api"] == "v1beta1":
+            return {"name": dev.pop("name"), "basic": dev}
+        return dev
+
+    def slice(self, name, pool, devices, where, count=1, generation=1):
+        spec = {"driver": self.driver, "pool": {"name": pool, "generation": generation, "resourceSliceCount": count},
+                "devices": devices}
+        spec.update(where)
+        return {"apiVersion": f"resource.k8s.io/{self.ctx['api']}", "kind": "ResourceSlice",
+                "metadata": self.meta(f"explain-{self.name}-{name}"), "spec": spec}
+
+    def build_devices(self):
+        r = self.rng
+        nodes = self.ctx["nodes"]
+        chosen = [n for n in nodes if r.random() < 0.7] or [r.choice(nodes)]
+        for node in chosen:
+            n = r.randint(0, 4)
+            self.objects_first.append(self.slice(node, node, [self.device(node, i) for i in range(n)],
+                                                 {"nodeName": node}))
+        if r.random() < 0.2:
+            devices = [self.device("shared", i) for i in range(r.randint(1, 2))]
+            self.objects_first.append(self.slice("shared", "shared", devices, {"allNodes": True}))
+        if r.random() < 0.05:
+            node = r.choice(nodes)
+            devices = [self.device(f"{node}-half", i) for i in range(2)]
+            self.objects_first.append(self.slice(f"{node}-half", f"{node}-half", devices, {"nodeName": node}, count=2))
+        cls = {"apiVersion": f"resource.k8s.io/{self.ctx['api']}", "kind": "DeviceClass",
+               "metadata": self.meta(f"explain-{self.name}"),
+               "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{self.driver}"'}}]}}
+        self.objects_first.append(cls)
+        if self.ctx["taint_rules_api"] and r.random() < 0.15 and chosen:
+            pool = r.choice(chosen)
+            sel = {"driver": self.driver, "pool": pool}
+            if self.devices.get(pool) and r.random() < 0.5:
+                sel["device"] = r.choice(self.devices[pool])[0]
+            self.objects_first.append({
+                "apiVersion": f"resource.k8s.io/{self.ctx['taint_rules_api']}", "kind": "DeviceTaintRule",
+                "metadata": self.meta(f"explain-{self.name}"),
+                "spec": {"deviceSelector": sel, "taint": {"key": DEVICE_TAINT, "value": "rule", "effect": "NoSchedule"}}})
+            self.rule_selector = sel
+
+    # ---- claims and pods ---------------------------------------------------------------------------
+    def request_body(self, count=None, mode=None, selectors=(), tolerate=False, admin=False):
+        body = {"deviceClassName": f"explain-{self.name}"}
+        if mode == "All":
+            body["allocationMode"] = "All"
+        else:
+            body["count"] = count or 1
+        if selectors:
+            body["selectors"] = [{"cel": {"expression": e}} for e in selectors]
+        if tolerate:
+            # With the effect named: the device taint eviction counts only tolerations naming NoExecute.
+            body["tolerations"] = [{"key": DEVICE_TAINT, "operator": "Exists", "effect": e} for e in tolerate]
+        if admin:
+            body["adminAccess"] = True
+        return body
+
+    def tolerations(self):
+        """The device taint effects a request tolerates: none, NoSchedule only, or both."""
+        return self.rng.choice(((), (), ("NoSchedule",), ("NoSchedule", "NoExecute")))
+
+    def request(self, name, tolerate=None):
+        r, ctx = self.rng, self.ctx
+        pick = lambda: r.sample(selectors_for(self.driver, ctx["semver"]), r.choice((0, 0, 1, 1, 2)))  # noqa: E731
+        tolerate = self.tolerations() if tolerate is None else tolerate
+        if ctx["prioritized_list"] and r.random() < 0.2:
+            subs = [dict(self.request_body(r.randint(1, 3), None, pick(), tolerate), name="first"),
+                    dict(self.request_body(1, None, pick(), tolerate), name="second")]
+            return {"name": name, "firstAvailable": subs}
+        mode = "All" if r.random() < 0.08 else None
+        admin = ctx["admin_access"] and r.random() < 0.1
+        body = self.request_body(r.choice((1, 1, 2, 3)), mode, pick(), tolerate, admin)
+        if ctx["api"] == "v1beta1":
+            return dict(body, name=name)
+        return {"name": name, "exactly": body}
+
+    def claim(self, name, requests, constraints=()):
+        spec = {"devices": {"requests": requests}}
+        if constraints:
+            spec["devices"]["constraints"] = list(constraints)
+        return {"apiVersion": f"resource.k8s.io/{self.ctx['api']}", "kind": "ResourceClaim",
+                "metadata": self.meta(name, True), "spec": spec}
+
+    def pod(self, name, claims, gated, node_selector=None, affinity_nodes=None, tolerate_node=False):
+        spec = {"resourceClaims": [{"name": f"c{i}", "resourceClaimName": c} for i, c in enumerate(claims)],
+                "containers": [{"name": "c", "image": IMAGE,
+                                "resources": {"claims": [{"name": f"c{i}"} for i in range(len(claims))]}}],
+                "terminationGracePeriodSeconds": 0}
+        if gated:
+            spec["schedulingGates"] = [{"name": GATE}]
+        if node_selector:
+            spec["nodeSelector"] = node_selector
+        if affinity_nodes:
+            spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": "kubernetes.io/hostname", "operator": "In", "values": sorted(affinity_nodes)}]}]}}}
+        if tolerate_node:
+            spec["tolerations"] = [{"key": NODE_TAINT["key"], "operator": "Exists"}]
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": self.meta(name, True), "spec": spec}
+
+    def build_fillers(self):
+        r = self.rng
+        pools = [p for p, devs in self.devices.items() if devs and p in self.ctx["nodes"]]
+        if not pools or r.random() < 0.5:
+            return
+        pool = r.choice(pools)
+        free = [d for d in self.devices[pool] if not d[2]]
+        take = r.sample(free, min(len(free), r.randint(1, 3)))
+        if not take:
+            return
+        exprs = ["device.attributes[\"%s\"].index in [%s]" % (self.driver, ", ".join(
+            str(d[1]["index"]["int"]) for d in take))]
+        body = self.request_body(len(take), None, exprs, tolerate=("NoSchedule", "NoExecute"))
+        req = dict(body, name="r") if self.ctx["api"] == "v1beta1" else {"name": "r", "exactly": body}
+        name = f"{self.name}-filler"
+        self.objects_first.append(self.claim(name, [req]))
+        self.objects_first.append(self.pod(name, [name], gated=False,
+                                           node_selector={"kubernetes.io/hostname": pool}, tolerate_node=True))
+        self.fillers.append(name)
+
+    def build_tests(self):
+        r = self.rng
+        claims = []
+        for c in range(2 if r.random() < 0.2 else 1):
+            names = ["r0", "r1"] if r.random() < 0.3 else ["r0"]
+            tolerate = self.tolerations()
+            requests = [self.request(n, tolerate) for n in names]
+            constraints = [{"requests": names, "matchAttribute": f"{self.driver}/model"}] \
+                if len(names) == 2 and r.random() < 0.5 else []
+            name = f"{self.name}-claim{c}"
+            self.objects_then.append(self.claim(name, requests, constraints))
+            claims.append(name)
+        affinity = None
+        if r.random() < 0.25:
+            affinity = r.sample(self.ctx["nodes"], r.randint(1, len(self.ctx["nodes"]) - 1))
+        tolerate_node = r.random() < 0.5
+        pods = [f"{self.name}-pod"]
+        if r.random() < 0.1:
+            pods.append(f"{self.name}-pod-shared")
+        for p in pods:
+            self.objects_then.append(self.pod(p, claims, gated=True, affinity_nodes=affinity,
+                                              tolerate_node=tolerate_node))
+            self.test_pods.append(p)
+
+
+def generate(index, seed, ctx):
+    scenario = Scenario(index, random.Random(f"{seed}-{index}"), ctx)
+    scenario.rule_selector = None
+    scenario.build_devices()
+    scenario.build_fillers()
+    scenario.build_tests()
+    return scenario

@@ -1,0 +1,138 @@
+"""dra_allocation_explain_info against the real kube-scheduler: generated scenarios, and reasons on known cases.
+
+Agreement: each batch of generated scenarios (tests/integration/allocation_scenarios.py) is created with its
+test pods gated; the explainer answers for every gated pod (one module run per batch); then the gates are
+removed and kube-scheduler decides. A pod the explainer says fits must be bound to one of the nodes it names;
+one it says does not fit must be marked Unschedulable and stay unbound once every other pod of the batch is
+settled. Every disagreement is printed with its scenario's objects and the explanation.
+"""
+import json
+import os
+
+import yaml
+
+import allocation_scenarios as gen
+from kube import WaitTimeout
+
+SCENARIOS = int(os.environ.get("DRA_IT_EXPLAIN_SCENARIOS", "200"))
+BATCH = 50
+SEED = "dra-admin-explain-1"
+ADMIN_LABELS = {"resource.kubernetes.io/admin-access": "true", "resource.k8s.io/admin-access": "true"}
+
+
+def served(cluster, resource):
+    group = json.loads(cluster.kubectl("get", "--raw", "/apis/resource.k8s.io").stdout)
+    for version in [v["version"] for v in group["versions"]]:
+        listing = json.loads(cluster.kubectl("get", "--raw", f"/apis/resource.k8s.io/{version}").stdout)
+        if any(r["name"] == resource for r in listing["resources"]):
+            return version
+    return None
+
+
+def pods_state(cluster, namespace):
+    """{pod: (node or None, unschedulable)}: not scheduled is PodScheduled false for Unschedulable, or for
+    SchedulerError (an allocator error on any node fails the whole attempt)."""
+    out = {}
+    for pod in cluster.get_json("pods", "-n", namespace)["items"]:
+        conditions = pod.get("status", {}).get("conditions") or []
+        unschedulable = any(c["type"] == "PodScheduled" and c["status"] == "False"
+                            and c.get("reason") in ("Unschedulable", "SchedulerError") for c in conditions)
+        out[pod["metadata"]["name"]] = (pod["spec"].get("nodeName"), unschedulable)
+    return out
+
+
+def context(cluster, namespace, batch, features):
+    nodes = sorted(n["metadata"]["name"] for n in cluster.get_json("nodes")["items"])
+    return {"api": cluster.resource_version, "nodes": nodes, "namespace": namespace, "batch": batch,
+            "device_taints": "DRADeviceTaints" in features,
+            "taint_rules_api": served(cluster, "devicetaintrules") if "DRADeviceTaints" in features else None,
+            "prioritized_list": "DRAPrioritizedList" in features, "admin_access": "DRAAdminAccess" in features,
+            "semver": cluster.minor >= 34}
+
+
+def create_batch(cluster, namespace, scenarios):
+    cluster.kubectl("create", "namespace", namespace)
+    cluster.kubectl("label", "namespace", namespace, *[f"{k}={v}" for k, v in ADMIN_LABELS.items()])
+    cluster.wait_for_default_service_account(namespace)
+    cluster.apply([o for s in scenarios for o in s.objects_first])
+    fillers = [f for s in scenarios for f in s.fillers]
+    cluster.wait_until(lambda: all(pods_state(cluster, namespace).get(f, (None,))[0] for f in fillers), 180,
+                       f"the {len(fillers)} filler pods to be scheduled")
+    cluster.apply([o for s in scenarios for o in s.objects_then])
+
+
+def ungate(cluster, namespace, pods):
+    patch = json.dumps({"spec": {"schedulingGates": None}})
+    for pod in pods:
+        cluster.kubectl("patch", "pod", pod, "-n", namespace, "--type=merge", "-p", patch)
+
+
+def settled(cluster, namespace, expected):
+    """Every test pod bound or Unschedulable, and every pod expected to fit bound (else None)."""
+    state = pods_state(cluster, namespace)
+    done = all(state[p][0] or state[p][1] for p in expected)
+    return state if done and all(state[p][0] for p, e in expected.items() if e["verdict"] == "fits") else None
+
+
+def delete_batch(cluster, namespace, batch):
+    cluster.kubectl("delete", "namespace", namespace, "--wait=true", "--timeout=180s")
+    for kind in ("resourceslices", "deviceclasses", "devicetaintrules"):
+        cluster.kubectl("delete", kind, "-l", f"{gen.LABEL}={batch}", "--ignore-not-found", check=False)
+
+
+def disagreement(pod, verdict, state, scenario):
+    node, unschedulable = state
+    if verdict["verdict"] == "fits" and node in verdict["fits_on"]:
+        return None
+    if verdict["verdict"] == "does_not_fit" and not node and unschedulable:
+        return None
+    return {"pod": pod, "explainer": {k: verdict[k] for k in ("verdict", "fits_on", "message", "requests", "nodes")},
+            "scheduler": {"node": node, "unschedulable": unschedulable},
+            "objects": scenario.objects_first + scenario.objects_then}
+
+
+def run_batch(cluster, batch, first, count, features, keep=False):
+    namespace = f"it-explain-b{batch}"
+    ctx = context(cluster, namespace, str(batch), features)
+    scenarios = [gen.generate(i, SEED, ctx) for i in range(first, first + count)]
+    by_pod = {p: s for s in scenarios for p in s.test_pods}
+    create_batch(cluster, namespace, scenarios)
+    try:
+        result = cluster.run_module("dra.admin.dra_allocation_explain_info", {"namespace": namespace, "detail": "nodes"})
+        verdicts = {e["pod"].split("/", 1)[1]: e for e in result["explanations"] if "pod" in e}
+        assert set(by_pod) <= set(verdicts), sorted(set(by_pod) - set(verdicts))
+        expected = {p: verdicts[p] for p in by_pod}
+        ungate(cluster, namespace, sorted(by_pod))
+        try:
+            state = cluster.wait_until(lambda: settled(cluster, namespace, expected), 240, "the scheduler's decisions")
+        except WaitTimeout:
+            state = pods_state(cluster, namespace)
+        found = [disagreement(p, expected[p], state.get(p, (None, False)), by_pod[p]) for p in sorted(by_pod)]
+        tally = {v: sum(1 for e in expected.values() if e["verdict"] == v) for v in ("fits", "does_not_fit", "cannot_tell")}
+        return [d for d in found if d], tally, result["api_requests"]
+    finally:
+        if not keep:
+            delete_batch(cluster, namespace, str(batch))
+
+
+def test_explainer_agrees_with_the_scheduler_on_generated_scenarios(cluster):
+    probe = cluster.run_module("dra.admin.dra_allocation_explain_info", {"namespace": "default"})
+    features = set(probe["features"])
+    cluster.kubectl("taint", "node", sorted(n["metadata"]["name"] for n in cluster.get_json("nodes")["items"])[-1],
+                    f"{gen.NODE_TAINT['key']}={gen.NODE_TAINT['value']}:{gen.NODE_TAINT['effect']}", "--overwrite")
+    disagreements, totals, pods = [], {}, 0
+    try:
+        for batch, first in enumerate(range(0, SCENARIOS, BATCH)):
+            found, tally, dummy = run_batch(cluster, batch, first, min(BATCH, SCENARIOS - first), features)
+            disagreements += found
+            for k, v in tally.items():
+                totals[k] = totals.get(k, 0) + v
+            pods += sum(tally.values())
+    finally:
+        nodes = cluster.get_json("nodes")["items"]
+        for node in nodes:
+            cluster.kubectl("taint", "node", node["metadata"]["name"], f"{gen.NODE_TAINT['key']}-", check=False)
+    print(f"\n{SCENARIOS} scenarios, {pods} test pods on {cluster.version}: {totals}; "
+          f"{len(disagreements)} disagreements")
+    assert totals.get("fits") and totals.get("does_not_fit"), totals
+    assert not disagreements, yaml.safe_dump(disagreements[:3], width=140)
