@@ -12,10 +12,10 @@ import os
 import yaml
 
 import allocation_scenarios as gen
-from kube import WaitTimeout
+from kube import Api, WaitTimeout
 
 SCENARIOS = int(os.environ.get("DRA_IT_EXPLAIN_SCENARIOS", "200"))
-BATCH = 50
+BATCH = 100
 SEED = "dra-admin-explain-1"
 ADMIN_LABELS = {"resource.kubernetes.io/admin-access": "true", "resource.k8s.io/admin-access": "true"}
 
@@ -62,9 +62,9 @@ def create_batch(cluster, namespace, scenarios):
 
 
 def ungate(cluster, namespace, pods):
-    patch = json.dumps({"spec": {"schedulingGates": None}})
+    api = Api(cluster.kubeconfig)
     for pod in pods:
-        cluster.kubectl("patch", "pod", pod, "-n", namespace, "--type=merge", "-p", patch)
+        api.merge_patch(f"/api/v1/namespaces/{namespace}/pods/{pod}", {"spec": {"schedulingGates": None}})
 
 
 def settled(cluster, namespace, expected):
@@ -75,7 +75,7 @@ def settled(cluster, namespace, expected):
 
 
 def delete_batch(cluster, namespace, batch):
-    cluster.kubectl("delete", "namespace", namespace, "--wait=true", "--timeout=180s")
+    cluster.kubectl("delete", "namespace", namespace, "--wait=false")
     for kind in ("resourceslices", "deviceclasses", "devicetaintrules"):
         cluster.kubectl("delete", kind, "-l", f"{gen.LABEL}={batch}", "--ignore-not-found", check=False)
 

@@ -46,6 +46,9 @@ KUBERNETES_FUNCTIONS = frozenset((
     "join", "bind",
 ))
 SUPPORTED_FUNCTIONS = STANDARD_FUNCTIONS | KUBERNETES_FUNCTIONS
+# Kubernetes' extension libraries called through a namespace (sets.contains, math.greatest, ...): none modelled.
+EXTENSION_NAMESPACES = frozenset(("sets", "strings", "lists", "math", "optional", "base64", "regex", "ip", "cidr",
+                                  "url", "format", "encoders"))
 OPTIONAL_SYNTAX = re.compile(r"\.\?|\[\?|\borValue\b|\boptional\.")
 ATTRIBUTE_KINDS = ("int", "bool", "string", "version")
 
@@ -156,6 +159,15 @@ class Quantity:
 
 # ---- the environment -------------------------------------------------------------------------------
 
+def _bare_ident(member):
+    """The identifier a member expression is, when it is only that (``sets`` in ``sets.contains(...)``)."""
+    if getattr(member, "data", None) == "member" and len(member.children) == 1:
+        primary = member.children[0]
+        if getattr(primary, "data", None) == "primary" and getattr(primary.children[0], "data", None) == "ident":
+            return str(primary.children[0].children[0])
+    return None
+
+
 def called_functions(tree):
     """The names of the functions and macros an expression calls (celpy's parse tree)."""
     names = set()
@@ -164,6 +176,9 @@ def called_functions(tree):
             names.add(str(node.children[0]))
         elif node.data in ("member_dot_arg", "dot_ident_arg"):
             names.add(str(node.children[1] if node.data == "member_dot_arg" else node.children[0]))
+            receiver = _bare_ident(node.children[0]) if node.data == "member_dot_arg" else None
+            if receiver in EXTENSION_NAMESPACES:
+                names.add("%s.%s" % (receiver, node.children[1]))
         elif node.data in ("member_object", "dot_ident"):
             names.add("<message construction>")
     return names
@@ -293,8 +308,9 @@ class _CelPy:
 
 
 def _message(error):
-    text = error.args[0] if error.args else str(error)
-    return str(text)
+    """celpy's message, without the activation it appends (a whole device)."""
+    text = str(error.args[0] if error.args else error)
+    return text.split(" (in activation", 1)[0][:300]
 
 
 def _qualified(name, driver):

@@ -17,6 +17,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.dra.admin.plugins.module_utils.allocation import model, search
+from ansible_collections.dra.admin.plugins.module_utils.claims.capacity import allocator_rules
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims import allocation, pod_claim_refs
 
 DETAIL_SUMMARY = "summary"
@@ -34,6 +35,14 @@ REASON_TEXT = {
     search.TAINTED: "are tainted and not tolerated",
     search.AVAILABLE: "are available",
 }
+
+
+def context(env, cluster, features):
+    """The search context of a cluster read as explain_service.read_cluster gives it (classes by name, slices,
+    claims, taint rules, server_version) with the scheduler's features."""
+    rules = allocator_rules(cluster["server_version"])
+    return search.Context(env, cluster["classes"], model.gather_pools(cluster["slices"], features, rules),
+                          model.allocated_devices(cluster["claims"]), cluster["rules"], features)
 
 
 def _label(obj):
@@ -79,6 +88,8 @@ def _node_outcome(ctx, to_allocate, allocated, node, pod_spec):
         return {"name": name, "verdict": search.DOES_NOT_FIT, "node_reason": refusal}, None
     verdict, detail, node_search = search.node_verdict(ctx, to_allocate, name, labels)
     outcome = {"name": name, "verdict": verdict}
+    if node_search.may_error:
+        outcome["may_error"] = True
     if verdict == search.FITS:
         outcome["devices"] = ["%s %s: %s" % (claim, request.label, device.label) for claim, request, device in detail]
         warnings = search.eviction_warnings(ctx, detail)
@@ -127,10 +138,9 @@ def _verdict(outcomes):
         if searched <= search.ALL_NODES_CHECKED_UP_TO or not verdicts & set((search.FITS, search.CANNOT_TELL)):
             return search.DOES_NOT_FIT
         return search.CANNOT_TELL
-    for verdict in (search.FITS, search.CANNOT_TELL):
-        if verdict in verdicts:
-            return verdict
-    return search.DOES_NOT_FIT
+    if search.FITS in verdicts:
+        return search.CANNOT_TELL if any(o.get("may_error") for o in outcomes) else search.FITS
+    return search.CANNOT_TELL if search.CANNOT_TELL in verdicts else search.DOES_NOT_FIT
 
 
 def _count_by(outcomes, field):

@@ -12,9 +12,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.dra.admin.plugins.module_utils.allocation import explain, model, search
+from ansible_collections.dra.admin.plugins.module_utils.allocation import explain, search
 from ansible_collections.dra.admin.plugins.module_utils.allocation.cel import Environment
-from ansible_collections.dra.admin.plugins.module_utils.claims.capacity import allocator_rules
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims import allocation, pod_claim_refs
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import (
     device_taint_rules, served_versions_by_resource,
@@ -101,9 +100,7 @@ def explain_all(api, namespace=None, claim=None, pod=None, detail=explain.DETAIL
     cluster = read_cluster(api, namespace)
     minor = parse_minor(cluster["server_version"])
     features, features_source = scheduler_features(api, cluster["server_version"])
-    ctx = search.Context(Environment(minor), cluster["classes"],
-                         model.gather_pools(cluster["slices"], features, allocator_rules(cluster["server_version"])),
-                         model.allocated_devices(cluster["claims"]), cluster["rules"], features)
+    ctx = explain.context(Environment(minor), cluster, features)
     claims_by_label = dict((_label(c), c) for c in cluster["claims"])
     templates = dict((_label(t), t) for t in cluster["templates"])
     found = subjects(cluster, namespace, claim, pod)

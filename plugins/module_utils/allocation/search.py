@@ -24,6 +24,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import re
+
 from ansible_collections.dra.admin.plugins.module_utils.allocation import model
 from ansible_collections.dra.admin.plugins.module_utils.allocation.cel import SelectorError, Unsupported
 from ansible_collections.dra.admin.plugins.module_utils.claims import capacity
@@ -51,6 +53,8 @@ REASONS = (POOL_INCOMPLETE, FEATURE_OFF, CLASS_SELECTOR, REQUEST_SELECTOR, SELEC
            NOT_ON_NODE, IN_USE, TAINTED, AVAILABLE)
 UNCERTAIN = (SELECTOR_ERROR, CANNOT_EVALUATE)
 MAX_STEPS = 200000
+# The usual DeviceClass selector, answered without CEL (the same answer: a device's driver is always a string).
+DRIVER_ONLY = re.compile(r'^\s*device\.driver\s*==\s*"([^"\\]+)"\s*$')
 
 
 class Context:
@@ -84,6 +88,9 @@ class Context:
         return True
 
     def _evaluate(self, expression, device):
+        driver = DRIVER_ONLY.match(expression or "")
+        if driver:
+            return device.driver == driver.group(1)
         try:
             return self.env.matches(expression, self.activation(device))
         except SelectorError as exc:
@@ -191,7 +198,7 @@ class Candidates:
 
     def _sort(self, ctx, request, pool, device, reason, detail):
         if reason in UNCERTAIN and (request.admin or device.key not in ctx.allocated):
-            self.uncertain.append((pool, device))
+            self.uncertain.append((pool, device, reason))
         if reason == AVAILABLE:
             self.usable.append((pool, device))
         if self.all_devices is not None:
@@ -295,7 +302,9 @@ class NodeSearch:
         if candidates.all_devices is not None:
             pool, device, reason = candidates.all_devices[di]
             return reason == AVAILABLE and self._try(ci, ri, ai, di, pool, device)
-        options = candidates.usable + (candidates.uncertain if self.with_uncertain else [])
+        # A device this environment cannot evaluate may be usable; one whose selector fails never is.
+        options = candidates.usable + ([(p, d) for p, d, r in candidates.uncertain if r == CANNOT_EVALUATE]
+                                       if self.with_uncertain else [])
         return any(self._try(ci, ri, ai, di, pool, device) for pool, device in options)
 
     def _try(self, ci, ri, ai, di, pool, device):
@@ -359,9 +368,14 @@ class NodeSearch:
 
 def node_verdict(ctx, claims, node_name, labels):
     """(verdict, detail, search) of the claims on one node; detail: the chosen devices when it fits, else
-    why not (or why it cannot tell). ERROR: the allocator stops with an error on this node, which fails the
-    pod's whole scheduling attempt (kube-scheduler's framework), whatever other nodes offer."""
+    why not (or why it cannot tell).
+
+    ERROR: the allocator certainly stops with an error here (a request it refuses, or a selector error on a
+    device of the first request when no fit exists: the search then evaluates every device), which fails the
+    pod's whole scheduling attempt. ``search.may_error``: no fit here, and the search may meet a selector error
+    or an expression this environment cannot evaluate on the way."""
     search = NodeSearch(ctx, claims, node_name, labels)
+    search.may_error = False
     if search.errors:
         return ERROR, "; ".join(search.errors), search
     if search.unmodelled:
@@ -376,6 +390,12 @@ def node_verdict(ctx, claims, node_name, labels):
             return CANNOT_TELL, "a fit would need devices whose selectors cannot be evaluated here", search
     except SearchLimit:
         return CANNOT_TELL, "the search took more than %d steps" % MAX_STEPS, search
+    first = search.candidates.get((0, 0, 0))
+    errors = [detail for dummy, (reason, detail) in (first.reasons.items() if first else ())
+              if reason == SELECTOR_ERROR]
+    if errors and first.uncertain:
+        return ERROR, "selector error: %s" % errors[0], search
+    search.may_error = search.uncertain
     return DOES_NOT_FIT, None, search
 
 

@@ -1,0 +1,117 @@
+"""The explainer on a real cluster's objects (fixtures/allocation/kwok-v1.37.2.json), against what kube-scheduler
+did with the same pods.
+
+Recorded on a v1.37.2 KWOK cluster (3 nodes, 8 devices of the example driver each): `rec/holder` holds 6
+devices of node-000000; a DeviceTaintRule taints node-000001's pool NoSchedule; the other pods of namespace
+`rec` were recorded while gated (the explainer's input), then ungated: `outcomes` is where the scheduler put each
+(or its PodScheduled reason). Each case's reason is known from how it was made.
+"""
+import json
+import os
+
+import pytest
+
+from ansible_collections.dra.admin.plugins.module_utils.allocation import cel, explain, explain_service, search
+
+from conftest import FIXTURES
+
+RECORDED = os.path.join(FIXTURES, "allocation", "kwok-v1.37.2.json")
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    with open(RECORDED) as handle:
+        data = json.load(handle)
+    by_kind = {}
+    for item in data["items"]:
+        by_kind.setdefault(item["kind"], []).append(item)
+    cluster = {"server_version": data["server_version"], "slices": by_kind["ResourceSlice"],
+               "claims": by_kind["ResourceClaim"], "nodes": by_kind["Node"], "templates": [],
+               "classes": dict((c["metadata"]["name"], c) for c in by_kind["DeviceClass"]),
+               "rules": by_kind.get("DeviceTaintRule", []),
+               "pods": [p for p in by_kind["Pod"] if not p["spec"].get("nodeName")]}
+    ctx = explain.context(cel.Environment(37), cluster, set(data["features"]))
+    claims = dict(("%s/%s" % (c["metadata"]["namespace"], c["metadata"]["name"]), c) for c in cluster["claims"])
+    answers = {}
+    for subject, pod, label in explain_service.subjects(cluster, "rec"):
+        answers[pod["metadata"]["name"]] = explain_service.explain_subject(ctx, subject, pod, label, claims, {},
+                                                                           cluster, explain.DETAIL_DEVICES)
+    return answers, data["outcomes"]
+
+
+def test_every_verdict_agrees_with_the_scheduler(recorded):
+    answers, outcomes = recorded
+    assert set(answers) == set(outcomes) - {"holder"}
+    for name, answer in answers.items():
+        node = outcomes[name]["node"]
+        if answer["verdict"] == search.FITS:
+            assert node in answer["fits_on"], (name, answer["message"], outcomes[name])
+        else:
+            assert node is None, (name, answer["message"], outcomes[name])
+
+
+def request_row(answers, pod):
+    (row,) = answers[pod]["requests"]
+    return row
+
+
+@pytest.mark.parametrize("pod,reason,count", [
+    ("selector-miss", search.REQUEST_SELECTOR, 24),
+    ("tainted", search.TAINTED, 8),
+    ("exhausted", search.IN_USE, 6),
+    ("cel-error", search.SELECTOR_ERROR, 8),
+    ("unsupported", search.CANNOT_EVALUATE, 8),
+])
+def test_known_reason_is_counted(recorded, pod, reason, count):
+    answers, dummy = recorded
+    row = request_row(answers, pod)
+    assert row["excluded"].get(reason) == count, row
+
+
+def test_exhausted_pool_says_what_is_left(recorded):
+    answers, dummy = recorded
+    answer = answers["exhausted"]
+    assert answer["verdict"] == search.DOES_NOT_FIT
+    assert request_row(answers, "exhausted")["available"] == 2
+    assert "needs 3 device(s)" in answer["message"] and "are allocated to other claims" in answer["message"]
+
+
+def test_selector_error_fails_the_node_as_the_scheduler_does(recorded):
+    answers, dummy = recorded
+    answer = answers["cel-error"]
+    assert answer["verdict"] == search.DOES_NOT_FIT
+    assert "kube-scheduler stops with an error" in answer["message"]
+
+
+def test_unsupported_expression_is_never_a_fit(recorded):
+    answers, dummy = recorded
+    assert answers["unsupported"]["verdict"] == search.CANNOT_TELL
+    assert answers["unsupported"]["fits_on"] == []
+
+
+def test_admin_access_may_take_allocated_devices(recorded):
+    answers, dummy = recorded
+    assert answers["admin"]["fits_on"] == ["node-000000"]
+    assert "allocated" not in request_row(answers, "admin")["excluded"]
+
+
+def test_first_available_falls_back_to_the_second_subrequest(recorded):
+    answers, dummy = recorded
+    rows = answers["first-available"]["requests"]
+    assert [r["request"] for r in rows] == ["g/many", "g/one"]
+    # node-000001 is tainted by the rule and the request tolerates nothing
+    assert rows[0]["nodes_with_enough"] == 0 and rows[1]["nodes_with_enough"] == 2
+    assert answers["first-available"]["verdict"] == search.FITS
+
+
+def test_constraint_that_no_pair_meets_is_named(recorded):
+    answers, dummy = recorded
+    answer = answers["constraint"]
+    assert answer["verdict"] == search.DOES_NOT_FIT
+    assert "not together on one node" in answer["message"]
+
+
+def test_taint_rule_tolerated_fits_only_there(recorded):
+    answers, dummy = recorded
+    assert answers["tolerated"]["fits_on"] == ["node-000001"]
+    assert answers["tainted"]["verdict"] == search.DOES_NOT_FIT
