@@ -137,7 +137,7 @@ def broad_taint_policy(api_version, versions):
     """The broad-device-taint ValidatingAdmissionPolicy for DeviceTaintRules served in `versions`."""
     messages = broad_taint_messages()
     name = "(has(object.metadata.name) ? object.metadata.name : '')"
-    prefix = "'DeviceTaintRule ' + %s + ' refused:'" % name
+    prefix = "'DeviceTaintRule ' + %s + ':'" % name
     has_driver = "has(variables.selector.driver) && variables.selector.driver != ''"
     has_pool = "has(variables.selector.pool) && variables.selector.pool != ''"
     spec = {
@@ -150,11 +150,11 @@ def broad_taint_policy(api_version, versions):
         "variables": [{"name": "selector", "expression": "has(object.spec.deviceSelector) ? "
                                                          "dyn(object.spec.deviceSelector) : dyn({})"}],
         "validations": [
-            {"expression": has_driver, "message": "DeviceTaintRule refused: " + messages["driver"],
+            {"expression": has_driver, "message": "DeviceTaintRule: " + messages["driver"],
              "messageExpression": _named(prefix, messages["driver"]), "reason": "Forbidden"},
             {"expression": "!has(object.spec.taint.effect) || object.spec.taint.effect != 'NoExecute' || "
                            "(%s && %s)" % (has_driver, has_pool),
-             "message": "DeviceTaintRule refused: " + messages["noexecute"], "messageExpression": _named(prefix, messages["noexecute"]),
+             "message": "DeviceTaintRule: " + messages["noexecute"], "messageExpression": _named(prefix, messages["noexecute"]),
              "reason": "Forbidden"},
         ],
     }
@@ -195,7 +195,7 @@ def admin_access_policy(api_version, versions, label):
                           % (label, label),
             "message": "ResourceClaim " + message,
             "messageExpression": _named("object.kind + ' ' + object.metadata.namespace + '/' + "
-                                        "(has(object.metadata.name) ? object.metadata.name : '') + ' refused:'",
+                                        "(has(object.metadata.name) ? object.metadata.name : '') + ':'",
                                         message),
             "reason": "Forbidden"}],
     }
