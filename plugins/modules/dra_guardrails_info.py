@@ -28,7 +28,7 @@ description:
     C(app.kubernetes.io/managed-by=dra.admin) and C(dra.admin/guardrail=<guardrail>); C(existing) lists every such
     object on the cluster and C(stale) those the current settings no longer render.
   - With I(wait), waits until each guardrail rendered is in force, which the API server reaches some time after the
-    objects are created: its policy type-checked without warnings and, for broad-device-taint with C(Deny), a
+    objects are created. The evidence is its policy type-checked without warnings and, for broad-device-taint with C(Deny), a
     server-side dry run (nothing stored) of a DeviceTaintRule with an empty selector refused by the policy.
 author:
   - dra.admin maintainers (@dra-admin)

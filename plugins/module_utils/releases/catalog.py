@@ -858,11 +858,8 @@ def device_taints_gates(version):
 
 
 def admission_policy_api_version(version):
-    """The apiVersion (group/version) a release serves ValidatingAdmissionPolicy and its binding in by default,
-    or VersionError for a release the catalog does not know."""
+    """The apiVersion (group/version) a release serves ValidatingAdmissionPolicy and its binding in by default
+    (every release the catalog knows has one), or VersionError for a release the catalog does not know."""
     minor = require_upgrade_target(version)
     found = [_ADMISSION_POLICY_API[m] for m in sorted(_ADMISSION_POLICY_API) if m <= minor]
-    if not found:
-        raise VersionError("Kubernetes %s serves no ValidatingAdmissionPolicy by default (GA from 1.%d)"
-                           % (version, min(_ADMISSION_POLICY_API)))
     return "%s/%s" % (ADMISSION_GROUP, found[-1])
