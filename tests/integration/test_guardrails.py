@@ -90,7 +90,7 @@ def refused(c, obj, policy):
     found = {}
 
     def probe():
-        ok, found["msg"], _ = dry_run(c, obj)
+        ok, found["msg"], _obj = dry_run(c, obj)
         return not ok and f"ValidatingAdmissionPolicy '{policy}'" in found["msg"]
     c.wait_until(probe, WAIT, f"{obj['kind']} {obj['metadata']['name']} refused by {policy}")
     return found["msg"]
@@ -200,7 +200,7 @@ def walk_admin_access(c, served, evidence, tmp_path):
         for version in versions:
             for kind in ("ResourceClaim", "ResourceClaimTemplate"):
                 accepted(c, admin_claim(version, kind, labelled, "it-admin"))
-                ok, msg, _ = dry_run(c, admin_claim(version, kind, plain, "it-admin"))
+                ok, msg, _obj = dry_run(c, admin_claim(version, kind, plain, "it-admin"))
                 assert not ok and label in msg, msg
                 who = "kube-apiserver itself" if ADMIN not in msg else ADMIN
                 evidence.append(f"{version} {kind} in {plain} refused by {who}: {msg.split(': ', 1)[-1]}")
@@ -283,7 +283,9 @@ def walk(c, tmp_path):
         evidence.append("after state absent: it-empty-selector accepted again")
     again = role(c, tmp_path, {"dra_guardrails_state": "absent"})
     assert again.returncode == 0 and recap(again)["changed"] == 0, again.stdout[-3000:]
-    print(f"\n{c.version} ({', '.join(f'{k}: {v}' for k, v in sorted(served.items()) if k in guardrails.RESOURCES[guardrails.BROAD_DEVICE_TAINT] + guardrails.RESOURCES[guardrails.ADMIN_ACCESS])}) in {time.monotonic() - started:.0f}s")
+    guarded = [name for names in guardrails.RESOURCES.values() for name in names]
+    shown = ", ".join(f"{k}: {v}" for k, v in sorted(served.items()) if k in guarded)
+    print(f"\n{c.version} ({shown}) in {time.monotonic() - started:.0f}s")
     print("\n".join(evidence))
     return evidence
 

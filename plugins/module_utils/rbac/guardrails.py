@@ -27,7 +27,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.dra.admin.plugins.module_utils.common.errors import InputError
 from ansible_collections.dra.admin.plugins.module_utils.common.names import MANAGED_BY, MANAGED_BY_LABEL
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import (
     RESOURCE_GROUP, admission_policy_api_version, parse_minor,
