@@ -230,6 +230,13 @@ DEVICE_TAINT_RULE_RESOURCE = "devicetaintrules"
 DEVICE_TAINTS_KNOB = "dra_feature_gates_device_taints"
 
 
+# admissionregistration.k8s.io: minor -> the version serving ValidatingAdmissionPolicy and
+# ValidatingAdmissionPolicyBinding by default from that release on (GA and on in 1.30; v1beta1, off by default,
+# in 1.28-1.29; pkg/controlplane of each release). Used by the guardrails (rbac/guardrails.py).
+ADMISSION_GROUP = "admissionregistration.k8s.io"
+_ADMISSION_POLICY_API = {30: "v1"}
+
+
 class VersionError(DraAdminError, ValueError):
     """A Kubernetes version the catalog cannot answer for."""
 
@@ -855,3 +862,11 @@ def device_taints_gates(version):
     if support["api_version"] is None:
         raise VersionError(device_taint_rules_unavailable(version) + ": set %s: false" % DEVICE_TAINTS_KNOB)
     return dict(support["gates"])
+
+
+def admission_policy_api_version(version):
+    """The apiVersion (group/version) a release serves ValidatingAdmissionPolicy and its binding in by default
+    (every release the catalog knows has one), or VersionError for a release the catalog does not know."""
+    minor = require_upgrade_target(version)
+    found = [_ADMISSION_POLICY_API[m] for m in sorted(_ADMISSION_POLICY_API) if m <= minor]
+    return "%s/%s" % (ADMISSION_GROUP, found[-1])

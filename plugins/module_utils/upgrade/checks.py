@@ -44,6 +44,11 @@ SEVERITIES = ("breaking", "warning", "info")
 OLD_ADMIN_LABEL = "resource.k8s.io/admin-access"
 NEW_ADMIN_LABEL = "resource.kubernetes.io/admin-access"
 ADMIN_LABEL_RENAMED_IN = 34
+# kube-apiserver itself refuses a ResourceClaim or ResourceClaimTemplate with adminAccess outside a namespace
+# labelled with the release's admin-access label from this release on (pkg/registry/resource/utils.go,
+# AuthorizedForAdmin, run by the strategies' Validate: before validating admission). 1.32 has adminAccess
+# (DRAAdminAccess, alpha) without that check.
+ADMIN_LABEL_ENFORCED_FROM = 33
 BINDING_SUBRESOURCE = "resourceclaims/binding"
 BINDING_VERBS = ("update", "patch")
 # Resources whose storage version is reported (the ones every DRA cluster has objects of).
@@ -466,6 +471,12 @@ def kubelet_gate_findings(facts, current, target_minor):
             "or read featureGates on each node (module dra.admin.kubelet_config, check mode, returns feature_gates; "
             "also --feature-gates in the kubelet's flags)", {"nodes": unread, "gates": sensitive}))
     return sorted(found, key=lambda f: (SEVERITIES.index(f["severity"]), f["id"], f["subject"]))
+
+
+def admin_access_label(version):
+    """The namespace label (value "true") that allows adminAccess on a release: the old key before
+    ADMIN_LABEL_RENAMED_IN, the new one from it on."""
+    return NEW_ADMIN_LABEL if catalog.parse_minor(version) >= ADMIN_LABEL_RENAMED_IN else OLD_ADMIN_LABEL
 
 
 def admin_label_findings(facts, current_minor, target_minor):
