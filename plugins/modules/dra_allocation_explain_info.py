@@ -148,6 +148,11 @@ explanations:
       description: What else keeps the pod waiting (claims not made yet or being deleted, scheduling gates).
       type: list
       elements: str
+    warnings:
+      description: What would happen after the allocation - a chosen device with a C(NoExecute) taint tolerated only
+        by a toleration without that effect (the device taint eviction evicts the pod).
+      type: list
+      elements: str
     message:
       description: One paragraph - the verdict, where, and the request that explains it.
       type: str
@@ -160,8 +165,11 @@ explanations:
       type: list
       elements: dict
     nodes:
-      description: With O(detail=nodes) or O(detail=devices) - per node C(name), C(verdict), C(node_reason) (the
-        pod cannot run there), C(reason) or C(devices) (C(<claim> <request>: <driver/pool/device>) chosen).
+      description:
+        - With O(detail=nodes) or O(detail=devices) - per node C(name), C(verdict) (also C(error) - the allocator
+          stops with an error there, which fails the pod's whole scheduling attempt), C(node_reason) (the pod cannot
+          run there), C(reason), C(may_error), or C(devices) (the devices chosen, each C(<claim> <request> - <driver/pool/device>))
+          and C(warnings).
       type: list
       elements: dict
   sample:

@@ -91,7 +91,7 @@ def _node_outcome(ctx, to_allocate, allocated, node, pod_spec):
     if node_search.may_error:
         outcome["may_error"] = True
     if verdict == search.FITS:
-        outcome["devices"] = ["%s %s: %s" % (claim, request.label, device.label) for claim, request, device in detail]
+        outcome["devices"] = ["%s %s - %s" % (claim, request.label, device.label) for claim, request, device in detail]
         warnings = search.eviction_warnings(ctx, detail)
         if warnings:
             outcome["warnings"] = warnings
