@@ -142,6 +142,17 @@ options:
         RV(elapsed) counts from it, and PodDisruptionBudget retries end O(wait_timeout) after it. Default is the
         call's own start.
     type: float
+  preview:
+    description:
+      - Change nothing; say whether each claim workload the drain would evict would find devices again on the other
+        nodes, with what is allocated now (RV(preview)) - its claims from templates made anew, its shared claims
+        deallocated when only pods of this node reserve them, placed one workload after the other so two do not
+        count the same free device, by the rules of M(dra.admin.dra_allocation_explain_info) (which needs the
+        C(cel-python) library).
+      - The drain role runs it first and refuses to start when C(dra_drain_refuse_pending) is true and a workload
+        would stay Pending.
+    type: bool
+    default: false
   grace_period:
     description: Grace period for evicted pods, in seconds. Default is each pod's own.
     type: int
@@ -185,6 +196,7 @@ attributes:
 requirements:
   - kubernetes >= 24.2.0
   - PyYAML >= 3.11
+  - cel-python >= 0.5.0, < 0.6 (only with O(preview))
 """
 
 EXAMPLES = r"""
@@ -224,6 +236,23 @@ node:
   description: The node.
   returned: always
   type: str
+preview:
+  description:
+    - With O(preview) - C(workloads), per claim pod the drain would evict, C(pod), C(controller) (C(Kind/name), null for
+      a bare pod, which is not made again - C(verdict) C(not_recreated)), C(verdict) (C(fits), C(does_not_fit),
+      C(cannot_tell)), C(fits_on), C(message) and C(requests) as M(dra.admin.dra_allocation_explain_info) gives them;
+      C(would_stay_pending), the pods whose verdict is not C(fits); C(summary), one line.
+  returned: O(preview=true)
+  type: dict
+  sample:
+    workloads:
+      - pod: training/trainer-0
+        controller: StatefulSet/trainer
+        verdict: does_not_fit
+        fits_on: []
+        message: "does not fit: request gpu of training/<gpu> needs 2 device(s) of class gpu.example.com: ..."
+    would_stay_pending: [training/trainer-0]
+    summary: "0 of 1 claim workload(s) would find devices again; would stay pending: training/trainer-0"
 was_cordoned:
   description: Whether the node was cordoned before the drain.
   returned: always
@@ -383,6 +412,7 @@ def argument_spec():
         device=dict(type="str"),
         wait=dict(type="bool", default=True),
         since=dict(type="float"),
+        preview=dict(type="bool", default=False),
     )
     spec.update(wait_options(600, 1.0, timeout_aliases=["timeout"], sleep_aliases=["poll_interval"]))
     return spec

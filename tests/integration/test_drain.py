@@ -461,3 +461,65 @@ def test_role_drains_phase_by_phase_naming_what_is_pending(cluster, namespace, d
     assert json.loads(out.read_text())["result"]["changed"] is False
     # Only the test's own copy task changed something.
     assert re.search(r"localhost\s+: ok=\d+\s+changed=1\s", again.stdout), again.stdout[-2000:]
+
+
+PREVIEW_LABEL = "dra.admin.test/preview"
+
+
+def counted_template(api_version, namespace, name, count):
+    body = {"deviceClassName": "gpu.example.com", "allocationMode": "ExactCount", "count": count}
+    request = dict(name="gpu", **body) if api_version == "v1beta1" else {"name": "gpu", "exactly": body}
+    return {"apiVersion": f"resource.k8s.io/{api_version}", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"spec": {"devices": {"requests": [request]}}}}
+
+
+def labelled_deployment(namespace, name, template):
+    """A claim workload on the nodes labelled PREVIEW_LABEL (only the drained node when it starts)."""
+    deployment = claim_deployment(namespace, name, "unused", 1, template)
+    deployment["spec"]["template"]["spec"]["nodeSelector"] = {PREVIEW_LABEL: "yes"}
+    return deployment
+
+
+def test_preview_names_the_workload_that_would_stay_pending_and_the_role_refuses(cluster, namespace, drain_node,
+                                                                                 tmp_path):
+    """The drained node's 8 devices: `big` holds 7, `small` 1; each other node has 2 taken by a filler, so 6
+    free: `small` would find a device elsewhere, `big` would not. The preview says so and changes nothing; the
+    role with dra_drain_refuse_pending refuses to start (the node stays schedulable, every pod in place)."""
+    api = cluster.resource_version
+    nodes = [n["metadata"]["name"] for n in cluster.get_json("nodes")["items"]]
+    others = [n for n in nodes if n != drain_node]
+    cluster.apply([counted_template(api, namespace, "seven", 7), counted_template(api, namespace, "one", 1),
+                   counted_template(api, namespace, "two", 2)])
+    cluster.kubectl("label", "node", drain_node, f"{PREVIEW_LABEL}=yes", "--overwrite")
+    try:
+        cluster.apply([labelled_deployment(namespace, "big", "seven"), labelled_deployment(namespace, "small", "one")]
+                      + [claim_deployment(namespace, f"filler-{i}", n, 1, "two") for i, n in enumerate(others)])
+        running_count(cluster, namespace, drain_node, 2)
+        for n in others:
+            running_count(cluster, namespace, n, 1)
+        for n in others:  # the replacements may go anywhere labelled now
+            cluster.kubectl("label", "node", n, f"{PREVIEW_LABEL}=yes", "--overwrite")
+        before = sorted(p["metadata"]["name"] for p in pods_on(cluster, namespace, drain_node))
+        result = cluster.run_module("dra.admin.dra_node_drain", drain_args(drain_node, preview=True))
+        assert result["changed"] is False
+        preview = result["preview"]
+        by_app = {w["pod"].split("/")[1].split("-")[0]: w for w in preview["workloads"]}
+        assert set(by_app) == {"big", "small"}, preview
+        assert by_app["small"]["verdict"] == "fits" and set(by_app["small"]["fits_on"]) == set(others), preview
+        assert by_app["big"]["verdict"] == "does_not_fit", preview
+        assert preview["would_stay_pending"] == [by_app["big"]["pod"]]
+        assert "needs 7 device(s)" in by_app["big"]["message"], by_app["big"]["message"]
+        assert by_app["big"]["controller"].startswith("ReplicaSet/big-")
+        assert not node_state(cluster, drain_node)["unschedulable"]
+
+        refused = cluster.run_role("dra.admin.drain", tmp_path, {
+            "dra_drain_node": drain_node, "dra_drain_driver_daemonsets": [f"{DRIVER_NS}/{DRIVER_DS}"],
+            "dra_drain_refuse_pending": True})
+        assert refused.returncode != 0
+        assert f"not draining {drain_node}" in refused.stdout and by_app["big"]["pod"] in refused.stdout
+        assert not node_state(cluster, drain_node)["unschedulable"]
+        assert sorted(p["metadata"]["name"] for p in pods_on(cluster, namespace, drain_node)) == before
+    finally:
+        for n in nodes:
+            cluster.kubectl("label", "node", n, f"{PREVIEW_LABEL}-", check=False)

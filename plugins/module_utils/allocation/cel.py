@@ -57,11 +57,11 @@ class CelUnavailable(DraAdminError):
     """cel-python is not installed where the module runs."""
 
 
-class Unsupported(Exception):
+class Unsupported(DraAdminError):
     """The expression or the device uses something this environment does not model: "cannot evaluate"."""
 
 
-class SelectorError(Exception):
+class SelectorError(DraAdminError):
     """A runtime error the scheduler would also hit (its message is cel-go's where celpy's agrees)."""
 
 
@@ -361,22 +361,25 @@ def _bind_runner_class(celpy, evaluator_base, error_class):
 
 
 def _functions(lib):
-    """The functions dict celpy binds: Kubernetes' libraries and cel-go's equality and ordering."""
+    """The functions dict celpy binds: cel-go's equality and ordering, Kubernetes' libraries."""
+    functions = _comparisons(lib)
+    functions.update(_semver_functions(lib))
+    functions.update(_quantity_functions(lib))
+    functions.update(_string_functions(lib))
+    return functions
+
+
+def _overload():
+    return TypeError("no such overload")
+
+
+def _comparisons(lib):
+    """Heterogeneous equality (mismatched kinds are unequal, numbers compare across kinds) and ordering."""
     t = lib.types
     numbers = (t.IntType, t.UintType, t.DoubleType)
 
-    def overload():
-        return TypeError("no such overload")
-
     def number(x):
         return float(x) if isinstance(x, t.DoubleType) else int(x)
-
-    def same_kind(a, b):
-        if isinstance(a, Semver) and isinstance(b, Semver):
-            return a.compare(b)
-        if isinstance(a, Quantity) and isinstance(b, Quantity):
-            return a.compare(b)
-        raise overload()
 
     def equal(a, b):
         for value in (a, b):
@@ -384,7 +387,7 @@ def _functions(lib):
                 return value
         if isinstance(a, (Semver, Quantity)) or isinstance(b, (Semver, Quantity)):
             if type(a) is not type(b):
-                raise overload()
+                raise _overload()
             return t.BoolType(a == b)
         if isinstance(a, t.BoolType) or isinstance(b, t.BoolType):
             return t.BoolType(type(a) is type(b) and bool(a) == bool(b))
@@ -409,13 +412,29 @@ def _functions(lib):
             if isinstance(a, numbers) and isinstance(b, numbers) and not bools:
                 return t.BoolType(op(number(a), number(b)))
             if isinstance(a, (Semver, Quantity)) or type(a) is not type(b):
-                raise overload()
+                raise _overload()
             return t.BoolType(op(a, b))
         return compare
 
+    return {"_==_": equal, "_!=_": not_equal,
+            "_<_": ordering(operator.lt), "_<=_": ordering(operator.le),
+            "_>_": ordering(operator.gt), "_>=_": ordering(operator.ge)}
+
+
+def _same_kind(a, b):
+    if isinstance(a, Semver) and isinstance(b, Semver):
+        return a.compare(b)
+    if isinstance(a, Quantity) and isinstance(b, Quantity):
+        return a.compare(b)
+    raise _overload()
+
+
+def _semver_functions(lib):
+    t = lib.types
+
     def semver(text, normalize=t.BoolType(False)):
         if not isinstance(text, t.StringType):
-            raise overload()
+            raise _overload()
         return Semver(_normalized_semver(str(text)) if normalize else str(text))
 
     def is_semver(text, normalize=t.BoolType(False)):
@@ -425,9 +444,25 @@ def _functions(lib):
             return t.BoolType(False)
         return t.BoolType(True)
 
+    def part(index):
+        def call(version):
+            if not isinstance(version, Semver):
+                raise _overload()
+            return t.IntType(version.core[index])
+        return call
+
+    return {"semver": semver, "isSemver": is_semver, "major": part(0), "minor": part(1), "patch": part(2),
+            "compareTo": lambda a, b: t.IntType(_same_kind(a, b)),
+            "isGreaterThan": lambda a, b: t.BoolType(_same_kind(a, b) > 0),
+            "isLessThan": lambda a, b: t.BoolType(_same_kind(a, b) < 0)}
+
+
+def _quantity_functions(lib):
+    t = lib.types
+
     def quantity(text):
         if not isinstance(text, t.StringType):
-            raise overload()
+            raise _overload()
         return Quantity.parse(str(text))
 
     def is_quantity(text):
@@ -437,17 +472,10 @@ def _functions(lib):
             return t.BoolType(False)
         return t.BoolType(True)
 
-    def semver_part(index):
-        def part(version):
-            if not isinstance(version, Semver):
-                raise overload()
-            return t.IntType(version.core[index])
-        return part
-
     def of_quantity(fn):
         def call(q, *args):
             if not isinstance(q, Quantity):
-                raise overload()
+                raise _overload()
             return fn(q, *args)
         return call
 
@@ -462,41 +490,45 @@ def _functions(lib):
                 return Quantity(q.value + sign * other.value)
             if isinstance(other, t.IntType):
                 return Quantity(q.value + sign * int(other))
-            raise overload()
+            raise _overload()
         return call
+
+    return {"quantity": quantity, "isQuantity": is_quantity, "asInteger": of_quantity(as_integer),
+            "isInteger": of_quantity(lambda q: t.BoolType(q.value.denominator == 1)),
+            "asApproximateFloat": of_quantity(lambda q: t.DoubleType(float(q.value))),
+            "sign": of_quantity(lambda q: t.IntType(_cmp(q.value, 0))),
+            "add": of_quantity(arithmetic(1)), "sub": of_quantity(arithmetic(-1))}
+
+
+def _split(text, sep, limit=None):
+    if limit is None or int(limit) < 0:
+        return text.split(sep)
+    return [] if int(limit) == 0 else text.split(sep, int(limit) - 1)
+
+
+def _string_functions(lib):
+    """The string extension functions Kubernetes enables (cel-go ext.Strings)."""
+    t = lib.types
 
     def strings(fn):
         def call(s, *args):
             if not isinstance(s, t.StringType):
-                raise overload()
+                raise _overload()
             return fn(str(s), *args)
         return call
 
     def ascii_case(method):
         return strings(lambda s: t.StringType("".join(getattr(c, method)() if c.isascii() else c for c in s)))
 
+    def replace(s, old, new, *limit):
+        count = int(limit[0]) if limit else -1
+        return t.StringType(s.replace(str(old), str(new), count) if count >= 0 else s.replace(str(old), str(new)))
+
     return {
-        "_==_": equal, "_!=_": not_equal,
-        "_<_": ordering(operator.lt), "_<=_": ordering(operator.le),
-        "_>_": ordering(operator.gt), "_>=_": ordering(operator.ge),
-        "semver": semver, "isSemver": is_semver, "quantity": quantity, "isQuantity": is_quantity,
-        "major": semver_part(0), "minor": semver_part(1), "patch": semver_part(2),
-        "compareTo": lambda a, b: t.IntType(same_kind(a, b)),
-        "isGreaterThan": lambda a, b: t.BoolType(same_kind(a, b) > 0),
-        "isLessThan": lambda a, b: t.BoolType(same_kind(a, b) < 0),
-        "asInteger": of_quantity(as_integer),
-        "isInteger": of_quantity(lambda q: t.BoolType(q.value.denominator == 1)),
-        "asApproximateFloat": of_quantity(lambda q: t.DoubleType(float(q.value))),
-        "sign": of_quantity(lambda q: t.IntType(_cmp(q.value, 0))),
-        "add": of_quantity(arithmetic(1)), "sub": of_quantity(arithmetic(-1)),
         "lowerAscii": ascii_case("lower"), "upperAscii": ascii_case("upper"),
         "trim": strings(lambda s: t.StringType(s.strip())),
-        "replace": strings(lambda s, old, new, *n: t.StringType(
-            s.replace(str(old), str(new), *(int(x) for x in n)) if not n or int(n[0]) >= 0
-            else s.replace(str(old), str(new)))),
-        "split": strings(lambda s, sep, *n: t.ListType([t.StringType(p) for p in (
-            s.split(str(sep), int(n[0]) - 1) if n and int(n[0]) > 0 else ([] if n and int(n[0]) == 0
-                                                                              else s.split(str(sep))))])),
+        "replace": strings(replace),
+        "split": strings(lambda s, sep, *n: t.ListType([t.StringType(p) for p in _split(s, str(sep), *n)])),
         "substring": strings(lambda s, start, *end: t.StringType(_substring(s, start, end))),
         "indexOf": strings(lambda s, sub, *start: t.IntType(s.find(str(sub), *(int(x) for x in start)))),
         "lastIndexOf": strings(lambda s, sub: t.IntType(s.rfind(str(sub)))),

@@ -47,8 +47,8 @@ def scheduler_features(api, server_version):
     return set(name for name, on in values.items() if on), source
 
 
-def read_cluster(api, namespace):
-    """Every object the explainer reads (see the module text)."""
+def read_cluster(api, namespace, with_pods=True):
+    """Every object the explainer reads (see the module text); the pods only `with_pods`."""
     version = api.resource_api_version()
     server_version = (api.server_version() or {}).get("gitVersion")
     rules, rules_read = device_taint_rules(api, served_versions_by_resource(api).get(TAINT_RULES))
@@ -61,11 +61,11 @@ def read_cluster(api, namespace):
             api.resource_path("deviceclasses", version=version))),
         "slices": list(api.list_items(api.resource_path("resourceslices", version=version))),
         "claims": list(api.list_items(api.resource_path("resourceclaims", version=version))),
-        "templates": list(api.list_items(templates_path)),
+        "templates": list(api.list_items(templates_path)) if with_pods else [],
         "rules": rules, "rules_read": rules_read,
         "nodes": list(api.list_items("/api/v1/nodes")),
         "pods": [p for p in api.list_items(pods_path, {"fieldSelector": "spec.nodeName="})
-                 if not (p.get("metadata") or {}).get("deletionTimestamp")],
+                 if not (p.get("metadata") or {}).get("deletionTimestamp")] if with_pods else [],
     }
 
 

@@ -29,6 +29,7 @@ import re
 from ansible_collections.dra.admin.plugins.module_utils.allocation import model
 from ansible_collections.dra.admin.plugins.module_utils.allocation.cel import SelectorError, Unsupported
 from ansible_collections.dra.admin.plugins.module_utils.claims import capacity
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.common.tolerations import tolerates
 
 FITS = "fits"
@@ -229,7 +230,7 @@ def fits_counters(left, device, per_pool):
     return capacity.counters_fit(device.consumes, left, per_pool)
 
 
-class SearchLimit(Exception):
+class SearchLimit(DraAdminError):
     """The search took more steps than MAX_STEPS: the verdict is "cannot tell"."""
 
 

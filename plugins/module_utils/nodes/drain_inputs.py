@@ -27,6 +27,9 @@ def input_errors(params, spec=None):
     if not params["wait"] and (params["state"] != "drained" or params["device_driver"]):
         errors.append("wait=false is for state=drained of the node drain (no device_driver); the return to service "
                       "and the device mode wait in their call")
+    if params.get("preview") and (params["state"] != "drained" or params["device_driver"]):
+        errors.append("preview is for state=drained of the node drain (no device_driver); for devices, use "
+                      "dra_device_taint's dry run")
     if params["since"] is not None and not params["since"] >= 0:
         errors.append("since must be a time in seconds since the epoch (the started of the drain's first call), "
                       "got %r" % params["since"])

@@ -17,6 +17,7 @@ __metaclass__ = type
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from ansible_collections.dra.admin.plugins.module_utils.allocation.whatif_service import preview_evictions
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.common.api import MERGE_PATCH, DraApiError
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import gather_claim_views
@@ -136,6 +137,9 @@ class NodeDrain(object):
             reasons = "; ".join("%s (%s)" % (b["pod"], b["reason"]) for b in plan["blocked"])
             raise DrainError("pods on %s need an explicit option before the drain can start: %s. Nothing was "
                              "changed." % (self.node, reasons), {"blocked_pods": plan["blocked"]})
+        if self.p.get("preview"):
+            summary["preview"] = preview_evictions(self.api, plan["claim_pods"], removed_nodes=[self.node])
+            return summary
         if self.p.get("wait") is False:
             return self.advance(plan, gathered, labels, was_cordoned, node, summary)
         if self.check_mode:
