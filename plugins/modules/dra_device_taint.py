@@ -124,6 +124,14 @@ options:
       - Annotations for the rule (for example the reason, or the ticket). One given as null is removed from the rule.
     type: dict
     default: {}
+  preview:
+    description:
+      - With O(state=dry_run), also say whether each pod a C(NoExecute) taint would evict (its claims not tolerating
+        it), made anew by its controller, would find devices again with these devices tainted and what is allocated
+        now (RV(preview)), by the rules of M(dra.admin.dra_allocation_explain_info) (which needs the C(cel-python)
+        library).
+    type: bool
+    default: false
   wait:
     description:
       - With O(state=tainted) and V(NoExecute), wait until eviction is finished (kube-controller-manager's report
@@ -201,6 +209,13 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+preview:
+  description:
+    - With O(state=dry_run) and O(preview) - C(workloads) (per pod the taint would evict - C(pod), C(controller),
+      C(verdict) C(fits), C(does_not_fit), C(cannot_tell) or C(not_recreated) for a bare pod, C(fits_on),
+      C(message), C(requests)), C(would_stay_pending) and C(summary), as M(dra.admin.dra_node_drain)'s preview.
+  returned: O(preview=true)
+  type: dict
 name:
   description: The rule's name.
   returned: always
@@ -365,6 +380,7 @@ def argument_spec():
         annotations=dict(type="dict", default={}),
         wait=dict(type="bool", default=True),
         since=dict(type="float"),
+        preview=dict(type="bool", default=False),
     )
     spec.update(wait_options(300, 2.0, sleep_aliases=["poll_interval"]))
     return spec
@@ -375,6 +391,8 @@ def parameter_errors(params):
     errors = input_errors(checked)
     if params["state"] == ABSENT and params["name"]:
         errors = [e for e in errors if not e.startswith("driver is required")]
+    if params.get("preview") and params["state"] != DRY_RUN:
+        errors.append("preview is for state=dry_run (it says where the evicted workloads would go; it writes nothing)")
     if params.get("since") is not None and not params["since"] >= 0:
         errors.append("since must be a time in seconds since the epoch (the started of the operation's first "
                       "call), got %r" % params["since"])

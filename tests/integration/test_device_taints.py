@@ -703,3 +703,55 @@ def test_remediation_role_waits_for_the_noexecute_eviction_naming_the_pod(taint_
     cluster.kubectl("delete", f"deviceclasses.{api}.resource.k8s.io", REMEDY_EXEC_DRIVER)
     cluster.kubectl("delete", f"resourceslices.{api}.resource.k8s.io",
                     f"{REMEDY_EXEC_DRIVER}-{REMEDY_POOL}".replace(".", "-"))
+
+
+def claim_deployment(api, namespace, name, count, selector=None):
+    """A Deployment of one pod whose claim template asks for `count` devices of the example driver."""
+    body = {"deviceClassName": "gpu.example.com", "allocationMode": "ExactCount", "count": count}
+    if selector:
+        body["selectors"] = [{"cel": {"expression": selector}}]
+    request = dict(name="gpu", **body) if api == "v1beta1" else {"name": "gpu", "exactly": body}
+    template = {"apiVersion": f"resource.k8s.io/{api}", "kind": "ResourceClaimTemplate",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {"spec": {"devices": {"requests": [request]}}}}
+    spec = pod(namespace, name, template=name, grace=1)["spec"]
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": namespace},
+                  "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                           "template": {"metadata": {"labels": {"app": name}}, "spec": spec}}}
+    return [template, deployment]
+
+
+def test_dry_run_preview_says_whether_the_evicted_workloads_find_devices_again(taint_cluster, tmp_path):
+    """8 devices on the node: `pinned` holds gpu-3 (its selector wants index 3), `six` holds six others, one is
+    free. Tainting gpu-3 would leave `pinned` without a device; tainting one of `six`'s would not (its six come back,
+    less the tainted one, plus the free one). The dry run writes nothing either way."""
+    cluster = taint_cluster
+    api = cluster.resource_version
+    ns = "taint-preview"
+    first_node_and_namespace(cluster, ns)
+    cluster.apply(claim_deployment(api, ns, "pinned", 1, 'device.attributes["gpu.example.com"].index == 3')
+                  + claim_deployment(api, ns, "six", 6))
+
+    def allocated():
+        claims = cluster.get_json(f"resourceclaims.{api}.resource.k8s.io", "-n", ns)["items"]
+        held = {}
+        for c in claims:
+            for r in ((c.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []:
+                held.setdefault(c["metadata"]["name"].split("-")[0], []).append(r)
+        return held if len(held.get("pinned", [])) == 1 and len(held.get("six", [])) == 6 else None
+    held = cluster.wait_until(allocated, 90, "both workloads allocated")
+    pool = held["pinned"][0]["pool"]
+    base = {"state": "dry_run", "driver": "gpu.example.com", "pool": pool, "preview": True}
+    pinned, six = run_tasks(cluster, tmp_path, (dict(base, device="gpu-3"), False),
+                            (dict(base, device=held["six"][0]["device"]), False))
+    for result in (pinned, six):
+        assert not result.get("failed") and result["changed"] is False, result
+    (workload,) = pinned["preview"]["workloads"]
+    assert workload["pod"].startswith(f"{ns}/pinned-") and workload["verdict"] == "does_not_fit", workload
+    assert pinned["preview"]["would_stay_pending"] == [workload["pod"]]
+    assert workload["requests"][0]["excluded"].get("tainted") == 1, workload["requests"]
+    (workload,) = six["preview"]["workloads"]
+    assert workload["pod"].startswith(f"{ns}/six-") and workload["verdict"] == "fits", workload
+    assert six["preview"]["would_stay_pending"] == []
+    assert rules(cluster) == []
+    cluster.kubectl("delete", "namespace", ns, "--wait=false")

@@ -54,6 +54,12 @@ class Request:
         return "%s/%s" % (self.parent, self.name) if self.parent else self.name
 
     @property
+    def signature(self):
+        """What decides a device's static reason for this request (two pods asking alike share it)."""
+        return (self.class_name, tuple(self.selectors), self.admin,
+                tuple(sorted(tuple(sorted((k, str(v)) for k, v in t.items())) for t in self.tolerations)))
+
+    @property
     def base(self):
         return self.parent or self.name
 
@@ -166,12 +172,33 @@ def gather_pools(slices, features, rules):
 
 
 def pools_for_node(pools, node_name, labels):
-    """The pools with a slice offered to the node, and for each the slices kept."""
-    out = []
-    for pool in pools:
-        if any(slice_offered_to(s.get("spec") or {}, node_name, labels) for s in pool.slices):
-            out.append(pool)
-    return out
+    """The pools with a slice offered to the node."""
+    return [pool for pool in pools
+            if any(slice_offered_to(s.get("spec") or {}, node_name, labels) for s in pool.slices)]
+
+
+class PoolIndex:
+    """pools_for_node without looking at every pool for every node: the pools whose slices are all bound to one
+    node by name, by that name; the others (all nodes, node selectors, per-device selection, shared counters)
+    checked per node."""
+
+    def __init__(self, pools):
+        self.pools = pools
+        self.by_node = {}
+        self.others = []
+        for pool in pools:
+            names = set((s.get("spec") or {}).get("nodeName") for s in pool.slices)
+            bound = len(names) == 1 and None not in names and not any(
+                (s.get("spec") or {}).get("sharedCounters") for s in pool.slices)
+            if bound:
+                self.by_node.setdefault(names.pop(), []).append(pool)
+            else:
+                self.others.append(pool)
+
+    def for_node(self, node_name, labels):
+        found = self.by_node.get(node_name, []) + pools_for_node(self.others, node_name, labels)
+        order = dict((id(p), i) for i, p in enumerate(self.pools))
+        return sorted(found, key=lambda p: order[id(p)])
 
 
 def allocated_devices(claims, besides=()):

@@ -69,8 +69,26 @@ class Context:
         self.allocated = allocated
         self.rules = rules
         self.features = features
+        self.index = model.PoolIndex(pools)
         self._activations = {}
         self._matches = {}
+        self._reasons = {}
+
+    def allocate(self, key, owner):
+        """Count a device as allocated (a placed workload's); the cached reasons are stale then."""
+        self.allocated[key] = owner
+        self._reasons = {}
+
+    def release(self, key):
+        self.allocated.pop(key, None)
+        self._reasons = {}
+
+    def reason(self, request, pool, device):
+        """static_reason without the node, cached per request signature and device (pods ask alike)."""
+        key = (request.signature, device.key)
+        if key not in self._reasons:
+            self._reasons[key] = static_reason(self, request, pool, device)
+        return self._reasons[key]
 
     def activation(self, device):
         if device.key not in self._activations:
@@ -124,8 +142,8 @@ def class_selectors(device_class):
     return [(s.get("cel") or {}).get("expression") for s in ((device_class or {}).get("spec") or {}).get("selectors") or []]
 
 
-def static_reason(ctx, request, pool, device, node_name, labels):
-    """(reason, detail) of one device for one request on one node, before constraints, counts and counters."""
+def static_reason(ctx, request, pool, device):
+    """(reason, detail) of one device for one request, before its node, constraints, counts and counters."""
     if not pool.allocatable:
         return POOL_INCOMPLETE, "pool %s is being updated (not every slice of its generation is published)" % pool.label
     feature = _feature_reason(ctx, device)
@@ -138,8 +156,6 @@ def static_reason(ctx, request, pool, device, node_name, labels):
             return reason, None
         if found is not True:
             return found
-    if not model.device_offered_to(device, node_name, labels):
-        return NOT_ON_NODE, None
     if not request.admin and device.key in ctx.allocated:
         return IN_USE, "allocated to claim %s" % ctx.allocated[device.key]
     untolerated = [t for t in ctx.device_taints(device) if t.get("effect") in model.TAINT_EFFECTS
@@ -191,9 +207,9 @@ class Candidates:
         self.all_devices = [] if request.mode == "All" else None
         for pool in pools:
             for device in pool.devices:
-                reason, detail = static_reason(ctx, request, pool, device, node_name, labels)
-                if reason == NOT_ON_NODE:
+                if not model.device_offered_to(device, node_name, labels):
                     continue
+                reason, detail = ctx.reason(request, pool, device)
                 self.reasons[device.key] = (reason, detail)
                 self._sort(ctx, request, pool, device, reason, detail)
 
@@ -258,7 +274,7 @@ class NodeSearch:
     def __init__(self, ctx, claims, node_name, labels):
         self.ctx = ctx
         self.claims = claims
-        self.pools = model.pools_for_node(ctx.pools, node_name, labels)
+        self.pools = ctx.index.for_node(node_name, labels)
         self.candidates = {}
         for ci, claim in enumerate(claims):
             for ri, alternatives in enumerate(claim.requests):

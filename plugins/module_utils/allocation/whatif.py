@@ -84,7 +84,7 @@ def take(ctx, chosen, owner):
     """Count the chosen devices as allocated for the next workloads."""
     for dummy, request, device in chosen:
         if not request.admin:
-            ctx.allocated[device.key] = owner
+            ctx.allocate(device.key, owner)
 
 
 def preview(ctx, claims, nodes, evicted_pods, removed_nodes=()):
@@ -96,7 +96,7 @@ def preview(ctx, claims, nodes, evicted_pods, removed_nodes=()):
                 _label(claim) == "%s/%s" % ((p.get("metadata") or {}).get("namespace"), name)
                 for p in evicted_pods for dummy, name, source in pod_claim_refs(p) if source == SOURCE_TEMPLATE):
             for result in ((allocation(claim) or {}).get("devices") or {}).get("results") or []:
-                ctx.allocated.pop((result.get("driver"), result.get("pool"), result.get("device")), None)
+                ctx.release((result.get("driver"), result.get("pool"), result.get("device")))
     remaining = [n for n in nodes if (n.get("metadata") or {}).get("name") not in set(removed_nodes)]
     workloads = []
     for pod in evicted_pods:

@@ -18,6 +18,7 @@ __metaclass__ = type
 
 import time
 
+from ansible_collections.dra.admin.plugins.module_utils.allocation.whatif_service import preview_evictions
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import pod_index
 from ansible_collections.dra.admin.plugins.module_utils.common.api import MERGE_PATCH
 from ansible_collections.dra.admin.plugins.module_utils.common.progress import progress
@@ -27,7 +28,7 @@ from ansible_collections.dra.admin.plugins.module_utils.devices.taint_progress i
 from ansible_collections.dra.admin.plugins.module_utils.devices.taints import (  # noqa: F401 (states re-exported)
     ABSENT, DEFAULT_KEY, DEVICE_DRAIN, DRY_RUN, EFFECT_NONE, MAINTENANCE, NO_EXECUTE, RESOURCE, TAINTED,
     DeviceTaintError, affected_claims, build_rule, diff_view, eviction_done, operation_rule_name, ownership_error,
-    planned_writes, removed_annotations, report, rule_condition, rule_name_of, rule_patch, rule_selector,
+    planned_writes, pod_names, removed_annotations, report, rule_condition, rule_name_of, rule_patch, rule_selector,
     rule_summary, rule_taint, rules_in_force, selected_devices, selection_error, selector, selector_text,
 )
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import (
@@ -165,6 +166,8 @@ class DeviceTaint(object):
             before = affected_claims(claims, devices, taint, pods, sel=self.selector)
             out.update({"rule": rule_summary(existing, version), "affected_claims": before})
             out.update(report(before, before, EFFECT_NONE))
+            if self.p.get("preview"):
+                out["preview"] = self.preview(version, before)
             return out
         wanted = build_rule(version, self.name, self.selector, self.p["key"], self.p.get("value") or "",
                             self.effect(), self.p.get("labels"), self.p.get("annotations"), self.operation)
@@ -186,6 +189,17 @@ class DeviceTaint(object):
             self.waiting = eviction_pending(rule, self.name, self.effect(), after)
             self.check_time_left(rule, out)
         return out
+
+    def preview(self, version, before):
+        """whatif.preview of the pods a NoExecute taint would evict, with the rule in force (one GET per pod)."""
+        rule = build_rule(version, self.name, self.selector, self.p["key"], self.p.get("value") or "", NO_EXECUTE)
+        evicted = []
+        for name in pod_names(before, ("none", "seconds")):
+            namespace, pod = name.split("/", 1)
+            found = self.api.get_or_none("/api/v1/namespaces/%s/pods/%s" % (namespace, pod))
+            if found:
+                evicted.append(found)
+        return preview_evictions(self.api, evicted, extra_rules=[rule])
 
     def check_time_left(self, rule, out):
         """wait false with since (a round of a role's wait): fail as the one call does when the eviction is not
