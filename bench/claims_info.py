@@ -77,8 +77,9 @@ def make_slices(api, nodes):
         list(pool.map(one, nodes))
 
 
-def make_pods(api, nodes, count):
-    """One pod per claim, bound to the claim's node; returns their uids by index."""
+def make_pods(api, nodes, count, name_claims=False):
+    """One pod per claim, bound to the claim's node; returns their uids by index. With name_claims, each pod
+    names its claim in spec.resourceClaims (a claim workload, as the drain sees it)."""
     def one(i):
         ns = f"bench-{i % NAMESPACES}"
         body = {"apiVersion": "v1", "kind": "Pod",
@@ -86,6 +87,9 @@ def make_pods(api, nodes, count):
                 "spec": {"nodeName": nodes[i % len(nodes)], "automountServiceAccountToken": False,
                          "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}],
                          "containers": [{"name": "main", "image": "registry.invalid/app:none"}]}}
+        if name_claims:
+            body["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": f"claim-{i}"}]
+            body["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpu"}]}
         return api.create(f"/api/v1/namespaces/{ns}/pods", body)["metadata"]["uid"]
     with ThreadPoolExecutor(8) as pool:
         return list(pool.map(one, range(count)))
@@ -120,6 +124,45 @@ def make_claims(api, nodes, count, pod_uids):
         list(pool.map(one, range(count)))
 
 
+PENDING_NAMESPACE = "bench-pending"
+
+
+def make_explain_data(api, nodes, pending):
+    """For the explain suite: the DeviceClass; `pending` pods with a claim of one device each, not bound (every
+    device is allocated, so they stay Pending); the claim pods of the first node given a controller (as a
+    ReplicaSet's pods), so the drain preview places them again."""
+    api.create("/apis/resource.k8s.io/v1/deviceclasses", {
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": DRIVER},
+        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}})
+
+    def one(i):
+        path = f"/apis/resource.k8s.io/v1/namespaces/{PENDING_NAMESPACE}/resourceclaims"
+        api.create(path, {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                          "metadata": {"name": f"pending-{i}", "namespace": PENDING_NAMESPACE},
+                          "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": DRIVER}}]}}})
+        api.create(f"/api/v1/namespaces/{PENDING_NAMESPACE}/pods", {
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"pending-{i}", "namespace": PENDING_NAMESPACE},
+            "spec": {"schedulingGates": [{"name": "bench"}], "automountServiceAccountToken": False,
+                     "resourceClaims": [{"name": "gpu", "resourceClaimName": f"pending-{i}"}],
+                     "containers": [{"name": "main", "image": "registry.invalid/app:none",
+                                     "resources": {"claims": [{"name": "gpu"}]}}]}})
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(one, range(pending)))
+    owner = {"metadata": {"ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "bench",
+                                               "uid": "00000000-0000-0000-0000-000000000001", "controller": True}]}}
+    for pod in api.get("/api/v1/pods", {"fieldSelector": f"spec.nodeName={nodes[0]}"})["items"]:
+        api.merge_patch(f"/api/v1/namespaces/{pod['metadata']['namespace']}/pods/{pod['metadata']['name']}", owner)
+
+
+def explained(key, result):
+    """What an explain-suite run answered: pods explained per verdict, or the preview's summary."""
+    if key == "explain_namespace":
+        return result["totals"]
+    if key == "drain_preview":
+        return result["preview"]["summary"]
+    return None
+
+
 def module_cmd(module, args_file):
     return [sys.executable, os.path.join(ROOT, "plugins", "modules", module + ".py"), args_file]
 
@@ -131,6 +174,11 @@ def suites(nodes):
             "module_summary": ("dra_claims_info", {"include_claims": False}),
             "module_full": ("dra_claims_info", {"include_claims": True}),
             "module_node_gate": ("dra_claims_info", {"node": nodes[0], "include_claims": False}),
+        }),
+        # The explainer and the drain preview read slices and claims (and classes, nodes, unbound pods).
+        "explain": (["kubectl", "get", "resourceslices,resourceclaims", "-A", "-o", "json"], {
+            "explain_namespace": ("dra_allocation_explain_info", {"namespace": PENDING_NAMESPACE}),
+            "drain_preview": ("dra_node_drain", {"node": nodes[0], "preview": True}),
         }),
         # The claim doctor and the capacity report read slices and claims (and pods, nodes, classes).
         "doctor": (["kubectl", "get", "resourceslices,resourceclaims", "-A", "-o", "json"], {
@@ -148,15 +196,18 @@ def main():
     p.add_argument("--port", type=int, default=24000)
     p.add_argument("--name", default="bench-claims")
     p.add_argument("--keep", action="store_true", help="leave the cluster up")
-    p.add_argument("--suite", choices=["claims", "doctor"], default="claims",
+    p.add_argument("--pending", type=int, default=100, help="explain suite: pending pods to explain")
+    p.add_argument("--suite", choices=["claims", "doctor", "explain"], default="claims",
                    help="claims: dra_claims_info against kubectl get resourceclaims; doctor: dra_claims_doctor and "
-                        "dra_capacity_info against kubectl get resourceslices,resourceclaims")
+                        "dra_capacity_info against kubectl get resourceslices,resourceclaims; explain: "
+                        "dra_allocation_explain_info of --pending pods and dra_node_drain's preview of one node, "
+                        "against the same")
     p.add_argument("--output", default=None, help="default bench/results/claims_info.json (suite doctor: "
                                                   "claims_doctor.json)")
     args = p.parse_args()
     if args.output is None:
-        args.output = os.path.join(ROOT, "bench", "results",
-                                   "claims_info.json" if args.suite == "claims" else "claims_doctor.json")
+        args.output = os.path.join(ROOT, "bench", "results", {"claims": "claims_info.json", "doctor": "claims_doctor.json",
+                                                              "explain": "allocation_explain.json"}[args.suite])
     versions = clusterlib.load_versions()
     k8s = clusterlib.supported_k8s_versions(versions)[0]
     st = clusterlib.cluster_state(args.name)
@@ -179,15 +230,16 @@ def main():
         nodes = sorted(sh(["kubectl", "get", "nodes", "-o", "jsonpath={.items[*].metadata.name}"],
                           env).stdout.split())
         setup = {"up_and_scale_s": round(time.time() - t0, 1)}
-        for i in range(NAMESPACES):
-            sh(["kubectl", "create", "namespace", f"bench-{i}"], env)
-        for i in range(NAMESPACES):  # pods are admitted once the namespace's ServiceAccount exists
-            kube.wait_for(lambda: subprocess.run(["kubectl", "get", "serviceaccount", "default", "-n", f"bench-{i}"],
+        namespaces = [f"bench-{i}" for i in range(NAMESPACES)] + [PENDING_NAMESPACE] * (args.suite == "explain")
+        for ns in namespaces:
+            sh(["kubectl", "create", "namespace", ns], env)
+        for ns in namespaces:  # pods are admitted once the namespace's ServiceAccount exists
+            kube.wait_for(lambda: subprocess.run(["kubectl", "get", "serviceaccount", "default", "-n", ns],
                                                  env=env, capture_output=True).returncode == 0, 60,
-                          f"ServiceAccount bench-{i}/default", retry_on=())
+                          f"ServiceAccount {ns}/default", retry_on=())
         api = kube.Api(st["kubeconfig"])
         t = time.time()
-        pod_uids = make_pods(api, nodes, args.claims)
+        pod_uids = make_pods(api, nodes, args.claims, name_claims=args.suite == "explain")
         kube.wait_for(lambda: not pending_pods(api), 900, "every benchmark pod Running",
                       retry_on=())  # KWOK has marked every pod Running
         setup["pods_s"] = round(time.time() - t, 1)
@@ -200,6 +252,8 @@ def main():
         t = time.time()
         make_claims(api, nodes, args.claims, pod_uids)
         setup["claims_s"] = round(time.time() - t, 1)
+        if args.suite == "explain":
+            make_explain_data(api, nodes, args.pending)
 
         tmp = tempfile.mkdtemp(prefix="bench-claims-")
         kubectl_cmd, argsets = suites(nodes)[args.suite]
@@ -224,7 +278,8 @@ def main():
                     raise RuntimeError(f"{key}: {result.get('msg')}")
                 runs[key].append({"wall_s": wall, "peak_rss_mib": rss, "output_bytes": size,
                                   "api_requests": result["api_requests"],
-                                  "claims": result["totals"]["total"] if args.suite == "claims" else None})
+                                  "claims": result["totals"]["total"] if args.suite == "claims" else None,
+                                  "explained": explained(key, result)})
         baseline_wall, baseline_rss, _ = child_peak([sys.executable, "-c",
                                                      "import ansible_collections.dra.admin.plugins.module_utils.common.api"],
                                                     env, out)
