@@ -338,7 +338,8 @@ waves:
     - The eviction waves of O(effect=Evict) (with O(state=dry_run), those it would make), in order, each with
       C(wave) (its number), C(pods), C(claims), C(pod_disruption_budgets) (the budgets covering its pods),
       C(jobs), C(unmanaged) (pods no controller recreates) and C(terminating) (pods already being deleted).
-    - With O(wait=false), the waves of the pods still using the devices, as read by the call.
+    - With O(wait=false), the waves of the pods still using the devices, as read by the call (so numbered from
+      the first wave still to go; RV(not_evicted) numbers them the same way).
   returned: when O(effect=Evict) or O(state=dry_run)
   type: list
   elements: dict
@@ -374,12 +375,9 @@ claims_released:
   description: With O(effect=Evict), whether no claim of the evicted pods holds a selected device any more.
   returned: when O(effect=Evict)
   type: bool
-wave:
-  description: With O(effect=Evict) and O(wait=false), the number (in RV(waves)) of the wave this call evicted, or null.
-  returned: when O(effect=Evict) and O(wait=false)
-  type: int
 waves_left:
-  description: With O(effect=Evict) and O(wait=false), how many waves still have pods.
+  description: With O(effect=Evict) and O(wait=false), how many waves still have pods (the first of them is the one
+    this call evicted).
   returned: when O(effect=Evict) and O(wait=false)
   type: int
 affected_claims:

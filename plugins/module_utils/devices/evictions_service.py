@@ -150,7 +150,7 @@ class DeviceEviction(object):
             refused = self.evict(waves[number - 1], retry=False)
         elif waiting == WAVE_EVICTED:
             self.changed = any(self.to_evict(w) for w in waves)
-        out = {"pod_disruption_budgets": budgets, "wave": number, "waves_left": len([
+        out = {"pod_disruption_budgets": budgets, "waves_left": len([
             w for w in waves if present(w, self.pods)]), "not_evicted": not_evicted(refused, waves),
             "claims_released": waiting not in (WAVE_EVICTED, CLAIMS_RELEASED)}
         out.update(eviction_report(affected, waves))

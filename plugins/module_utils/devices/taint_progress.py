@@ -33,7 +33,7 @@ WAIT_TEXT = {EVICTION_DONE: "the pods using the devices to be evicted (condition
 EVICTED_TOLERATIONS = ("none", "seconds")
 # Effect Evict: the fields of one round only (left out of the one result), and those the last round has the
 # final word on (the plan, waves, stays the first call's).
-EVICT_ROUND_FIELDS = ("wave", "waves_left")
+EVICT_ROUND_FIELDS = ("waves_left",)
 EVICT_WAIT_FIELDS = ("not_evicted", "claims_released", "pod_disruption_budgets")
 # The actions of a remediation whose rule is (or is to be) NoExecute: those it waits for.
 WAITED_ACTIONS = ("taint", "update", "keep")
