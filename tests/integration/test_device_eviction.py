@@ -107,8 +107,8 @@ def test_evict_goes_wave_by_wave_and_waits_for_the_budget(cluster, namespace, cl
     each pod of the first Deployment alone; the budget's pods) and change nothing; effect Evict then evicts the
     waves in order - no pod of a wave is marked for deletion before every pod of the wave before it is gone - and
     the budget's pods one after the other (the second after a replacement on the other pool was ready); the rule
-    is NoSchedule, the claims released, a second run changes nothing and the lift removes the rule. (KWOK
-    completes a Job's pods at once, so the Job's wave is the unit tests'.)"""
+    is NoSchedule, the claims released, a second run changes nothing and the lift removes the rule. The role in
+    check mode names the same waves. (KWOK completes a Job's pods at once, so the Job's wave is the unit tests'.)"""
     api = cluster.resource_version
     ns = namespace
     node, other = first_nodes(cluster)
@@ -132,6 +132,13 @@ def test_evict_goes_wave_by_wave_and_waits_for_the_budget(cluster, namespace, cl
     train, web = live(cluster, ns, "train"), live(cluster, ns, "web")
     record(cluster, "three-waves", ns)
 
+    # The role (effect Evict by default) in check mode: the waves named, nothing written or evicted.
+    role = cluster.run_role("dra.admin.device_maintenance", tmp_path, {
+        "dra_device_maintenance_driver": DRIVER, "dra_device_maintenance_pool": "rack",
+        "dra_device_maintenance_state": "tainted"}, check=True)
+    assert role.returncode == 0, role.stdout[-4000:]
+    assert "eviction waves (effect Evict): %s | %s | %s | %s" % (", ".join(shared), train[0], train[1], ", ".join(web)) \
+        in role.stdout, role.stdout[-4000:]
     checked = cluster.run_module(MODULE, dict(base, state="tainted", effect="Evict"), check=True)
     dry = cluster.run_module(MODULE, dict(base, state="dry_run"))
     for result in (checked, dry):

@@ -55,23 +55,24 @@ class DeviceEviction(object):
     def remaining(self):
         return self.deadline - self.task.clock()
 
-    def read(self, namespaces):
-        """The pods and PodDisruptionBudgets of the namespaces (whole objects: labels, owners, UIDs)."""
-        self.pods, self.pdbs = [], []
-        for namespace in namespaces:
-            self.pods.extend(self.api.list_items("/api/v1/namespaces/%s/pods" % namespace))
-            self.pdbs.extend(self.api.list_items("/apis/policy/v1/namespaces/%s/poddisruptionbudgets" % namespace))
-        return self.pods
+    def read_pods(self, namespaces):
+        """The pods of the namespaces (whole objects: labels, owners, UIDs)."""
+        return [p for namespace in namespaces for p in self.api.list_items("/api/v1/namespaces/%s/pods" % namespace)]
 
     def plan(self, affected):
-        """The waves for the claims as read now, and the budgets that cover them."""
-        self.read(namespaces_of(affected))
+        """The waves for the claims as read now, and the budgets that cover them (the pods and budgets of the
+        claims' namespaces are kept: the pods to evict are taken from them)."""
+        namespaces = namespaces_of(affected)
+        self.pods = self.read_pods(namespaces)
+        self.pdbs = [b for namespace in namespaces
+                     for b in self.api.list_items("/apis/policy/v1/namespaces/%s/poddisruptionbudgets" % namespace)]
         waves = plan_waves(affected, self.pods, self.pdbs)
         names = set(b for w in waves for b in w["pod_disruption_budgets"])
         return waves, budget_views(self.pdbs, names)
 
     def to_evict(self, wave):
-        """The wave's pods that still exist and are not terminating (objects)."""
+        """The wave's pods that still exist and are not terminating (objects, as the plan read them; one gone since
+        is answered 404 and needs nothing more)."""
         left = set(present(wave, self.pods))
         return [p for p in self.pods if pod_key(p) in left and not p["metadata"].get("deletionTimestamp")]
 
@@ -117,7 +118,7 @@ class DeviceEviction(object):
         """Poll the wave's namespaces until its pods are gone; the pods still there at the deadline."""
         namespaces = sorted(set(k.split("/", 1)[0] for k in wave["pods"]))
         while True:
-            left = present(wave, self.read(namespaces))
+            left = present(wave, self.read_pods(namespaces))
             if not left:
                 return []
             if self.remaining() <= 0:

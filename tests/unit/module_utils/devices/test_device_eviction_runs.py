@@ -181,3 +181,16 @@ def test_releases_without_the_rule_refuse_evict_naming_the_drain():
         run(api, "held")
     assert "effect Evict needs the rule as well" in str(failure.value) and "dra_node_drain" in str(failure.value)
     assert api.writes == [] and api.evictions == []
+
+
+def test_waves_of_several_namespaces_are_evicted_each_from_its_own_namespace():
+    both = recorded("three-waves")
+    for kind, items in recorded("held").items():
+        both.setdefault(kind, []).extend(items)
+    api = EvictingApi(both)
+    task, out = run(api, None)  # every pool of the driver
+    namespaces = sorted(set(k.split("/")[0] for w in out["waves"] for k in w["pods"]))
+    assert len(namespaces) == 2 and len(out["waves"]) == 5
+    assert out["not_evicted"] == [] and out["claims_released"] is True and out["still_holding"] == []
+    assert sorted(n for n, answer in api.evictions if answer == 201) == sorted(
+        p["metadata"]["name"] for p in both["Pod"])
