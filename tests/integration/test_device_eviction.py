@@ -58,8 +58,10 @@ def live(cluster, namespace, app=None):
 
 
 def running(cluster, namespace, app, want):
-    return cluster.wait_until(lambda: (lambda names: names if len(names) == want else None)(live(cluster, namespace, app)),
-                              90, f"{want} running pods of {app}")
+    def probe():
+        names = live(cluster, namespace, app)
+        return names if len(names) == want else None
+    return cluster.wait_until(probe, 90, f"{want} running pods of {app}")
 
 
 def budget_in_force(cluster, namespace, name, pods, allowed):

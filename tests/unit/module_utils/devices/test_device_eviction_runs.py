@@ -144,7 +144,7 @@ def test_rounds_without_waiting_evict_one_wave_each_then_wait_for_nothing():
     api = EvictingApi(objs)
     clock = Clock()
     rounds = []
-    for _ in range(6):
+    for _round in range(6):
         task, out = run(api, "rack", wait=False, clock=clock)
         rounds.append((out["waiting_for"], out["waves_left"], sorted(n for n, _a in api.evictions)))
         if out["waiting_for"] is None:
