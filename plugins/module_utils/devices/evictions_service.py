@@ -92,7 +92,8 @@ class DeviceEviction(object):
     # ---------------------------------------------------------------- one call
     def run(self, affected):
         """Evict the waves in order, each until its pods are gone, then wait for the claims to be released.
-        Returns the module's fields; DeviceTaintFailure (from the caller's class) when the time is up."""
+        Returns (the module's fields, the failure message when the time is up or a refusal is final, else None);
+        in check mode only the plan."""
         waves, budgets = self.plan(affected)
         out = {"pod_disruption_budgets": budgets, "not_evicted": []}
         if self.task.check_mode:
