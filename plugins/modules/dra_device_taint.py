@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 ---
 module: dra_device_taint
-short_description: Take DRA devices out of service with a DeviceTaintRule (dry run, taint, lift)
+short_description: Take DRA devices out of service with a DeviceTaintRule (dry run, taint, evict, lift)
 version_added: 0.2.0
 description:
   - Device-level maintenance, for example for one faulty GPU, instead of draining a whole node. Writes one
@@ -26,6 +26,18 @@ description:
     deletes the pods using them. The module waits (O(wait)) until the rule's C(EvictionInProgress) condition is
     false for its current generation, up to O(wait_timeout), and returns the pods evicted (RV(evicted)), those that
     tolerate the taint and until when (RV(tolerating)), and the pods still using the devices (RV(still_holding)).
+    The controller deletes the pods itself, all at once; it does not use the Eviction API, so PodDisruptionBudgets
+    do not hold it back (a training job can lose its quorum).
+  - O(state=tainted) with O(effect=Evict) takes the devices out of service with PodDisruptionBudgets respected; the
+    rule is written with effect C(NoSchedule) (no new allocation on the devices), then the module evicts the pods
+    using the devices through the Eviction API (C(policy/v1) C(Eviction), as M(dra.admin.dra_node_drain) does), a
+    refusal by a PodDisruptionBudget retried with backoff until O(wait_timeout). The pods go in waves, one after
+    the other (RV(waves)); pods sharing a claim, covered by the same PodDisruptionBudget or controlled by the same
+    Job go in one wave, where their budget paces them. Then it waits until their claims no longer hold the devices
+    (released, or deallocated). When the time is up it fails naming each pod not evicted, its wave, the
+    PodDisruptionBudget and the API server's message (RV(not_evicted)), and the waves not started; the rule stays
+    in place (C(NoSchedule)) and the pods not evicted keep running. Pods are evicted as a C(NoExecute) taint would
+    evict them (RV(would_evict)); those whose claims tolerate the taint as C(NoExecute) for ever stay.
   - O(state=absent) deletes the rule (lifts the taint); evicted pods are not brought back (their controllers make
     new ones). Other rules on the same devices stay; those that still keep them out of service are returned in
     RV(other_rules_in_force).
@@ -48,8 +60,9 @@ description:
     rules differently (C(dra-admin-drain-...), C(dra-admin-unhealthy-...)), so they coexist with a maintenance rule
     on the same devices. A rule of dra.admin without C(dra.admin/purpose) (written before operations were labelled)
     is taken as a maintenance rule.
-  - The eviction controller deletes pods (with their grace period); it does not use the Eviction API, so
-    PodDisruptionBudgets do not hold it back. Use M(dra.admin.dra_node_drain) for PDB-respecting evictions.
+  - The eviction controller of O(effect=NoExecute) deletes pods (with their grace period); it does not use the
+    Eviction API, so PodDisruptionBudgets do not hold it back. O(effect=Evict) (or M(dra.admin.dra_node_drain) for
+    a whole node) respects them.
 author:
   - dra.admin maintainers (@dra-admin)
 extends_documentation_fragment:
@@ -61,7 +74,8 @@ attributes:
     support: full
     details:
       - Checks the selector and the rule's owner, reads who would be affected and reports whether it would change,
-        without writing the rule or waiting.
+        without writing the rule or waiting. With O(effect=Evict) it names the waves that would be evicted
+        (RV(waves)), evicts nothing, and reports C(changed) when a pod would be evicted.
   diff_mode:
     support: full
     details:
@@ -108,10 +122,14 @@ options:
   effect:
     description:
       - The taint's effect with O(state=tainted). V(NoSchedule) keeps new allocations off the devices;
-        V(NoExecute) also evicts the pods using them. O(state=dry_run) reports as for V(NoExecute) and writes
-        nothing.
+        V(NoExecute) also makes kube-controller-manager delete the pods using them at once, bypassing
+        PodDisruptionBudgets.
+      - V(Evict) is not a Kubernetes taint effect - the rule is written with V(NoSchedule) and the module evicts
+        the pods using the devices itself, through the Eviction API, wave by wave, honouring PodDisruptionBudgets
+        (see the description). Role C(dra.admin.device_maintenance) uses it by default.
+      - O(state=dry_run) reports as for V(NoExecute), and the waves V(Evict) would make, and writes nothing.
     type: str
-    choices: [NoSchedule, NoExecute]
+    choices: [NoSchedule, NoExecute, Evict]
     default: NoSchedule
   labels:
     description:
@@ -135,7 +153,13 @@ options:
   wait:
     description:
       - With O(state=tainted) and V(NoExecute), wait until eviction is finished (kube-controller-manager's report
-        on the rule). O(state=dry_run) never waits.
+        on the rule); with V(Evict), until every wave is evicted and the claims are released. O(state=dry_run) never
+        waits.
+      - With V(Evict) and V(false), each call evicts the pods of the first wave not gone yet, one request per pod (a
+        refusal by a PodDisruptionBudget is retried by the next call, and named in RV(not_evicted)), and returns
+        what is still waited for; a role calls it in an C(until) loop (not in check mode, since it evicts) until
+        RV(waiting_for) is null. With O(since), a call after O(wait_timeout) whose eviction is not over fails as the
+        waiting call does.
       - V(false) writes the rule and returns at once, saying what the eviction still waits for (RV(waiting_for),
         RV(pending), the pods still to be evicted, RV(elapsed), RV(progress)). The same call in check mode writes
         nothing and only reports, which makes it the read-only call to wait on in an C(until) loop, a line per
@@ -151,7 +175,7 @@ options:
   wait_timeout:
     description:
       - Seconds to wait; a finite number above 0. On timeout the rule stays in place and the module fails listing
-        the pods still using the devices.
+        the pods still using the devices (with V(Evict), those not evicted and why).
     type: int
     default: 300
   wait_sleep:
@@ -194,6 +218,20 @@ EXAMPLES = r"""
     annotations:
       dra.admin/reason: "ECC errors, ticket 4711"
     wait_timeout: 600
+
+- name: Take the GPU out of service, evicting its pods as PodDisruptionBudgets allow
+  dra.admin.dra_device_taint:
+    state: tainted
+    effect: Evict
+    driver: gpu.example.com
+    pool: node-1
+    device: gpu-3
+    wait_timeout: 900
+  register: evicted
+
+- name: Say which pods went in which wave
+  ansible.builtin.debug:
+    msg: "{{ evicted.waves | map(attribute='pods') | list }}"
 
 - name: Return it to service (other rules on it stay)
   dra.admin.dra_device_taint:
@@ -302,14 +340,61 @@ tolerating:
   elements: dict
 evicted:
   description: Pods that used the devices at the start and are gone at the end.
-  returned: when O(effect=NoExecute)
+  returned: when O(effect=NoExecute) or O(effect=Evict)
   type: list
   elements: str
 still_holding:
   description: Pods still using the devices at the end.
-  returned: when O(effect=NoExecute)
+  returned: when O(effect=NoExecute) or O(effect=Evict)
   type: list
   elements: str
+waves:
+  description:
+    - The eviction waves of O(effect=Evict) (with O(state=dry_run), those it would make), in order, each with
+      C(wave) (its number), C(pods), C(claims), C(pod_disruption_budgets) (the budgets covering its pods),
+      C(jobs), C(unmanaged) (pods no controller recreates) and C(terminating) (pods already being deleted).
+    - With O(wait=false), the waves of the pods still using the devices, as read by the call (so numbered from
+      the first wave still to go; RV(not_evicted) numbers them the same way).
+  returned: when O(effect=Evict) or O(state=dry_run)
+  type: list
+  elements: dict
+  sample:
+    - wave: 1
+      pods: [ml/trainer-0, ml/trainer-1]
+      claims: [ml/trainer-0-gpu-x7k2p, ml/trainer-1-gpu-9fq4d]
+      pod_disruption_budgets: [ml/trainer]
+      jobs: []
+      unmanaged: []
+      terminating: []
+pod_disruption_budgets:
+  description:
+    - The PodDisruptionBudgets covering the pods of RV(waves), each with C(name), C(spec) (C(minAvailable),
+      C(maxUnavailable)) and, as the disruption controller last computed them, C(disruptions_allowed),
+      C(current_healthy), C(desired_healthy) and C(expected_pods).
+  returned: when O(effect=Evict) or O(state=dry_run)
+  type: list
+  elements: dict
+not_evicted:
+  description:
+    - With O(effect=Evict), the pods that could not be evicted, each with C(pod), C(wave), C(reason),
+      C(pod_disruption_budgets) (those covering it) and C(message) (with the API server's words, for example
+      C(The disruption budget trainer needs 2 healthy pods and has 2 currently)).
+    - C(reason) is V(budget) when a PodDisruptionBudget refused the eviction, V(namespace) when the pod's namespace
+      is being deleted, V(terminating) when the pod was evicted but is not gone in time, V(error) for another
+      refusal.
+    - With O(wait=false), the refusals of this call (the next call retries them).
+  returned: when O(effect=Evict)
+  type: list
+  elements: dict
+claims_released:
+  description: With O(effect=Evict), whether no claim of the evicted pods holds a selected device any more.
+  returned: when O(effect=Evict)
+  type: bool
+waves_left:
+  description: With O(effect=Evict) and O(wait=false), how many waves still have pods (the first of them is the one
+    this call evicted).
+  returned: when O(effect=Evict) and O(wait=false)
+  type: int
 affected_claims:
   description: Per claim, its devices under the rule, pods, and C(toleration) (V(none), V(forever), V(seconds)).
   returned: when O(state) is not V(absent)
@@ -318,7 +403,9 @@ affected_claims:
 waiting_for:
   description:
     - With O(wait=false), what the eviction still waits for - V(eviction_done) while a C(NoExecute) rule's
-      C(EvictionInProgress) condition is not false for its generation - or null when nothing is left to wait for.
+      C(EvictionInProgress) condition is not false for its generation; with O(effect=Evict), V(wave_evicted) while
+      the pods of a wave are not all gone, then V(claims_released) while their claims still hold a device - or null
+      when nothing is left to wait for.
   returned: wait=false
   type: str
   sample: eviction_done
@@ -326,6 +413,7 @@ pending:
   description:
     - With O(wait=false), the pods (namespace/name) still to be evicted, those whose claims do not tolerate the taint
       for ever; C(DeviceTaintRule/<name>) alone while the controller has not reported and no such pod is listed.
+      With O(effect=Evict), the pods of the wave still there, or the claims (namespace/name) still holding a device.
   returned: wait=false
   type: list
   elements: str
@@ -359,6 +447,7 @@ from ansible_collections.dra.admin.plugins.module_utils.common.api import (
 from ansible_collections.dra.admin.plugins.module_utils.devices.taints_service import (
     ABSENT, DRY_RUN, TAINTED, DeviceTaint,
 )
+from ansible_collections.dra.admin.plugins.module_utils.devices.evictions import EVICT
 from ansible_collections.dra.admin.plugins.module_utils.devices.taints import (
     DEFAULT_KEY, EFFECT_NONE, NO_EXECUTE, NO_SCHEDULE, input_errors,
 )
@@ -375,7 +464,7 @@ def argument_spec():
         device=dict(type="str"),
         key=dict(type="str", default=DEFAULT_KEY, no_log=False),
         value=dict(type="str", default=""),
-        effect=dict(type="str", choices=[NO_SCHEDULE, NO_EXECUTE], default=NO_SCHEDULE),
+        effect=dict(type="str", choices=[NO_SCHEDULE, NO_EXECUTE, EVICT], default=NO_SCHEDULE),
         labels=dict(type="dict", default={}),
         annotations=dict(type="dict", default={}),
         wait=dict(type="bool", default=True),
@@ -387,7 +476,8 @@ def argument_spec():
 
 
 def parameter_errors(params):
-    checked = dict(params, effect=EFFECT_NONE if params["state"] == DRY_RUN else params["effect"])
+    effect = NO_SCHEDULE if params["effect"] == EVICT else params["effect"]  # Evict writes a NoSchedule rule
+    checked = dict(params, effect=EFFECT_NONE if params["state"] == DRY_RUN else effect)
     errors = input_errors(checked)
     if params["state"] == ABSENT and params["name"]:
         errors = [e for e in errors if not e.startswith("driver is required")]

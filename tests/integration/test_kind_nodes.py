@@ -189,7 +189,8 @@ def test_device_maintenance_takes_one_real_device_out_of_service_and_returns_it(
     assert c.get_json(rules)["items"] == before, "the dry run wrote a DeviceTaintRule"
 
     rc, results = role_task_results(c, "dra.admin.device_maintenance", tmp_path,
-                                    dict(target, dra_device_maintenance_state="tainted"))
+                                    dict(target, dra_device_maintenance_state="tainted",
+                                         dra_device_maintenance_effect="NoExecute"))  # the role's default is Evict
     assert rc == 0, results
     wait_until(lambda: c.kubectl("get", "pod", "user", "-n", ns, check=False).returncode != 0, 120,
                "the pod of the tainted device to be evicted")

@@ -82,10 +82,12 @@ MERGE_PATCH = "application/merge-patch+json"
 class DraApiError(DraAdminError):
     """An API failure with a message a user can act on."""
 
-    def __init__(self, message, status=None, causes=()):
+    def __init__(self, message, status=None, causes=(), cause_messages=()):
         super(DraApiError, self).__init__(message)
         self.status = status
         self.causes = tuple(causes)  # the reasons of the Status's details.causes, e.g. "NamespaceTerminating"
+        # their messages, e.g. "The disruption budget web needs 2 healthy pods and has 2 currently"
+        self.cause_messages = tuple(cause_messages)
 
 
 class DraNotServedError(DraApiError):
@@ -111,6 +113,16 @@ def status_causes(body):
     except (TypeError, ValueError, AttributeError):
         return ()
     return tuple(c.get("reason") for c in details.get("causes") or [] if isinstance(c, dict) and c.get("reason"))
+
+
+def status_cause_messages(body):
+    """The messages of a Status body's details.causes (empty when the body is not a Status): an eviction that a
+    PodDisruptionBudget refuses names the budget and its counts there."""
+    try:
+        details = json.loads(body).get("details") or {}
+    except (TypeError, ValueError, AttributeError):
+        return ()
+    return tuple(c.get("message") for c in details.get("causes") or [] if isinstance(c, dict) and c.get("message"))
 
 
 def _call(api_client, method, path, query, headers, body):
@@ -149,7 +161,8 @@ class DraApi(object):
             data = _call(self.api_client, method, path, list((query or {}).items()), headers, body)
         except ApiException as exc:
             raise DraApiError("%s %s failed: HTTP %s: %s" % (method, path, exc.status, _error_text(exc)),
-                              status=exc.status, causes=status_causes(getattr(exc, "body", None)))
+                              status=exc.status, causes=status_causes(getattr(exc, "body", None)),
+                              cause_messages=status_cause_messages(getattr(exc, "body", None)))
         return json.loads(data) if data else None
 
     def get(self, path, query=None, accept="application/json"):

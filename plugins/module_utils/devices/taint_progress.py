@@ -31,6 +31,10 @@ WAIT_TEXT = {EVICTION_DONE: "the pods using the devices to be evicted (condition
                             "rule's generation)"}
 # Pods still to go: those whose claims do not tolerate the taint, or tolerate it for some seconds only.
 EVICTED_TOLERATIONS = ("none", "seconds")
+# Effect Evict: the fields of one round only (left out of the one result), and those the last round has the
+# final word on (the plan, waves, stays the first call's).
+EVICT_ROUND_FIELDS = ("waves_left",)
+EVICT_WAIT_FIELDS = ("not_evicted", "claims_released", "pod_disruption_budgets")
 # The actions of a remediation whose rule is (or is to be) NoExecute: those it waits for.
 WAITED_ACTIONS = ("taint", "update", "keep")
 
@@ -88,24 +92,28 @@ def merge_taint_steps(step, wait=None):
     """One dra_device_taint result, as the module returns it with `wait: true`, from the role's write
     (`wait: false`) and the until-loop's last round (check mode, `wait: false`).
 
-    From the write: the plan (devices, would_evict, the rules in force before it), changed, the diff. From the
-    wait: the rule and who uses the devices at the end (claims, pods, tolerating, affected_claims); evicted:
-    the pods of the write's start gone at the end, still_holding: those left. A wait that did not run (skipped:
+    From the write: the plan (devices, would_evict, the rules in force before it; with effect Evict the waves),
+    changed, the diff. From the wait: the rule and who uses the devices at the end (claims, pods, tolerating,
+    affected_claims; with effect Evict not_evicted, claims_released and the budgets); evicted: the pods of the
+    write's start gone at the end, still_holding: those left. With effect Evict the wait's rounds evict too, so
+    the result is changed when they did. A wait that did not run (skipped:
     check mode, or no NoExecute) leaves the write's result as it is.
     """
     if not ran(step):
         return {}
-    out = module_fields(step)
+    out = module_fields(step, also=EVICT_ROUND_FIELDS)
     out["changed"] = bool(step.get("changed"))
     if not ran(wait):
         return out
-    for field in ("rule", "affected_claims", "claims", "pods", "tolerating"):
+    for field in ("rule", "affected_claims", "claims", "pods", "tolerating") + EVICT_WAIT_FIELDS:
         if field in wait:
             out[field] = wait[field]
     if "still_holding" in step:
         still = list(wait.get("pods") or [])
         out["evicted"] = sorted(p for p in step.get("pods") or [] if p not in still)
         out["still_holding"] = still
+        # effect Evict: the until-loop's rounds evict (the one call's changed covers them)
+        out["changed"] = out["changed"] or bool(wait.get("changed")) or bool(out["evicted"])
     out["api_requests"] = (step.get("api_requests") or 0) + (wait.get("api_requests") or 0)
     return out
 

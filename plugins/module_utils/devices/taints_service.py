@@ -31,6 +31,10 @@ from ansible_collections.dra.admin.plugins.module_utils.devices.taints import ( 
     planned_writes, pod_names, removed_annotations, report, rule_condition, rule_name_of, rule_patch, rule_selector,
     rule_summary, rule_taint, rules_in_force, selected_devices, selection_error, selector, selector_text,
 )
+from ansible_collections.dra.admin.plugins.module_utils.devices.evictions import (
+    EVICT, RULE_EFFECT, WAIT_TEXT as EVICTION_WAIT_TEXT,
+)
+from ansible_collections.dra.admin.plugins.module_utils.devices.evictions_service import DeviceEviction
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import (
     RESOURCE_GROUP, VersionError, device_taint_rule_support, device_taint_rules_unavailable,
 )
@@ -96,8 +100,23 @@ class DeviceTaint(object):
     def effect(self):
         return EFFECT_NONE if self.p["state"] == DRY_RUN else self.p["effect"]
 
+    def rule_effect(self):
+        """The effect the rule is written with: Evict writes NoSchedule and evicts the pods itself."""
+        return RULE_EFFECT if self.effect() == EVICT else self.effect()
+
+    def api_version(self):
+        try:
+            return rule_api_version(self.api)
+        except DeviceTaintError as exc:
+            if self.effect() != EVICT:
+                raise
+            raise DeviceTaintError(
+                "%s. effect Evict needs the rule as well: its NoSchedule taint keeps new claims off the devices "
+                "while their pods are evicted; dra.admin.dra_node_drain evicts the pods of a whole node with "
+                "PodDisruptionBudgets respected" % str(exc).rstrip("."))
+
     def run(self):
-        kube_version, version = rule_api_version(self.api)
+        kube_version, version = self.api_version()
         rules = list(self.api.list_items(rule_path(version)))
         existing = rule_named(rules, self.name)
         if self.p["state"] != DRY_RUN:
@@ -114,7 +133,8 @@ class DeviceTaint(object):
         sel = rule_selector(existing) if self.p["state"] == ABSENT and existing is not None else self.selector
         result["other_rules_in_force"] = rules_in_force(rules, sel, besides=self.name) if sel.get("driver") else []
         if not self.p["wait"]:
-            result.update(progress(self.waiting[0], self.waiting[1], self.started, self.clock(), WAIT_TEXT),
+            texts = dict(WAIT_TEXT, **EVICTION_WAIT_TEXT)
+            result.update(progress(self.waiting[0], self.waiting[1], self.started, self.clock(), texts),
                           started=self.started)
         return result
 
@@ -166,11 +186,12 @@ class DeviceTaint(object):
             before = affected_claims(claims, devices, taint, pods, sel=self.selector)
             out.update({"rule": rule_summary(existing, version), "affected_claims": before})
             out.update(report(before, before, EFFECT_NONE))
+            out.update(DeviceEviction(self, devices, taint, data_version).preview(before)[1])
             if self.p.get("preview"):
-                out["preview"] = self.preview(version, before)
+                out["preview"] = self.placement_preview(version, before)
             return out
         wanted = build_rule(version, self.name, self.selector, self.p["key"], self.p.get("value") or "",
-                            self.effect(), self.p.get("labels"), self.p.get("annotations"), self.operation)
+                            self.rule_effect(), self.p.get("labels"), self.p.get("annotations"), self.operation)
         writes = planned_writes(TAINTED, self.operation, existing, wanted, self.removed)
         planned_taint = self.taint_for_report(existing, wanted)
         rule = self.carry_out(version, writes, existing)
@@ -182,6 +203,9 @@ class DeviceTaint(object):
         # Claims as read before writing, judged against the taint as written (its timeAdded dates tolerations).
         taint = rule_taint(rule) if written else planned_taint
         before = affected_claims(claims, devices, taint, pods, sel=self.selector)
+        if self.effect() == EVICT:
+            out["rule"] = rule_summary(rule or wanted, version)
+            return self.evict(out, DeviceEviction(self, devices, taint, data_version), before)
         after, rule = self.wait(version, rule, devices, before, data_version)
         out.update({"rule": rule_summary(rule or wanted, version), "affected_claims": after})
         out.update(report(before, after, self.effect()))
@@ -190,7 +214,7 @@ class DeviceTaint(object):
             self.check_time_left(rule, out)
         return out
 
-    def preview(self, version, before):
+    def placement_preview(self, version, before):
         """whatif.preview of the pods a NoExecute taint would evict, with the rule in force (one GET per pod)."""
         rule = build_rule(version, self.name, self.selector, self.p["key"], self.p.get("value") or "", NO_EXECUTE)
         evicted = []
@@ -200,6 +224,23 @@ class DeviceTaint(object):
             if found:
                 evicted.append(found)
         return preview_evictions(self.api, evicted, extra_rules=[rule])
+
+    def evict(self, out, eviction, before):
+        """Effect Evict, once the NoSchedule rule is written: the waves evicted (all of them and the wait for the
+        claims; with wait false one round), or in check mode the plan."""
+        out.update(report(before, before, EVICT), affected_claims=before)
+        if self.p["wait"]:
+            fields, failure = eviction.run(before)
+            if eviction.after is not None:
+                out.update(report(before, eviction.after, EVICT), affected_claims=eviction.after)
+        else:
+            fields, waiting, pending, failure = eviction.step(before)
+            self.waiting = (waiting, pending)
+        out.update(fields)
+        self.changed = self.changed or eviction.changed
+        if failure:
+            raise DeviceTaintFailure(failure, dict((k, v) for k, v in out.items() if k not in ("devices", "selector")))
+        return out
 
     def check_time_left(self, rule, out):
         """wait false with since (a round of a role's wait): fail as the one call does when the eviction is not

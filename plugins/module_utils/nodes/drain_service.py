@@ -30,7 +30,7 @@ from ansible_collections.dra.admin.plugins.module_utils.nodes.drain import (
     eviction_body, eviction_refusal, plan_drain, pod_key, pod_ready,
 )
 from ansible_collections.dra.admin.plugins.module_utils.drivers.nodes import select_nodes_for_daemonset
-from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import daemonset_excludes
+from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import daemonset_excludes, label_selector_matches
 from ansible_collections.dra.admin.plugins.module_utils.claims.slices import driver_publishes_for_node, slices_for_node
 from ansible_collections.dra.admin.plugins.module_utils.common.progress import elapsed_since
 from ansible_collections.dra.admin.plugins.module_utils.nodes.drain_progress import drain_progress, drain_waiting_for
@@ -40,6 +40,82 @@ MAX_PARALLEL_EVICTIONS = 16
 
 class DrainError(DraAdminError):
     """The drain stopped; `details` says what blocks it. The node stays cordoned."""
+
+
+class PodEvictor(object):
+    """Evictions through the Eviction API (policy/v1), as the drain makes them: a refusal by a
+    PodDisruptionBudget (429) or in a namespace being deleted (403, NamespaceTerminating) is retried with
+    backoff (nodes.drain.backoff_delays) while `remaining()` (seconds left) is above 0; a pod that is gone or
+    already terminating needs no eviction. Used by the node drain and by dra_device_taint's effect Evict.
+
+    evict() returns None when the pod is evicted (or needs no eviction), else what kept it:
+    {pod, reason (budget, namespace, error), pdbs (the PodDisruptionBudgets covering it), message}.
+    """
+
+    def __init__(self, api, remaining, grace_period=None, clock=time.time, sleep=time.sleep):
+        self.api = api
+        self.remaining = remaining
+        self.grace_period = grace_period
+        self.clock = clock
+        self.sleep = sleep
+
+    def evict(self, pod, retry=True):
+        """Evict one pod; with `retry` false one request only (a refusal is returned at once, for a caller that
+        retries in rounds of its own)."""
+        meta = pod["metadata"]
+        if meta.get("deletionTimestamp"):
+            return None  # already terminating: only wait for it to go
+        path = "/api/v1/namespaces/%s/pods/%s/eviction" % (meta["namespace"], meta["name"])
+        delays = backoff_delays()
+        body = eviction_body(pod, self.grace_period)
+        while True:
+            try:
+                self.api.request("POST", path, body=body, content_type="application/json")
+                return None
+            except DraApiError as exc:
+                refusal = eviction_refusal(exc.status, exc.causes)
+                if refusal == "gone" or (refusal != "budget" and self.is_gone_or_terminating(pod)):
+                    return None
+                if refusal == "error":
+                    return {"pod": pod_key(pod), "reason": refusal, "message": "%s: %s" % (pod_key(pod), exc),
+                            "pdbs": []}
+                if not retry or self.remaining() <= 0:
+                    return self.refused(pod, refusal, exc)
+                self.sleep(min(next(delays), max(self.remaining(), 0.1)))
+
+    def evict_all(self, pods, retry=True):
+        """Evict the pods concurrently (each as evict() does); the refusals, in the pods' order."""
+        if not pods:
+            return []
+        with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_EVICTIONS, len(pods))) as pool:
+            outcomes = list(pool.map(lambda p: self.evict(p, retry), pods))
+        return [o for o in outcomes if o]
+
+    def is_gone_or_terminating(self, pod):
+        meta = pod["metadata"]
+        current = self.api.get_or_none("/api/v1/namespaces/%s/pods/%s" % (meta["namespace"], meta["name"]))
+        return current is None or current["metadata"]["uid"] != meta["uid"] or \
+            bool(current["metadata"].get("deletionTimestamp"))
+
+    def refused(self, pod, refusal, exc):
+        """What kept the pod when the evictions stop: the budgets covering it and the server's own words (a
+        PodDisruptionBudget's refusal names the budget and its counts in the Status's causes)."""
+        if refusal == "namespace":
+            return {"pod": pod_key(pod), "reason": refusal, "pdbs": [],
+                    "message": "%s: its namespace is being deleted, and the pod was not marked for deletion "
+                               "within the timeout (%s)" % (pod_key(pod), exc)}
+        pdbs = self.pdbs_for(pod)
+        said = "; ".join(exc.cause_messages) or str(exc)
+        return {"pod": pod_key(pod), "reason": refusal, "pdbs": pdbs,
+                "message": "%s refused by PodDisruptionBudget %s (%s)" % (pod_key(pod), ", ".join(pdbs) or "?", said)}
+
+    def pdbs_for(self, pod):
+        """Names of the PodDisruptionBudgets in the pod's namespace whose selector selects it."""
+        labels = pod["metadata"].get("labels") or {}
+        path = "/apis/policy/v1/namespaces/%s/poddisruptionbudgets" % pod["metadata"]["namespace"]
+        return ["%s/%s" % (pdb["metadata"]["namespace"], pdb["metadata"]["name"])
+                for pdb in self.api.list_items(path)
+                if label_selector_matches((pdb.get("spec") or {}).get("selector"), labels)]
 
 
 class NodeDrain(object):
@@ -60,6 +136,7 @@ class NodeDrain(object):
         self.driver_refs = list(params["driver_daemonsets"])
         self.non_pod = {}  # claims on the node reserved only for consumers that are not pods: key -> view
         self.group_consumers = {}  # (namespace, claim) -> the PodGroups reserving or listing it at the start
+        self.evictor = PodEvictor(api, self.remaining, params.get("grace_period"), clock=clock, sleep=sleep)
 
     # ------------------------------------------------------------------ helpers
     def event(self, text):
@@ -288,10 +365,7 @@ class NodeDrain(object):
         if not pods:
             return
         self.changed = True
-        workers = min(MAX_PARALLEL_EVICTIONS, len(pods))
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            outcomes = list(pool.map(self.evict, pods))
-        failures = [o for o in outcomes if o]
+        failures = self.evictor.evict_all(pods)
         if not failures and wait:
             failures = self.wait_pods_gone(pods)
         if failures:
@@ -302,44 +376,6 @@ class NodeDrain(object):
                 {"blocking_pods": [f["pod"] for f in failures],
                  "pod_disruption_budgets": sorted(set(b for f in failures for b in f["pdbs"]))})
         self.event("evicted %d %s(s)" % (len(pods), what) if wait else "eviction of %d %s(s) asked" % (len(pods), what))
-
-    def evict(self, pod):
-        """Evict one pod, retrying PDB refusals and terminating namespaces with backoff until the timeout.
-        None on success (or when the pod is gone or terminating)."""
-        meta = pod["metadata"]
-        if meta.get("deletionTimestamp"):
-            return None  # already terminating: only wait for it to go
-        path = "/api/v1/namespaces/%s/pods/%s/eviction" % (meta["namespace"], meta["name"])
-        delays = backoff_delays()
-        body = eviction_body(pod, self.p["grace_period"])
-        while True:
-            try:
-                self.api.request("POST", path, body=body, content_type="application/json")
-                return None
-            except DraApiError as exc:
-                refusal = eviction_refusal(exc.status, exc.causes)
-                if refusal == "gone" or (refusal != "budget" and self.is_gone_or_terminating(pod)):
-                    return None
-                if refusal == "error":
-                    return {"pod": pod_key(pod), "message": "%s: %s" % (pod_key(pod), exc), "pdbs": []}
-                if self.remaining() <= 0:
-                    return self.refused_until_timeout(pod, refusal, exc)
-                self.sleep(min(next(delays), max(self.remaining(), 0.1)))
-
-    def is_gone_or_terminating(self, pod):
-        meta = pod["metadata"]
-        current = self.api.get_or_none("/api/v1/namespaces/%s/pods/%s" % (meta["namespace"], meta["name"]))
-        return current is None or current["metadata"]["uid"] != meta["uid"] or \
-            bool(current["metadata"].get("deletionTimestamp"))
-
-    def refused_until_timeout(self, pod, refusal, exc):
-        if refusal == "namespace":
-            return {"pod": pod_key(pod), "pdbs": [],
-                    "message": "%s: its namespace is being deleted, and the pod was not marked for deletion "
-                               "within the timeout (%s)" % (pod_key(pod), exc)}
-        pdbs = self.pdbs_for(pod)
-        return {"pod": pod_key(pod), "pdbs": pdbs,
-                "message": "%s refused by PodDisruptionBudget %s (%s)" % (pod_key(pod), ", ".join(pdbs) or "?", exc)}
 
     def wait_pods_gone(self, pods):
         """Poll the node's pod list (one LIST per round, field-selected on the node) until the pods are gone."""
@@ -353,18 +389,6 @@ class NodeDrain(object):
                 return [{"pod": pod_key(p), "pdbs": [], "message": "%s evicted but still terminating" % pod_key(p)}
                         for p in pods if p["metadata"]["uid"] in waiting]
             self.sleep(self.p["wait_sleep"])
-
-    def pdbs_for(self, pod):
-        """Names of the PodDisruptionBudgets in the pod's namespace whose selector matches it."""
-        labels = pod["metadata"].get("labels") or {}
-        names = []
-        path = "/apis/policy/v1/namespaces/%s/poddisruptionbudgets" % pod["metadata"]["namespace"]
-        for pdb in self.api.list_items(path):
-            selector = (pdb.get("spec") or {}).get("selector") or {}
-            # matchExpressions are not evaluated here: such a PDB is named as a possible cause.
-            if all(labels.get(k) == v for k, v in (selector.get("matchLabels") or {}).items()):
-                names.append("%s/%s" % (pdb["metadata"]["namespace"], pdb["metadata"]["name"]))
-        return names
 
     def wait_claims_released(self, version, held, claim_pods, labels):
         """Poll the node's known claims by name until none keeps the driver on the node; then one final LIST."""

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: dra.admin contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""NodeSelector matching and the drain's exclusion label: the collection's one implementation.
+"""NodeSelector and LabelSelector matching and the drain's exclusion label: the collection's one implementation.
 
 Used for claim allocations (``status.allocation.nodeSelector``), ResourceSlice
 node selectors and DaemonSet node affinity. A node is given as its name and its
@@ -64,6 +64,18 @@ def term_matches(term, name, labels):
 def selector_matches(node_selector, name, labels):
     """A NodeSelector (terms ORed) admits the node."""
     return any(term_matches(t, name, labels) for t in (node_selector or {}).get("nodeSelectorTerms") or [])
+
+
+def label_selector_matches(label_selector, labels):
+    """A LabelSelector (matchLabels and matchExpressions ANDed; a PodDisruptionBudget's, a workload's) selects an
+    object of these labels. An empty selector selects every object, a null one none (as policy/v1 PDBs read it)."""
+    if label_selector is None:
+        return False
+    labels = labels or {}
+    if any(labels.get(k) != v for k, v in (label_selector.get("matchLabels") or {}).items()):
+        return False
+    return all(requirement_matches(e, e.get("key") in labels, labels.get(e.get("key")))
+               for e in label_selector.get("matchExpressions") or [])
 
 
 def node_label_map(nodes):

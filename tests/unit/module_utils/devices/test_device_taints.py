@@ -11,6 +11,7 @@ noexecute-pending   NoExecute: a1 and a2 evicted, t still running (PodsPendingEv
 noexecute-done      t evicted too (Completed)
 """
 import copy
+import re
 import os
 
 import pytest
@@ -318,6 +319,12 @@ class ScriptedApi(DraApi):
                 return {"items": self.objs.get(kind, []), "metadata": {}}
         if path == "/api/v1/pods":
             return {"items": self.objs.get("Pod", []), "metadata": {}}
+        for kind, pattern in (("Pod", r"^/api/v1/namespaces/([^/]+)/pods$"),
+                              ("PodDisruptionBudget", r"^/apis/policy/v1/namespaces/([^/]+)/poddisruptionbudgets$")):
+            match = re.match(pattern, path)
+            if match:
+                return {"items": [o for o in self.objs.get(kind, []) if o["metadata"]["namespace"] == match.group(1)],
+                        "metadata": {}}
         raise AssertionError("unexpected GET %s" % path)
 
 
