@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 ---
 module: dra_node_state_repair
-short_description: Move a node's provably stale DRA files (CDI specs, dead plugin sockets) to a backup directory
+short_description: Move a node's provably stale CDI specs to a backup directory, remove its dead plugin sockets
 version_added: 0.2.0
 description:
   - Runs on a node with the repairs M(dra.admin.dra_node_state_check_info) listed for it (RV(dra.admin.dra_node_state_check_info#module:nodes[].repairs)).
@@ -18,8 +18,10 @@ description:
     when it still holds there - a CDI spec that still names the same claims and that no running container uses;
     a socket that still does not answer. A repair that no longer holds is listed in RV(refused) with the reason,
     and nothing is done for it.
-  - Each file is moved, not deleted, into O(backup_dir) under its name and the UTC time of the move; moving it
-    back undoes the repair. Nothing else on the node is touched.
+  - A CDI spec is moved, not deleted, into O(backup_dir) under its name and the UTC time of the move; moving it
+    back undoes the repair. A dead socket is removed: a socket file holds no data (it cannot be copied or moved
+    to another file system), and the driver's plugin binds a new one when it starts. Nothing else on the node is
+    touched.
   - Supports check mode (what would move) and diff (the paths before and after).
 author:
   - dra.admin maintainers (@dra-admin)
@@ -85,7 +87,7 @@ EXAMPLES = r"""
 RETURN = r"""
 moved:
   description: The repairs carried out (in check mode, those that would be), each with C(kind), C(path), C(reason) and
-    C(backup) (where the file went; null in check mode).
+    C(backup) (where a spec went; null for a removed socket and in check mode).
   returned: always
   type: list
   elements: dict
@@ -132,6 +134,12 @@ def validate(repairs):
             raise InputError("repairs[%d] (a CDI spec) needs claim_uids: the claims the check found gone" % index)
 
 
+def after_line(moved, backup_dir):
+    if moved["kind"] == "socket":
+        return "%s removed\n" % moved["path"]
+    return "%s -> %s\n" % (moved["path"], moved["backup"] or backup_dir)
+
+
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     params = dict(module.params, node_name=None, containers=True)
@@ -143,9 +151,9 @@ def main():
     except DraAdminError as exc:
         module.fail_json(**fail_result(exc, changed=False))
     except (OSError, IOError) as exc:
-        module.fail_json(msg="moving a stale file into %s failed: %s" % (params["backup_dir"], exc), changed=False)
+        module.fail_json(msg="moving a stale file into %s or removing a dead socket failed: %s" % (params["backup_dir"], exc), changed=False)
     diff = {"before": "".join("%s\n" % m["path"] for m in moved),
-            "after": "".join("%s -> %s\n" % (m["path"], m["backup"] or params["backup_dir"]) for m in moved)}
+            "after": "".join(after_line(m, params["backup_dir"]) for m in moved)}
     module.exit_json(changed=bool(moved), moved=moved, refused=refused, diff=diff)
 
 

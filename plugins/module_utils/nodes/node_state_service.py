@@ -225,8 +225,16 @@ def recheck(repair, fresh):
     return "unknown repair kind %s" % kind
 
 
+def remove_socket(path):
+    """Remove a socket nobody listens on. A socket file holds no data (it cannot be copied, nor moved to another
+    file system): the driver's plugin binds a new one when it starts, so there is nothing to keep."""
+    os.unlink(path)
+    return None
+
+
 def repair(repairs, fresh, backup_dir, check_mode):
-    """Carry out the repairs that still hold: each file moved into `backup_dir` (reversible by moving it back).
+    """Carry out the repairs that still hold: a CDI spec moved into `backup_dir` (reversible by moving it back),
+    a dead socket removed.
     Returns (done, refused): done [{kind, path, backup, reason}], refused [{kind, path, why}]."""
     done, refused = [], []
     for item in repairs:
@@ -234,6 +242,8 @@ def repair(repairs, fresh, backup_dir, check_mode):
         if why:
             refused.append({"kind": item["kind"], "path": item["path"], "why": why})
             continue
-        backup = None if check_mode else move_to_backup(item["path"], backup_dir)
+        backup = None
+        if not check_mode:
+            backup = remove_socket(item["path"]) if item["kind"] == "socket" else move_to_backup(item["path"], backup_dir)
         done.append({"kind": item["kind"], "path": item["path"], "backup": backup, "reason": item.get("reason")})
     return done, refused
