@@ -23,7 +23,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.dra.admin.plugins.module_utils.claims.claims import allocation_nodes, pod_claim_names
+from ansible_collections.dra.admin.plugins.module_utils.claims.claims import allocation_nodes, pod_claim_refs
 from ansible_collections.dra.admin.plugins.module_utils.claims.slices import node_publishers
 from ansible_collections.dra.admin.plugins.module_utils.common.times import epoch_seconds
 from ansible_collections.dra.admin.plugins.module_utils.drivers.nodes import select_nodes_for_daemonset
@@ -74,7 +74,8 @@ def compact_pod(pod):
             "node": spec.get("nodeName"), "phase": status.get("phase"),
             "deletion_timestamp": meta.get("deletionTimestamp"),
             "daemonset": "%s/%s" % (meta.get("namespace"), owner[0]["name"]) if owner else None,
-            "claims": pod_claim_names(pod), "running_containers": running}
+            "claims": sorted(set(claim or name for name, claim, dummy in pod_claim_refs(pod) if claim or name)),
+            "running_containers": running}
 
 
 # --- drivers and their DaemonSets -------------------------------------------------------------------
