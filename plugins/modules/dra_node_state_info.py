@@ -16,7 +16,7 @@ description:
   - Runs on a node and reads, without changing anything, the node's own DRA state, so that
     M(dra.admin.dra_node_state_check_info) can compare it with the API.
   - The kubelet's checkpoint of prepared claims (C(<kubelet_root_dir>/dra_manager_state), format C(DRACheckpoint)
-    C(checkpoint.dra.kubelet.k8s.io/v1) with a CRC-32 checksum): per claim its UID, name, namespace, pods and each
+    C(checkpoint.dra.kubelet.k8s.io/v1) with a CRC-32 checksum) - per claim its UID, name, namespace, pods and each
     driver's devices with their CDI device ids.
   - The plugin registration sockets (C(<kubelet_root_dir>/plugins_registry)) and the plugin data directories
     (C(<kubelet_root_dir>/plugins/<driver>)), the driver and pod UID their names carry, and whether each socket
@@ -24,7 +24,7 @@ description:
   - The CDI spec files of O(cdi_spec_dirs) (JSON, or YAML where PyYAML is installed on the node) with their kind,
     devices and the claim UIDs they name.
   - Through C(crictl) (when found), the running containers and the CDI devices each was started with
-    (C(crictl inspect): C(info.config.CDI_devices)), and so which spec each container uses.
+    (C(crictl inspect), field C(info.config.CDI_devices)), and so which spec each container uses.
   - A file of a format the module does not know is reported with C(format=unknown) and the reason, never guessed.
   - Read-only; the same answer in check mode. Needs no access to the Kubernetes API.
 author:

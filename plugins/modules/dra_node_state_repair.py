@@ -19,7 +19,7 @@ description:
     a socket that still does not answer. A repair that no longer holds is listed in RV(refused) with the reason,
     and nothing is done for it.
   - A CDI spec is moved, not deleted, into O(backup_dir) under its name and the UTC time of the move; moving it
-    back undoes the repair. A dead socket is removed: a socket file holds no data (it cannot be copied or moved
+    back undoes the repair. A dead socket is removed - a socket file holds no data (it cannot be copied or moved
     to another file system), and the driver's plugin binds a new one when it starts. Nothing else on the node is
     touched.
   - Supports check mode (what would move) and diff (the paths before and after).

@@ -51,7 +51,8 @@ def run_doctor(c, tmp_path, extra_vars=None, check=False):
     tasks = {}
     for play in plays:
         for task in play["tasks"]:
-            tasks[task["task"]["name"]] = task["hosts"]
+            # The json callback names a role's task "<role> : <name>".
+            tasks[task["task"]["name"].split(" : ", 1)[-1]] = task["hosts"]
     return res.returncode, tasks, took
 
 
