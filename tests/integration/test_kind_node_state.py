@@ -106,8 +106,8 @@ def node_text(c, node, *cmd):
     return out.stdout
 
 
-def test_driver_removed_before_its_claim_pod_the_doctor_names_the_daemonset_to_bring_back(kind_cluster, kind_driver,
-                                                                                        tmp_path):
+def test_driver_removed_before_its_claim_pod_the_doctor_names_the_daemonset_to_bring_back(
+        kind_cluster, kind_driver, tmp_path):
     """The driver taken off the node (the drain's exclusion label on the node, outside any drain), then a claim pod
     deleted: the pod stays Terminating. The doctor names the cause (driver gone), the DaemonSet that brings the
     driver back and why it does not run there; even asked to repair and to force-delete, it changes nothing (the
@@ -161,8 +161,8 @@ def test_driver_removed_before_its_claim_pod_the_doctor_names_the_daemonset_to_b
     c.kubectl("delete", "namespace", ns, "--wait=false")
 
 
-def test_cdi_spec_left_after_its_claim_was_deleted_is_moved_to_the_backup_directory(kind_cluster, kind_driver,
-                                                                                  tmp_path):
+def test_cdi_spec_left_after_its_claim_was_deleted_is_moved_to_the_backup_directory(
+        kind_cluster, kind_driver, tmp_path):
     """A real claim's CDI spec, copied byte for byte while the claim was prepared, written back to the node once
     the claim is deleted and the driver removed it (the spec a driver reload leaves behind). The doctor finds it
     (claim gone, no container uses it, the kubelet no longer holds the claim); check mode moves nothing; the

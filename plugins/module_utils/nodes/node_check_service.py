@@ -43,8 +43,8 @@ def read_cluster(api, states):
     nodes = [_small_node(n) for n in api.list_items("/api/v1/nodes")]
     labels = dict((n["metadata"]["name"], n["metadata"]["labels"]) for n in nodes)
     wanted = set(s["node"] for s in states)
-    claims = [node_check.compact_claim(c, labels) for c in api.list_items(api.resource_path("resourceclaims",
-                                                                                          version=version))]
+    claims_path = api.resource_path("resourceclaims", version=version)
+    claims = [node_check.compact_claim(c, labels) for c in api.list_items(claims_path)]
     pods = [p for p in (node_check.compact_pod(p) for p in api.list_items("/api/v1/pods"))
             if p["node"] in wanted]
     slices = list(api.list_items(api.resource_path("resourceslices", version=version)))

@@ -97,8 +97,8 @@ def parse_checkpoint(text):
         return unknown("Data is not JSON: %s" % exc, claims=[])
     kind, version = (data or {}).get("kind"), (data or {}).get("apiVersion")
     if kind != CHECKPOINT_KIND or version != CHECKPOINT_API_VERSION:
-        return unknown("kind %s, apiVersion %s (known: %s, %s)" % (kind, version, CHECKPOINT_KIND,
-                                                                    CHECKPOINT_API_VERSION), claims=[])
+        known = "%s, %s" % (CHECKPOINT_KIND, CHECKPOINT_API_VERSION)
+        return unknown("kind %s, apiVersion %s (known: %s)" % (kind, version, known), claims=[])
     ok = checksum(outer["Data"]) == outer["Checksum"]
     return {"format": "%s %s" % (CHECKPOINT_KIND, CHECKPOINT_API_VERSION), "checksum_ok": ok,
             "claims": [checkpoint_claim(e) for e in data.get("ClaimInfoStateList") or []],
