@@ -18,6 +18,7 @@ import yaml
 from dra_objects import DRIVER, EXCLUSION_LABEL, claim_template
 from kind_nodes import (DRIVER_NAMESPACE, ROOT, cdi_specs_naming, is_ready, live_driver_pods, running_pod,
                         wait_until)
+from kube import WaitTimeout
 from test_kind_nodes import kubelet_unprepare_failures, write_node_file
 
 DAEMONSET = "gpu-example-com-kubeletplugin"
@@ -270,8 +271,15 @@ def test_checkpoint_entry_of_a_claim_deleted_while_the_kubelet_was_stopped(kind_
     finally:
         node_text(c, node, "systemctl", "start", "kubelet")
     wait_until(lambda: node_ready(c, node), 180, f"{node} Ready again after the kubelet's start")
-    wait_until(lambda: claim_uid not in node_text(c, node, "cat", CHECKPOINT), 180,
-               f"the kubelet to unprepare claim {claim_uid} and drop it from its checkpoint")
+    try:
+        wait_until(lambda: claim_uid not in node_text(c, node, "cat", CHECKPOINT), 240,
+                   f"the kubelet to unprepare claim {claim_uid} and drop it from its checkpoint")
+    except WaitTimeout as exc:
+        dummy, tasks, dummy = run_doctor(c, tmp_path, check=True)
+        journal = node_text(c, node, "sh", "-c", "journalctl -u kubelet --no-pager -o cat --since -6min | grep -i -E "
+                            f"'{claim_name}|{claim_uid}|unprepar|DRA plugin|dra.sock|reg.sock' | tail -40")
+        raise AssertionError(f"{exc}\nthe doctor: {json.dumps(node_report(tasks, node), indent=1)}\n"
+                             f"the kubelet's journal:\n{journal}")
     wait_until(lambda: not cdi_specs_naming(c, node, claim_uid), 60, f"the CDI spec of claim {claim_uid} to go")
     wait_until(lambda: [p for p in live_driver_pods(c, node) if is_ready(p)], 120, f"a ready driver pod on {node}")
     assert_clean_second_run(c, tmp_path, node)
