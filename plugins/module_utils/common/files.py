@@ -57,6 +57,14 @@ def backup_file(path, backup_dir):
     return target
 
 
+def move_to_backup(path, backup_dir):
+    """Move `path` (a file or a socket) into `backup_dir` (created 0700) under a timestamped name, so that moving
+    it back undoes the change; return where it went."""
+    target = _backup_target(os.path.basename(path), backup_dir)
+    shutil.move(path, target)
+    return target
+
+
 def backup_text(text, name, backup_dir):
     """Save `text` (something that is not a host file, such as a ConfigMap's data) into `backup_dir` as a
     timestamped file named after `name`, readable by its owner only; return its path."""

@@ -187,7 +187,7 @@ def test_every_playbook_has_a_job_template():
     templates = job_templates()
     playbooks = sorted(p.stem for p in (ROOT / "playbooks").glob("*.yml") if p.stem != "awx_configure")
     assert sorted(templates) == playbooks == ["device_maintenance", "device_remediation", "driver_upgrade", "health",
-                                              "maintenance", "site", "upgrade_check"]
+                                              "maintenance", "node_doctor", "site", "upgrade_check"]
     for name, template in templates.items():
         assert template["playbook"] == "playbooks/%s.yml" % name
     # A survey where a run must be told something no inventory holds (the node, the device, the target release).

@@ -34,7 +34,7 @@ def test_the_backup_defaults_have_one_home():
     assert yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["options"]["backup_dir"]["default"] == NODE_BACKUP_DIR
     assert yaml.safe_load(ModuleDocFragment.CONTROLLER)["options"]["backup_dir"]["default"] == CONTROLLER_BACKUP_DIR
     assert backup_options(NODE_BACKUP_DIR)["backup_dir"]["default"] == NODE_BACKUP_DIR
-    for role in ("feature_gates", "control_plane_tuning"):
+    for role in ("feature_gates", "control_plane_tuning", "node_doctor"):
         variable = "dra_%s_backup_dir" % role
         with open(os.path.join(ROOT, "roles", role, "defaults", "main.yml")) as fh:
             assert yaml.safe_load(fh)[variable] == NODE_BACKUP_DIR
