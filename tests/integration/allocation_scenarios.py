@@ -130,9 +130,13 @@ class Scenario:
         """The device taint effects a request tolerates: none, NoSchedule only, or both."""
         return self.rng.choice(((), (), ("NoSchedule",), ("NoSchedule", "NoExecute")))
 
+    def pick(self):
+        """Zero to two selectors of the list."""
+        return self.rng.sample(selectors_for(self.driver, self.ctx["semver"]), self.rng.choice((0, 0, 1, 1, 2)))
+
     def request(self, name, tolerate=None):
         r, ctx = self.rng, self.ctx
-        pick = lambda: r.sample(selectors_for(self.driver, ctx["semver"]), r.choice((0, 0, 1, 1, 2)))  # noqa: E731
+        pick = self.pick
         tolerate = self.tolerations() if tolerate is None else tolerate
         if ctx["prioritized_list"] and r.random() < 0.2:
             subs = [dict(self.request_body(r.randint(1, 3), None, pick(), tolerate), name="first"),
