@@ -48,16 +48,14 @@ class Request:
         self.admin = bool(body.get("adminAccess"))
         self.tolerations = list(body.get("tolerations") or [])
         self.capacity = (body.get("capacity") or {}).get("requests") or {}
+        # What decides a device's static reason for this request (two pods asking alike share it).
+        self.signature = (self.class_name, tuple(self.selectors), self.admin,
+                          tuple(sorted(tuple(sorted((k, str(v)) for k, v in t.items())) for t in self.tolerations)))
 
     @property
     def label(self):
         return "%s/%s" % (self.parent, self.name) if self.parent else self.name
 
-    @property
-    def signature(self):
-        """What decides a device's static reason for this request (two pods asking alike share it)."""
-        return (self.class_name, tuple(self.selectors), self.admin,
-                tuple(sorted(tuple(sorted((k, str(v)) for k, v in t.items())) for t in self.tolerations)))
 
     @property
     def base(self):
@@ -184,6 +182,7 @@ class PoolIndex:
 
     def __init__(self, pools):
         self.pools = pools
+        self.order = dict((id(p), i) for i, p in enumerate(pools))
         self.by_node = {}
         self.others = []
         for pool in pools:
@@ -196,9 +195,11 @@ class PoolIndex:
                 self.others.append(pool)
 
     def for_node(self, node_name, labels):
-        found = self.by_node.get(node_name, []) + pools_for_node(self.others, node_name, labels)
-        order = dict((id(p), i) for i, p in enumerate(self.pools))
-        return sorted(found, key=lambda p: order[id(p)])
+        shared = pools_for_node(self.others, node_name, labels)
+        own = self.by_node.get(node_name, [])
+        if not shared or not own:
+            return own or shared
+        return sorted(own + shared, key=lambda p: self.order[id(p)])
 
 
 def allocated_devices(claims, besides=()):
