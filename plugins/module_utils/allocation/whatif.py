@@ -22,6 +22,7 @@ __metaclass__ = type
 import copy
 
 from ansible_collections.dra.admin.plugins.module_utils.allocation import explain, search
+from ansible_collections.dra.admin.plugins.module_utils.nodes.drain import controller_of, pod_key
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims import (
     SOURCE_TEMPLATE, allocation, pod_claim_refs, reserved_for,
 )
@@ -30,16 +31,13 @@ NOT_RECREATED = "not_recreated"
 
 
 def _label(obj):
-    meta = obj.get("metadata") or {}
-    return "%s/%s" % (meta.get("namespace"), meta.get("name"))
+    return pod_key(obj)
 
 
-def controller_of(pod):
+def controller_name(pod):
     """The pod's controller ("Kind/name"), or None for a bare pod."""
-    for ref in (pod.get("metadata") or {}).get("ownerReferences") or []:
-        if ref.get("controller"):
-            return "%s/%s" % (ref.get("kind"), ref.get("name"))
-    return None
+    ref = controller_of(pod)
+    return "%s/%s" % (ref.get("kind"), ref.get("name")) if ref else None
 
 
 def released_claims(claims, evicted_pods):
@@ -109,7 +107,7 @@ def preview(ctx, claims, nodes, evicted_pods, removed_nodes=()):
 
 
 def _place(ctx, pod, claims_by_label, released, nodes):
-    owner = controller_of(pod)
+    owner = controller_name(pod)
     subject = {"pod": _label(pod), "controller": owner}
     if owner is None:
         return dict(subject, verdict=NOT_RECREATED, message="a pod without a controller is not made again")
