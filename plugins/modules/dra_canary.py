@@ -196,7 +196,7 @@ ok:
   description: Whether every probe passed every phase (true when nothing was probed).
   returned: always
   type: bool
-failed:
+failed_pools:
   description: Every probe that failed, as its C(<driver>/<pool>), a colon and the first phase that failed.
   returned: always
   type: list

@@ -510,6 +510,18 @@ def metrics_text(results, skipped, now):
     return "\n".join(lines) + "\n"
 
 
+def failed_pools(results):
+    """``<driver>/<pool>: <first failed phase>`` of every probe that failed."""
+    return ["%s/%s: %s" % (r["driver"], r["pool"], r["failed_phase"]) for r in results if not r["ok"]]
+
+
+def would_probe(probes):
+    """Check mode's lines: what each probe would be."""
+    return ["would probe %s/%s: device %s%s, selector %s" % (
+        p["driver"], p["pool"], p["device"], " on node " + p["node"] if p["node"] else "", p["selector"])
+        for p in probes]
+
+
 def summary_lines(results, skipped):
     """One line per probe and per skipped pool."""
     lines = []

@@ -15,7 +15,7 @@ import string
 import time
 
 from ansible_collections.dra.admin.plugins.module_utils.canary.canary import (
-    RUN_LABEL, advance, canary_pod, claim_template, latest_warning, metrics_text,
+    RUN_LABEL, advance, failed_pools, would_probe, canary_pod, claim_template, latest_warning, metrics_text,
     new_state, object_name, owned_by, plan_probes, probe_result, summary_lines, wanted_pools,
 )
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import (
@@ -156,14 +156,13 @@ class Canary(object):
 
     def run(self, drivers=(), pools=(), classes=None, check_mode=False):
         """The run's report: {resource_api_version, run_id, namespace, results, skipped, summary, metrics_text,
-        ok, failed, check_mode}."""
+        ok, failed_pools, check_mode}."""
         self.version, plan = read_plan(self.api, drivers, pools, classes)
         report = {"resource_api_version": self.version, "run_id": self.run_id, "namespace": self.options["namespace"],
                   "planned": plan["probes"], "skipped": plan["skipped"], "results": [], "check_mode": check_mode}
         if check_mode:
-            report.update(summary=["would probe %s/%s: device %s%s, selector %s" % (
-                p["driver"], p["pool"], p["device"], " on node " + p["node"] if p["node"] else "", p["selector"])
-                for p in plan["probes"]] + summary_lines([], plan["skipped"]), metrics_text="", ok=True, failed=[])
+            report.update(summary=would_probe(plan["probes"]) + summary_lines([], plan["skipped"]), metrics_text="",
+                          ok=True, failed_pools=[])
             return report
         self.check_namespace()
         try:
@@ -176,7 +175,7 @@ class Canary(object):
         report.update(results=results, summary=summary_lines(results, plan["skipped"]),
                       metrics_text=metrics_text(results, plan["skipped"], self.wall()),
                       ok=all(r["ok"] for r in results),
-                      failed=["%s/%s: %s" % (r["driver"], r["pool"], r["failed_phase"]) for r in results if not r["ok"]])
+                      failed_pools=failed_pools(results))
         return report
 
 
