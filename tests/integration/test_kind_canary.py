@@ -117,8 +117,8 @@ def plugin_pid_command(uid):
            f"--label io.kubernetes.pod.uid={uid})"
 
 
-def test_a_stopped_plugin_fails_its_nodes_canary_in_prepare_and_the_other_node_passes(kind_cluster, kind_driver,
-                                                                                        tmp_path):
+def test_a_stopped_plugin_fails_its_nodes_canary_in_prepare_and_the_other_node_passes(
+        kind_cluster, kind_driver, tmp_path):
     """SIGSTOP of one node's kubelet plugin (as test_kind_nodes' liveness test): its slices stay published, so
     the claim is allocated, but nothing prepares it. That node's canary fails in prepare, the other's passes, the
     play fails naming the phase after writing the metrics file; the driver is resumed and healthy afterwards."""

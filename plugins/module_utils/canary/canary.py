@@ -81,7 +81,7 @@ def _cel_string(text):
 def attribute_clause(driver, name, value):
     """A CEL comparison of one device attribute with its value, or None for a value CEL cannot compare here
     (versions). Unqualified names are in the driver's domain."""
-    domain, _, short = name.rpartition("/")
+    domain, _slash, short = name.rpartition("/")
     ref = "device.attributes[%s].%s" % (_cel_string(domain or driver), short)
     if "string" in value:
         return "%s == %s" % (ref, _cel_string(value["string"]))
@@ -135,8 +135,8 @@ def _published(slices):
     for item in current_slices(slices):
         driver, pool = pool_key(item)
         for device in (item.get("spec") or {}).get("devices") or []:
-            out[(driver, pool, device.get("name"))] = (device_location(item, device),
-                                                        device_fields(device).get("attributes") or {})
+            attributes = device_fields(device).get("attributes") or {}
+            out[(driver, pool, device.get("name"))] = (device_location(item, device), attributes)
     return out
 
 
@@ -333,7 +333,7 @@ def parse_report(message):
         if line.startswith(PATH_MARK):
             paths.append(line[len(PATH_MARK):])
         elif "=" in line:
-            name, _, value = line.partition("=")
+            name, _equals, value = line.partition("=")
             env[name] = value
     return env, paths
 
@@ -528,8 +528,8 @@ def summary_lines(results, skipped):
     for r in results:
         times = ", ".join("%s %s" % (name, ("%.1fs" % p["seconds"]) if p["seconds"] is not None else "-")
                           + ("" if p["ok"] else " FAILED") for name, p in r["phases"].items())
-        head = "%s/%s (device %s%s): %s" % (r["driver"], r["pool"], r["device"],
-                                           " on " + r["node"] if r["node"] else "", "ok" if r["ok"] else "FAILED")
+        node = " on " + r["node"] if r["node"] else ""
+        head = "%s/%s (device %s%s): %s" % (r["driver"], r["pool"], r["device"], node, "ok" if r["ok"] else "FAILED")
         detail = "; ".join("%s: %s" % (n, p["detail"]) for n, p in r["phases"].items() if p["detail"])
         lines.append("%s - %s%s" % (head, times, (" - " + detail) if detail else ""))
     for s in skipped:

@@ -45,7 +45,7 @@ def read_plan(api, drivers=(), pools=(), classes=None):
 
 
 def _run_id():
-    return "".join(random.choice(string.ascii_lowercase + string.digits) for _ in range(5))
+    return "".join(random.choice(string.ascii_lowercase + string.digits) for _index in range(5))
 
 
 class Canary(object):

@@ -217,7 +217,7 @@ def _canary_limits(canary_limits):
     limits.update((k, v) for k, v in (canary_limits or {}).items() if v is not None)
     for key, value in limits.items():
         try:
-            if not float(value) > 0:
+            if float(value) <= 0 or float(value) != float(value):
                 raise ValueError(value)
         except (TypeError, ValueError):
             raise RulesError("canary threshold %s=%r is not a number of seconds above 0" % (key, value))

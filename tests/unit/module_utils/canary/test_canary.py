@@ -179,10 +179,11 @@ def test_template_and_pod_as_the_served_version_wants_them(release):
     assert pod["spec"]["resourceClaims"] == [{"name": "device", "resourceClaimTemplateName": "dra-canary-abc-0"}]
 
 
-def replay(data, start=0.0, probe=None, timeouts=TIMEOUTS, expect=EXPECT, deleted_after="terminated"):
+def replay(data, start=0.0, probe=None, timeouts=None, expect=None):
     """Feed the recorded looks at the probe to `advance` in order; the pod counts as deleted (as the service
     deletes it) at the first look after the state asks for it."""
     probe = dict(probe or data["probe"])
+    timeouts, expect = timeouts or TIMEOUTS, expect or EXPECT
     state = canary.new_state(start)
     for snap in data["progress"]:
         now = start + snap["t"]

@@ -82,12 +82,12 @@ OPTIONS = {"namespace": NS, "image": "busybox", "expect_env": dict(canary.DEFAUL
            "timeouts": {"allocation": 60, "prepare": 180, "unprepare": 120}, "sleep": 0.5}
 
 
-def run(api, release_data, check_mode=False, options=OPTIONS, pools=None):
+def run(api, release_data, check_mode=False, pools=None):
     clock = {"now": 0.0}
 
     def sleep(seconds):
         clock["now"] += seconds
-    runner = Canary(api, dict(options), clock=lambda: clock["now"], sleep=sleep, wall=lambda: 1700000000.0)
+    runner = Canary(api, copy.deepcopy(OPTIONS), clock=lambda: clock["now"], sleep=sleep, wall=lambda: 1700000000.0)
     return runner, runner.run(["gpu.example.com"], pools or [release_data["probe"]["pool"]], None, check_mode)
 
 
