@@ -35,6 +35,9 @@ description:
     deleted also when the run fails; a claim is never forced away (its finalizer stays until the driver
     unprepared it), so a driver that cannot unprepare leaves it, and RV(results) says so.
   - In check mode nothing is created; RV(planned) and RV(summary) say what would be probed.
+  - Needs permission to create, list and delete pods, C(resourceclaimtemplates) and C(resourceclaims) in
+    O(namespace) and to list its events, and to list ResourceSlices, ResourceClaims, DeviceClasses, Nodes and
+    (where served) DeviceTaintRules cluster-wide.
 author:
   - dra.admin maintainers (@dra-admin)
 extends_documentation_fragment:

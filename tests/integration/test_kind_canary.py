@@ -65,7 +65,8 @@ def report_times(c, task):
     for r in task["results"]:
         times = ", ".join(f"{p} {r['phases'][p]['seconds']}s{'' if r['phases'][p]['ok'] else ' FAILED'}"
                           for p in PHASES if p in r["phases"])
-        print(f"\ncanary {c.version} {r['pool']}: {times}")
+        details = "; ".join(f"{p}: {e['detail']}" for p, e in r["phases"].items() if e["detail"])
+        print(f"\ncanary {c.version} {r['pool']}: {times}{' - ' + details if details else ''}")
 
 
 def test_check_mode_creates_nothing_and_names_what_it_would_probe(kind_cluster, kind_driver, tmp_path):
