@@ -320,3 +320,20 @@ def test_templates_name_only_known_placeholders():
         {"type": "Warning", "reason": "A", "message": "old", "lastTimestamp": "2026-01-01T00:00:00Z"},
         {"type": "Warning", "reason": "FailedPrepareDynamicResources", "message": "new",
          "lastTimestamp": "2026-01-01T00:00:05Z"}]) == "FailedPrepareDynamicResources: new"
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_the_selector_matches_exactly_the_chosen_device_as_dra_cel_evaluates_it(release):
+    """Each probe's selector, evaluated by the allocation explainer's CEL environment on every published device
+    of the driver, selects the chosen device and, among the devices of its node, no other."""
+    from ansible_collections.dra.admin.plugins.module_utils.allocation.cel import Environment
+    data = recorded(release)
+    env = Environment(int(data["version"].split(".")[1]))
+    for probe in plan(data)["probes"]:
+        matched = []
+        for item in data["slices"]:
+            for device in item["spec"]["devices"]:
+                activation = env.device_activation(DRIVER, canary.device_fields(device))
+                if env.matches(probe["selector"], activation):
+                    matched.append((item["spec"]["nodeName"], device["name"]))
+        assert [name for node, name in matched if node == probe["node"]] == [probe["device"]]
