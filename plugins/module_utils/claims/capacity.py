@@ -427,15 +427,14 @@ def allocation_use(claims, devices, driver):
     return used, per_class, sorted(set(unpublished))
 
 
-def capacity_report(slices, claims, device_classes=(), driver=None, server_version=None, taint_rules=()):
-    """{by_driver, by_pool, by_node, by_device_class, totals, unpublished_allocations, allocator} (of one driver,
-    if given), free devices judged by the allocator rules of `server_version` (``gitVersion``); `taint_rules`: the
-    cluster's DeviceTaintRules (their NoSchedule and NoExecute taints count as the slices' own)."""
-    rules = allocator_rules(server_version)
+def judged_devices(slices, claims, rules, taint_rules=(), driver=None):
+    """Every current device (of one driver, if given) judged by the allocator `rules` (allocator_rules):
+    {devices: {(driver, pool, device): record with key, free}, used, per_class, unpublished, pools, consumed}.
+    The one place that decides whether a device is free (capacity_report, the canary's device choice)."""
     per_pool = rules["counters_per_pool"]
     slices = [s for s in slices if driver is None or (s.get("spec") or {}).get("driver") == driver]
     devices = published_devices(slices, rules, taint_rules)
-    used, per_class_allocated, unpublished = allocation_use(claims, devices, driver)
+    used, per_class, unpublished = allocation_use(claims, devices, driver)
     pools = pool_states(slices, devices, rules)
     consumed = counters_consumed(devices, used)
     for key, device in devices.items():
@@ -443,6 +442,18 @@ def capacity_report(slices, claims, device_classes=(), driver=None, server_versi
         device["key"] = key
         device["free"] = device_free(device, used.get(key), pool, counters_left(
             pool["counter_sets"], consumed.get(key[:2], {})), per_pool)
+    return {"devices": devices, "used": used, "per_class": per_class, "unpublished": unpublished, "pools": pools,
+            "consumed": consumed}
+
+
+def capacity_report(slices, claims, device_classes=(), driver=None, server_version=None, taint_rules=()):
+    """{by_driver, by_pool, by_node, by_device_class, totals, unpublished_allocations, allocator} (of one driver,
+    if given), free devices judged by the allocator rules of `server_version` (``gitVersion``); `taint_rules`: the
+    cluster's DeviceTaintRules (their NoSchedule and NoExecute taints count as the slices' own)."""
+    rules = allocator_rules(server_version)
+    judged = judged_devices(slices, claims, rules, taint_rules, driver)
+    devices, used, pools, consumed = judged["devices"], judged["used"], judged["pools"], judged["consumed"]
+    per_class_allocated, unpublished = judged["per_class"], judged["unpublished"]
     by_driver, by_pool, by_node, totals = {}, {}, {}, _entry()
     for key, device in sorted(devices.items(), key=_sort_key):
         _add_device(by_driver.setdefault(device["driver"], _entry()), device, used)

@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.dra.admin.plugins.module_utils.canary import canary as canary_metrics
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.metrics import diagnosis
 
@@ -81,6 +82,11 @@ ALERTS = {
 }
 
 CONTROLLER_METRICS_ABSENT = "DRAResourceClaimControllerMetricsAbsent"
+CANARY_FAILED = "DRACanaryPhaseFailed"
+CANARY_SLOW = "DRACanaryPhaseSlow"
+CANARY_STALE = "DRACanaryNotRun"
+CANARY_DEFAULTS = {"phase_seconds_high": 60, "stale_seconds": 7200}
+_BY_PHASE = "by (driver, pool, phase)"
 SCHEDULER_METRICS_ABSENT = "DRASchedulerMetricsAbsent"
 
 
@@ -203,13 +209,78 @@ def absent_alerts(workqueue_depth_selector, absent_for, labels):
     ]
 
 
+def _canary_limits(canary_limits):
+    limits = dict(CANARY_DEFAULTS)
+    unknown = sorted(set(canary_limits or {}) - set(limits))
+    if unknown:
+        raise RulesError("unknown canary threshold(s) %s; known: %s" % (", ".join(unknown), ", ".join(sorted(limits))))
+    limits.update((k, v) for k, v in (canary_limits or {}).items() if v is not None)
+    for key, value in limits.items():
+        try:
+            if float(value) <= 0 or float(value) != float(value):
+                raise ValueError(value)
+        except (TypeError, ValueError):
+            raise RulesError("canary threshold %s=%r is not a number of seconds above 0" % (key, value))
+    return dict((key, _text(value)) for key, value in limits.items())
+
+
+def canary_alerts(canary_limits, labels):
+    """Alerts on the canary's results (role dra.admin.canary's metrics file, read by node-exporter): a phase
+    failed, a phase took longer than its threshold, or the canary has not run for a while."""
+    limits = _canary_limits(canary_limits)
+    where = "{{ $labels.driver }}/{{ $labels.pool }}, phase {{ $labels.phase }}"
+    return [
+        {"alert": CANARY_FAILED,
+         "expr": "min %s (%s) == 0" % (_BY_PHASE, canary_metrics.METRIC_SUCCESS),
+         "labels": dict(labels),
+         "annotations": {
+             "summary": "A DRA canary claim failed.",
+             "description": "The canary of %s failed: a pod whose claim takes one free device of that pool did not "
+                            "get through this phase (allocation: no device allocated; prepare: the driver did not "
+                            "prepare it or the container did not start; device: the container did not see it; "
+                            "unprepare: the pod or claim stayed). Playbook canary.yml (role dra.admin.canary) names "
+                            "why; check the driver's pod on that node." % where}},
+        {"alert": CANARY_SLOW,
+         "expr": "max %s (%s) > %s" % (_BY_PHASE, canary_metrics.METRIC_PHASE_SECONDS, limits["phase_seconds_high"]),
+         "labels": dict(labels),
+         "annotations": {
+             "summary": "A phase of a DRA canary claim is slow.",
+             "description": "The canary of %s took {{ $value }}s (threshold %ss). " % (
+                 where, limits["phase_seconds_high"]) + _DRIVER_ADVICE}},
+        {"alert": CANARY_STALE,
+         "expr": "time() - max(%s) > %s" % (canary_metrics.METRIC_LAST_RUN, limits["stale_seconds"]),
+         "labels": dict(labels),
+         "annotations": {
+             "summary": "The DRA canary has not run for a while.",
+             "description": "The canary's last result is {{ $value | humanizeDuration }} old (threshold %ss): its "
+                            "schedule (AWX job template DRA canary) stopped, or its metrics file is no longer "
+                            "written. Its alerts cannot fire without it." % limits["stale_seconds"]}},
+    ]
+
+
+def canary_queries(canary_limits=None):
+    """The dashboard's canary panels: phase seconds (with the slow threshold) and phase success."""
+    limits = _canary_limits(canary_limits)
+    return [
+        dict(id="canary_phase_seconds", title="DRA canary phase duration", unit="s", grafana_unit="s",
+             expr="max %s (%s)" % (_BY_PHASE, canary_metrics.METRIC_PHASE_SECONDS), threshold=limits["phase_seconds_high"],
+             description="dra.admin canary (playbooks/canary.yml with dra_canary_metrics_file): seconds per driver, "
+                         "pool and phase (allocation, prepare, device, unprepare)"),
+        dict(id="canary_success", title="DRA canary phase success", unit="", grafana_unit="short",
+             expr="min %s (%s)" % (_BY_PHASE, canary_metrics.METRIC_SUCCESS), threshold=None,
+             description="dra.admin canary: 1 when the phase passed, 0 when it failed"),
+    ]
+
+
 def rule_groups(thresholds=None, group_prefix="dra-admin", interval="", alert_for="10m", alert_labels=None,
-                workqueue_depth_selector=None, absent=True, absent_for="15m", device_taint_eviction_alert=True):
+                workqueue_depth_selector=None, absent=True, absent_for="15m", device_taint_eviction_alert=True,
+                canary_rules=True, canary_limits=None):
     """The Prometheus rule file's content: ``{"groups": [<prefix>.recording, <prefix>.alerts]}``.
 
     thresholds: overrides of diagnosis.DEFAULT_THRESHOLDS by name; workqueue_depth_selector:
     the depth query's target matchers (None keeps the page's); interval: the groups'
-    evaluation interval ("" = Prometheus' global one).
+    evaluation interval ("" = Prometheus' global one); canary_rules: the canary alerts, with canary_limits
+    overriding CANARY_DEFAULTS.
     """
     if not group_prefix:
         raise RulesError("the rule group prefix is empty: give a name such as dra-admin")
@@ -220,6 +291,8 @@ def rule_groups(thresholds=None, group_prefix="dra-admin", interval="", alert_fo
         alerts.append(eviction_alert(labels))
     if absent:
         alerts.extend(absent_alerts(workqueue_depth_selector, absent_for, labels))
+    if canary_rules:
+        alerts.extend(canary_alerts(canary_limits, labels))
     groups = []
     for suffix, rules in (("recording", recording_rules(workqueue_depth_selector)), ("alerts", alerts)):
         group = {"name": "%s.%s" % (group_prefix, suffix)}

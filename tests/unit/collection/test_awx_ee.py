@@ -146,7 +146,7 @@ def test_collection_installs_from_the_context_and_declares_its_dependencies(cont
 
 # --- playbooks ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("playbook", ["playbooks/awx_configure.yml", "playbooks/health.yml"])
+@pytest.mark.parametrize("playbook", ["playbooks/awx_configure.yml", "playbooks/health.yml", "playbooks/canary.yml"])
 def test_syntax_check(playbook):
     run([BIN / "ansible-playbook", "--syntax-check", "-i", ROOT / "inventory" / "example.yml", ROOT / playbook])
 
@@ -186,8 +186,8 @@ def rendered_var(name):
 def test_every_playbook_has_a_job_template():
     templates = job_templates()
     playbooks = sorted(p.stem for p in (ROOT / "playbooks").glob("*.yml") if p.stem != "awx_configure")
-    assert sorted(templates) == playbooks == ["device_maintenance", "device_remediation", "driver_upgrade", "health",
-                                              "maintenance", "node_doctor", "site", "upgrade_check"]
+    assert sorted(templates) == playbooks == ["canary", "device_maintenance", "device_remediation", "driver_upgrade",
+                                              "health", "maintenance", "node_doctor", "site", "upgrade_check"]
     for name, template in templates.items():
         assert template["playbook"] == "playbooks/%s.yml" % name
     # A survey where a run must be told something no inventory holds (the node, the device, the target release).
@@ -202,9 +202,9 @@ def schedules():
             for s in task["vars"]["dra_awx_schedules"]}
 
 
-def test_health_and_remediation_run_on_a_schedule():
+def test_health_remediation_and_canary_run_on_a_schedule():
     rules = schedules()
-    assert sorted(rules) == ["device_remediation", "health"]
+    assert sorted(rules) == ["canary", "device_remediation", "health"]
     assert set(rules) <= set(job_templates())
     for rule in rules.values():
         assert re.match(r"^DTSTART:\d{8}T\d{6}Z RRULE:FREQ=(MINUTELY|HOURLY|DAILY);INTERVAL=\d+$", rule), rule
@@ -323,7 +323,8 @@ def test_every_example_inventory_variable_is_declared_and_valid():
             specs.update(entry_point["options"])
     playbook_text = "".join((ROOT / "playbooks" / name).read_text()
                             for name in ("site.yml", "maintenance.yml", "health.yml", "upgrade_check.yml",
-                                         "device_maintenance.yml", "device_remediation.yml", "driver_upgrade.yml"))
+                                         "device_maintenance.yml", "device_remediation.yml", "driver_upgrade.yml",
+                                         "canary.yml"))
     undeclared = []
     for name, value in variables.items():
         assert name.startswith("dra_"), name

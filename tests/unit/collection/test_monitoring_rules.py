@@ -14,6 +14,7 @@ import sys
 import pytest
 import yaml
 
+from ansible_collections.dra.admin.plugins.module_utils.canary import canary
 from ansible_collections.dra.admin.plugins.module_utils.claims import capacity
 from ansible_collections.dra.admin.plugins.module_utils.metrics import diagnosis
 from ansible_collections.dra.admin.plugins.module_utils.metrics import rules as metrics_rules
@@ -83,7 +84,7 @@ def test_every_alert_has_a_firing_and_a_silent_promtool_case(rendered):
     for case in tests:
         for check in case["alert_rule_test"]:
             (fired if check["exp_alerts"] else silent).add(check["alertname"])
-    assert len(alerts) == 11
+    assert len(alerts) == 14
     assert set(alerts) == fired == silent
 
 
@@ -113,7 +114,7 @@ def test_device_taint_eviction_alert_is_the_metrics_module_one(rendered):
 def test_device_taint_eviction_alert_can_be_switched_off(tmp_path):
     out = render(tmp_path, dra_monitoring_device_taint_eviction_alert=False)
     alerts = [r["alert"] for g in yaml.safe_load(rule_file(out).read_text())["groups"] for r in g["rules"] if "alert" in r]
-    assert len(alerts) == 10 and diagnosis.DEVICE_TAINT_EVICTIONS["alert"] not in alerts
+    assert len(alerts) == 13 and diagnosis.DEVICE_TAINT_EVICTIONS["alert"] not in alerts
 
 
 def test_role_thresholds_equal_the_advice_module_defaults():
@@ -152,7 +153,7 @@ def test_role_argument_specs_cover_every_default():
 
 def test_dashboard_has_one_panel_per_page_query_with_threshold(rendered):
     dashboard = json.loads((rendered / "dra-admin.json").read_text())
-    panels = dashboard["panels"][:-1]
+    panels = dashboard["panels"][:len(diagnosis.QUERIES)]
     assert [p["targets"][0]["expr"] for p in panels] == [q["expression"] for q in diagnosis.QUERIES]
     assert [p["title"] for p in panels] == [q["title"] for q in diagnosis.QUERIES]
     steps = dict((p["title"], p["fieldConfig"]["defaults"]["thresholds"]["steps"][1]["value"]) for p in panels)
@@ -163,13 +164,41 @@ def test_dashboard_has_one_panel_per_page_query_with_threshold(rendered):
 
 
 def test_dashboard_shows_the_capacity_health_yml_exports(rendered):
-    """The last panel reads the gauges of dra_capacity_info's metrics_text (playbooks/health.yml writes them)."""
-    panel = json.loads((rendered / "dra-admin.json").read_text())["panels"][-1]
+    """The panel after the page's reads the gauges of dra_capacity_info's metrics_text (playbooks/health.yml)."""
+    panels = json.loads((rendered / "dra-admin.json").read_text())["panels"]
+    panel = panels[len(diagnosis.QUERIES)]
     (target,) = panel["targets"]
     assert target["expr"] == 'max by (driver, pool) (%s{state="free"})' % capacity.METRIC_DEVICES
     assert target["legendFormat"] == "{{driver}}/{{pool}}"
-    assert panel["gridPos"]["y"] >= max(p["gridPos"]["y"] for p in
-                                        json.loads((rendered / "dra-admin.json").read_text())["panels"][:-1]) + 8
+    assert panel["gridPos"]["y"] >= max(p["gridPos"]["y"] for p in panels[:len(diagnosis.QUERIES)]) + 8
+
+
+def test_dashboard_shows_the_canary_phases_with_the_slow_threshold(tmp_path):
+    """The last two panels read the canary's metrics by the names dra_canary writes (canary.canary), the phase
+    duration panel with the slow-phase alert's threshold as its line."""
+    out = render(tmp_path, dra_monitoring_canary_phase_seconds_high=45)
+    panels = json.loads((out / "dra-admin.json").read_text())["panels"]
+    seconds, success = panels[-2:]
+    assert seconds["targets"][0]["expr"] == "max by (driver, pool, phase) (%s)" % canary.METRIC_PHASE_SECONDS
+    assert success["targets"][0]["expr"] == "min by (driver, pool, phase) (%s)" % canary.METRIC_SUCCESS
+    assert seconds["fieldConfig"]["defaults"]["thresholds"]["steps"][1]["value"] == 45.0
+    assert len(success["fieldConfig"]["defaults"]["thresholds"]["steps"]) == 1
+    assert seconds["gridPos"]["y"] > panels[len(diagnosis.QUERIES)]["gridPos"]["y"]
+    alerts = dict((r["alert"], r) for g in yaml.safe_load(rule_file(out).read_text())["groups"]
+                  for r in g["rules"] if "alert" in r)
+    assert alerts[metrics_rules.CANARY_SLOW]["expr"] == "max by (driver, pool, phase) (%s) > 45" % (
+        canary.METRIC_PHASE_SECONDS)
+    assert alerts[metrics_rules.CANARY_FAILED]["expr"] == "min by (driver, pool, phase) (%s) == 0" % (
+        canary.METRIC_SUCCESS)
+    assert "for" not in alerts[metrics_rules.CANARY_FAILED]
+    assert len(set(p["id"] for p in panels)) == len(panels)
+    assert len(set((p["gridPos"]["x"], p["gridPos"]["y"]) for p in panels)) == len(panels)
+
+
+def test_canary_alerts_can_be_switched_off(tmp_path):
+    out = render(tmp_path, dra_monitoring_canary_alerts=False)
+    alerts = [r["alert"] for g in yaml.safe_load(rule_file(out).read_text())["groups"] for r in g["rules"] if "alert" in r]
+    assert len(alerts) == 11 and not [a for a in alerts if a.startswith("DRACanary")]
 
 
 @pytest.mark.parametrize("selector,expected", [

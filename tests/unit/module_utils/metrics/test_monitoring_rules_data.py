@@ -10,6 +10,7 @@ import pytest
 
 from ansible_collections.dra.admin.plugins.filter.monitoring_rules import (
     monitoring_queries_filter, monitoring_rules_filter)
+from ansible_collections.dra.admin.plugins.module_utils.canary import canary
 from ansible_collections.dra.admin.plugins.module_utils.metrics import diagnosis
 from ansible_collections.dra.admin.plugins.module_utils.metrics import rules
 
@@ -48,7 +49,7 @@ def test_each_check_is_exactly_its_alert_with_its_thresholds(thresholds):
     limits = dict(diagnosis.DEFAULT_THRESHOLDS, **thresholds)
     alerts = alerts_of(rules.rule_groups(thresholds))
     check_alerts = [a for a in alerts if "absent(" not in a["expr"]
-                    and a["alert"] != diagnosis.DEVICE_TAINT_EVICTIONS["alert"]]
+                    and a["alert"] != diagnosis.DEVICE_TAINT_EVICTIONS["alert"] and not a["alert"].startswith("DRACanary")]
     assert len(check_alerts) == len(diagnosis.CHECKS) == len(rules.ALERTS)
     assert set(rules.ALERTS) == set(c["id"] for c in diagnosis.CHECKS)
     for check, alert in zip(diagnosis.CHECKS, check_alerts):
@@ -87,7 +88,7 @@ def test_recording_rules_are_the_page_queries_in_order():
 def test_options_shape_the_groups():
     groups = rules.rule_groups(group_prefix="p", interval="30s", alert_for="2m",
                                alert_labels={"team": "x"}, absent=False,
-                               device_taint_eviction_alert=False)["groups"]
+                               device_taint_eviction_alert=False, canary_rules=False)["groups"]
     assert [g["name"] for g in groups] == ["p.recording", "p.alerts"]
     assert all(g["interval"] == "30s" for g in groups)
     assert len(groups[1]["rules"]) == len(diagnosis.CHECKS)
@@ -105,6 +106,33 @@ def test_eviction_and_absent_alerts():
     assert absent["for"] == "15m"
     assert alerts[rules.SCHEDULER_METRICS_ABSENT]["expr"] == \
         "absent(scheduler_pod_scheduling_sli_duration_seconds_bucket)"
+
+
+def test_canary_alerts_read_the_canary_metric_names_with_their_thresholds():
+    alerts = dict((a["alert"], a) for a in alerts_of(rules.rule_groups(
+        canary_limits={"phase_seconds_high": 30, "stale_seconds": None}, alert_labels={"team": "x"})))
+    assert alerts[rules.CANARY_FAILED]["expr"] == "min by (driver, pool, phase) (%s) == 0" % canary.METRIC_SUCCESS
+    assert alerts[rules.CANARY_SLOW]["expr"] == "max by (driver, pool, phase) (%s) > 30" % canary.METRIC_PHASE_SECONDS
+    assert alerts[rules.CANARY_STALE]["expr"] == "time() - max(%s) > 7200" % canary.METRIC_LAST_RUN
+    assert all("for" not in alerts[name] and alerts[name]["labels"] == {"team": "x"}
+               for name in (rules.CANARY_FAILED, rules.CANARY_SLOW, rules.CANARY_STALE))
+    assert "threshold 30s" in alerts[rules.CANARY_SLOW]["annotations"]["description"]
+    panels = rules.canary_queries({"phase_seconds_high": 30})
+    assert [p["threshold"] for p in panels] == ["30", None]
+    assert panels[0]["expr"] == "max by (driver, pool, phase) (%s)" % canary.METRIC_PHASE_SECONDS
+
+
+@pytest.mark.parametrize("limits,message", [
+    ({"phase_seconds": 5}, "unknown canary threshold(s) phase_seconds; known: phase_seconds_high, stale_seconds"),
+    ({"phase_seconds_high": "fast"}, "canary threshold phase_seconds_high='fast' is not a number of seconds above 0"),
+    ({"stale_seconds": 0}, "canary threshold stale_seconds=0 is not a number of seconds above 0"),
+])
+def test_bad_canary_thresholds_are_refused_naming_them(limits, message):
+    with pytest.raises(rules.RulesError) as raised:
+        rules.rule_groups(canary_limits=limits)
+    assert str(raised.value) == message
+    with pytest.raises(rules.RulesError):
+        rules.canary_queries(limits)
 
 
 @pytest.mark.parametrize("selector,series", [
