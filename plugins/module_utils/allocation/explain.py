@@ -16,6 +16,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
+import re
+
 from ansible_collections.dra.admin.plugins.module_utils.allocation import model, search
 from ansible_collections.dra.admin.plugins.module_utils.claims.capacity import allocator_rules
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims import allocation, pod_claim_refs
@@ -151,20 +154,59 @@ def _count_by(outcomes, field):
     return counts
 
 
-def explain(ctx, subject, to_allocate, allocated, problems, nodes, pod_spec, detail=DETAIL_SUMMARY):
-    """The explanation of one pod's (or one unused claim's) pending claims; see the module's RETURN."""
+NODE_FIELDS = ("nodeName", "nodeSelector", "affinity", "tolerations")
+
+
+def search_key(to_allocate, allocated, pod_spec):
+    """What decides the searches of a pod: its node filters, its claims' specs, its claims already allocated.
+    Pods alike (a Deployment's or a Job's pending replicas) share one search (``explain``'s memo)."""
+    spec = dict((k, (pod_spec or {}).get(k)) for k in NODE_FIELDS) if pod_spec is not None else None
+    return json.dumps([spec, [c.spec_key for c in to_allocate], [_label(c) for c in allocated]], sort_keys=True)
+
+
+def _relabelled(value, labels):
+    """A copy of outcomes or rows with each claim label of an earlier pod replaced by this pod's."""
+    text = json.dumps(value, default=repr)
+    for old, new in labels.items():
+        text = re.sub(re.escape(json.dumps(old)[1:-1]) + r"(?![\w.-])", json.dumps(new)[1:-1].replace("\\", "\\\\"),
+                      text)
+    return json.loads(text)
+
+
+def _searched(ctx, to_allocate, allocated, nodes, pod_spec):
     outcomes, searches = [], []
     for node in sorted(nodes, key=lambda n: (n.get("metadata") or {}).get("name") or ""):
         outcome, node_search = _node_outcome(ctx, to_allocate, allocated, node, pod_spec)
         outcomes.append(outcome)
         if node_search is not None:
             searches.append(node_search)
-    rows = _request_summaries(to_allocate, searches)
+    return outcomes, _request_summaries(to_allocate, searches), len(searches)
+
+
+def _memoized(ctx, to_allocate, allocated, nodes, pod_spec, memo):
+    if memo is None:
+        return _searched(ctx, to_allocate, allocated, nodes, pod_spec)
+    key = search_key(to_allocate, allocated, pod_spec)
+    if key not in memo:
+        memo[key] = ([c.label for c in to_allocate], _searched(ctx, to_allocate, allocated, nodes, pod_spec))
+    labels, (outcomes, rows, searched) = memo[key]
+    mapping = dict((old, c.label) for old, c in zip(labels, to_allocate) if old != c.label)
+    if not mapping:
+        return outcomes, rows, searched
+    reasons = [row["_reasons"] for row in rows]
+    rows = [dict(row, claim=mapping.get(row["claim"], row["claim"]), _reasons=r) for row, r in zip(rows, reasons)]
+    return _relabelled(outcomes, mapping), rows, searched
+
+
+def explain(ctx, subject, to_allocate, allocated, problems, nodes, pod_spec, detail=DETAIL_SUMMARY, memo=None):
+    """The explanation of one pod's (or one unused claim's) pending claims; see the module's RETURN. `memo` (a
+    dict kept across calls with the same context) shares the searches of pods alike."""
+    outcomes, rows, searched = _memoized(ctx, to_allocate, allocated, nodes, pod_spec, memo)
     verdict = _verdict(outcomes) if to_allocate else search.FITS
     result = dict(subject, claims=[c.label for c in to_allocate], verdict=verdict, problems=problems,
                   fits_on=[o["name"] for o in outcomes if o["verdict"] == search.FITS],
                   cannot_tell_on=[o["name"] for o in outcomes if o["verdict"] == search.CANNOT_TELL],
-                  nodes_considered=len(outcomes), nodes_searched=len(searches),
+                  nodes_considered=len(outcomes), nodes_searched=searched,
                   nodes_excluded=_count_by(outcomes, "node_reason"),
                   warnings=sorted(set(w for o in outcomes for w in o.get("warnings") or [])))
     result["message"] = message(result, rows, outcomes)

@@ -105,8 +105,9 @@ def explain_all(api, namespace=None, claim=None, pod=None, detail=explain.DETAIL
     templates = dict((_label(t), t) for t in cluster["templates"])
     found = subjects(cluster, namespace, claim, pod)
     _require_found(found, cluster, namespace, claim, pod, claims_by_label)
-    explanations = [explain_subject(ctx, subject, pod_obj, claim_label, claims_by_label, templates, cluster, detail)
-                    for subject, pod_obj, claim_label in found]
+    memo = {}
+    explanations = [explain_subject(ctx, subject, pod_obj, claim_label, claims_by_label, templates, cluster, detail,
+                                    memo) for subject, pod_obj, claim_label in found]
     return {"explanations": explanations, "totals": totals(explanations),
             "resource_api_version": cluster["resource_api_version"], "device_taint_rules": cluster["rules_read"],
             "features": sorted(f for f in features if f.startswith("DRA")), "features_source": features_source,
@@ -121,7 +122,7 @@ def _require_found(found, cluster, namespace, claim, pod, claims_by_label):
         raise NotFound("ResourceClaim %s/%s does not exist; check name and namespace" % (namespace, claim))
 
 
-def explain_subject(ctx, subject, pod, claim_label, claims_by_label, templates, cluster, detail):
+def explain_subject(ctx, subject, pod, claim_label, claims_by_label, templates, cluster, detail, memo=None):
     if pod is not None:
         allocated, to_allocate, problems = explain.pod_claims(pod, claims_by_label, templates)
         spec = pod.get("spec") or {}
@@ -131,7 +132,7 @@ def explain_subject(ctx, subject, pod, claim_label, claims_by_label, templates, 
     else:
         allocated, problems, spec = [], [], None
         to_allocate = [search.Claim(claim_label, claims_by_label[claim_label].get("spec"))]
-    return explain.explain(ctx, subject, to_allocate, allocated, problems, cluster["nodes"], spec, detail)
+    return explain.explain(ctx, subject, to_allocate, allocated, problems, cluster["nodes"], spec, detail, memo)
 
 
 def totals(explanations):

@@ -24,6 +24,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
 import re
 
 from ansible_collections.dra.admin.plugins.module_utils.allocation import model
@@ -255,6 +256,7 @@ class Claim:
 
     def __init__(self, label, spec):
         self.label = label
+        self.spec_key = json.dumps(spec or {}, sort_keys=True)
         self.requests = model.claim_requests(spec)
         self.constraints = model.claim_constraints(spec)
 

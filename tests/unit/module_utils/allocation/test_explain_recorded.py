@@ -115,3 +115,30 @@ def test_taint_rule_tolerated_fits_only_there(recorded):
     answers, dummy = recorded
     assert answers["tolerated"]["fits_on"] == ["node-000001"]
     assert answers["tainted"]["verdict"] == search.DOES_NOT_FIT
+
+
+def test_pods_alike_share_one_search_and_keep_their_own_claim_names():
+    """Two pods asking alike (only their claims' names differ) get the answer each would get alone."""
+    with open(RECORDED) as handle:
+        data = json.load(handle)
+    by_kind = {}
+    for item in data["items"]:
+        by_kind.setdefault(item["kind"], []).append(item)
+    cluster = {"server_version": data["server_version"], "slices": by_kind["ResourceSlice"],
+               "claims": by_kind["ResourceClaim"], "nodes": by_kind["Node"], "templates": [],
+               "classes": dict((c["metadata"]["name"], c) for c in by_kind["DeviceClass"]),
+               "rules": by_kind.get("DeviceTaintRule", [])}
+    ctx = explain.context(cel.Environment(37), cluster, set(data["features"]))
+    spec = next(c for c in cluster["claims"] if c["metadata"]["name"] == "exhausted")["spec"]
+    memo = {}
+    answers = []
+    for name in ("rec/one", "rec/two"):
+        claim = search.Claim(name, spec)
+        shared = explain.explain(ctx, {"claim": name}, [claim], [], [], cluster["nodes"], None,
+                                 explain.DETAIL_DEVICES, memo)
+        alone = explain.explain(ctx, {"claim": name}, [search.Claim(name, spec)], [], [], cluster["nodes"], None,
+                                explain.DETAIL_DEVICES)
+        assert shared == alone
+        answers.append(shared)
+    assert len(memo) == 1
+    assert answers[1]["requests"][0]["claim"] == "rec/two" and "rec/one" not in json.dumps(answers[1])
