@@ -56,7 +56,6 @@ class Request:
     def label(self):
         return "%s/%s" % (self.parent, self.name) if self.parent else self.name
 
-
     @property
     def base(self):
         return self.parent or self.name
