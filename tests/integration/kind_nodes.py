@@ -181,3 +181,16 @@ def device_uuid(c, pool, device):
                     attributes = (entry.get("basic") or entry).get("attributes") or {}
                     return attributes["uuid"]["string"]
     raise AssertionError(f"device {pool}/{device} of {DRIVER} is not published")
+
+
+def other_tests_pods_on(c, node, own_namespace=None):
+    """Pods of earlier tests' namespaces (itk-*, deleted without waiting) still on the node."""
+    pods = c.get_json("pods", "-A", "--field-selector", f"spec.nodeName={node}")["items"]
+    return ["%s/%s" % (p["metadata"]["namespace"], p["metadata"]["name"]) for p in pods
+            if p["metadata"]["namespace"].startswith("itk-") and p["metadata"]["namespace"] != own_namespace]
+
+
+def wait_for_earlier_tests_to_leave(c, node, own_namespace=None):
+    """A test that takes the driver off a node starts once the pods earlier tests left there are gone: with the
+    driver away they would stay Terminating too and be counted with the test's own."""
+    wait_until(lambda: not other_tests_pods_on(c, node, own_namespace), 240, f"earlier tests' pods gone from {node}")

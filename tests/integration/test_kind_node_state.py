@@ -16,8 +16,8 @@ import uuid
 import yaml
 
 from dra_objects import DRIVER, EXCLUSION_LABEL, claim_template
-from kind_nodes import (DRIVER_NAMESPACE, ROOT, cdi_specs_naming, is_ready, live_driver_pods, running_pod,
-                        wait_until)
+from kind_nodes import (DRIVER_NAMESPACE, ROOT, cdi_specs_naming, is_ready, live_driver_pods, running_pod,  # noqa: E402
+                        wait_for_earlier_tests_to_leave, wait_until)
 from kube import WaitTimeout
 from test_kind_nodes import kubelet_unprepare_failures, write_node_file
 
@@ -116,6 +116,7 @@ def test_driver_removed_before_its_claim_pod_the_doctor_names_the_daemonset_to_b
     c = kind_cluster
     node = c.nodes[-1]
     ns = "itk-ns-driver-gone"
+    wait_for_earlier_tests_to_leave(c, node)
     c.fresh_namespace(ns)
     pod, dummy, claim_uid = claim_pod_on(c, ns, "holder", node)
     pod_uid = pod["metadata"]["uid"]

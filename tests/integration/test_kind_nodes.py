@@ -27,7 +27,7 @@ from dra_objects import DRIVER, EXCLUSION_LABEL, claim_template  # noqa: E402
 from prometheus_server import PrometheusServer, render_rules  # noqa: E402
 from kind_nodes import (DRIVER_NAMESPACE, cdi_specs_naming, claim_device, container_environment,  # noqa: E402
                         device_uuid, is_ready, live_driver_pods, node_slices, restart_count, role_task_results,
-                        running_pod, wait_until)
+                        running_pod, wait_for_earlier_tests_to_leave, wait_until)
 
 
 def test_pod_with_template_claim_sees_its_cdi_device(kind_cluster, kind_driver):
@@ -102,6 +102,7 @@ def test_drain_unprepares_claims_before_the_driver_leaves_then_returns_to_servic
     off; state=in_service brings the driver back, its slices published, and uncordons."""
     c = kind_cluster
     node = c.nodes[-1]
+    wait_for_earlier_tests_to_leave(c, node)
     ns = "itk-drain"
     c.fresh_namespace(ns)
     api = c.resource_version
@@ -334,6 +335,7 @@ def test_driver_removed_first_leaves_the_claim_pod_terminating_until_it_is_back(
     stays on the node, attempt after failed attempt, until the driver is back."""
     c = kind_cluster
     node = c.nodes[-1]
+    wait_for_earlier_tests_to_leave(c, node)
     ns = "itk-wrong-order"
     c.fresh_namespace(ns)
     api = c.resource_version
