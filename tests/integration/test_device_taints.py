@@ -729,6 +729,14 @@ def test_dry_run_preview_says_whether_the_evicted_workloads_find_devices_again(t
     api = cluster.resource_version
     ns = "taint-preview"
     first_node_and_namespace(cluster, ns)
+
+    def others_holding():
+        """Claims of earlier tests (their namespaces deleted without waiting) still holding the node's devices."""
+        claims = cluster.get_json(f"resourceclaims.{api}.resource.k8s.io", "-A")["items"]
+        return [c["metadata"]["name"] for c in claims if c["metadata"]["namespace"] != ns
+                and any(r.get("driver") == "gpu.example.com" for r in
+                        ((c.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or [])]
+    cluster.wait_until(lambda: not others_holding(), 240, "earlier tests' claims to release the node's devices")
     cluster.apply(claim_deployment(api, ns, "pinned", 1, 'device.attributes["gpu.example.com"].index == 3')
                   + claim_deployment(api, ns, "six", 6))
 
@@ -739,7 +747,7 @@ def test_dry_run_preview_says_whether_the_evicted_workloads_find_devices_again(t
             for r in ((c.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []:
                 held.setdefault(c["metadata"]["name"].split("-")[0], []).append(r)
         return held if len(held.get("pinned", [])) == 1 and len(held.get("six", [])) == 6 else None
-    held = cluster.wait_until(allocated, 90, "both workloads allocated")
+    held = cluster.wait_until(allocated, 180, "both workloads allocated")
     pool = held["pinned"][0]["pool"]
     base = {"state": "dry_run", "driver": "gpu.example.com", "pool": pool, "preview": True}
     pinned, six = run_tasks(cluster, tmp_path, (dict(base, device="gpu-3"), False),
