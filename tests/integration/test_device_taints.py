@@ -705,9 +705,12 @@ def test_remediation_role_waits_for_the_noexecute_eviction_naming_the_pod(taint_
                     f"{REMEDY_EXEC_DRIVER}-{REMEDY_POOL}".replace(".", "-"))
 
 
+PREVIEW_DRIVER = "preview.example.com"
+
+
 def claim_deployment(api, namespace, name, count, selector=None):
-    """A Deployment of one pod whose claim template asks for `count` devices of the example driver."""
-    body = {"deviceClassName": "gpu.example.com", "allocationMode": "ExactCount", "count": count}
+    """A Deployment of one pod whose claim template asks for `count` devices of the test's own driver."""
+    body = {"deviceClassName": PREVIEW_DRIVER, "allocationMode": "ExactCount", "count": count}
     if selector:
         body["selectors"] = [{"cel": {"expression": selector}}]
     request = dict(name="gpu", **body) if api == "v1beta1" else {"name": "gpu", "exactly": body}
@@ -721,45 +724,54 @@ def claim_deployment(api, namespace, name, count, selector=None):
     return [template, deployment]
 
 
+def preview_devices(api, node):
+    """The test's own 8 devices on the node (index 0-7), so that other tests' claims do not matter."""
+    devices = [{"name": f"gpu-{i}", "attributes": {"index": {"int": i}}} for i in range(8)]
+    if api == "v1beta1":
+        devices = [{"name": d.pop("name"), "basic": d} for d in devices]
+    return [{"apiVersion": f"resource.k8s.io/{api}", "kind": "ResourceSlice", "metadata": {"name": "taint-preview"},
+             "spec": {"driver": PREVIEW_DRIVER, "nodeName": node, "devices": devices,
+                      "pool": {"name": node, "generation": 1, "resourceSliceCount": 1}}},
+            device_class(api, PREVIEW_DRIVER)]
+
+
 def test_dry_run_preview_says_whether_the_evicted_workloads_find_devices_again(taint_cluster, tmp_path):
-    """8 devices on the node: `pinned` holds gpu-3 (its selector wants index 3), `six` holds six others, one is
-    free. Tainting gpu-3 would leave `pinned` without a device; tainting one of `six`'s would not (its six come back,
-    less the tainted one, plus the free one). The dry run writes nothing either way."""
+    """8 devices of the test's own driver on the node: `pinned` holds gpu-3 (its selector wants index 3), `six` holds
+    six others, one is free. Tainting gpu-3 would leave `pinned` without a device; tainting one of `six`'s would not
+    (its six come back, less the tainted one, plus the free one). The dry run writes nothing either way."""
     cluster = taint_cluster
     api = cluster.resource_version
     ns = "taint-preview"
-    first_node_and_namespace(cluster, ns)
+    node = first_node_and_namespace(cluster, ns)
+    cluster.apply(preview_devices(api, node))
+    try:
+        cluster.apply(claim_deployment(api, ns, "pinned", 1, f'device.attributes["{PREVIEW_DRIVER}"].index == 3')
+                      + claim_deployment(api, ns, "six", 6))
 
-    def others_holding():
-        """Claims of earlier tests (their namespaces deleted without waiting) still holding the node's devices."""
-        claims = cluster.get_json(f"resourceclaims.{api}.resource.k8s.io", "-A")["items"]
-        return [c["metadata"]["name"] for c in claims if c["metadata"]["namespace"] != ns
-                and any(r.get("driver") == "gpu.example.com" for r in
-                        ((c.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or [])]
-    cluster.wait_until(lambda: not others_holding(), 240, "earlier tests' claims to release the node's devices")
-    cluster.apply(claim_deployment(api, ns, "pinned", 1, 'device.attributes["gpu.example.com"].index == 3')
-                  + claim_deployment(api, ns, "six", 6))
-
-    def allocated():
-        claims = cluster.get_json(f"resourceclaims.{api}.resource.k8s.io", "-n", ns)["items"]
-        held = {}
-        for c in claims:
-            for r in ((c.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []:
-                held.setdefault(c["metadata"]["name"].split("-")[0], []).append(r)
-        return held if len(held.get("pinned", [])) == 1 and len(held.get("six", [])) == 6 else None
-    held = cluster.wait_until(allocated, 180, "both workloads allocated")
-    pool = held["pinned"][0]["pool"]
-    base = {"state": "dry_run", "driver": "gpu.example.com", "pool": pool, "preview": True}
-    pinned, six = run_tasks(cluster, tmp_path, (dict(base, device="gpu-3"), False),
-                            (dict(base, device=held["six"][0]["device"]), False))
-    for result in (pinned, six):
-        assert not result.get("failed") and result["changed"] is False, result
-    (workload,) = pinned["preview"]["workloads"]
-    assert workload["pod"].startswith(f"{ns}/pinned-") and workload["verdict"] == "does_not_fit", workload
-    assert pinned["preview"]["would_stay_pending"] == [workload["pod"]]
-    assert workload["requests"][0]["excluded"].get("tainted") == 1, workload["requests"]
-    (workload,) = six["preview"]["workloads"]
-    assert workload["pod"].startswith(f"{ns}/six-") and workload["verdict"] == "fits", workload
-    assert six["preview"]["would_stay_pending"] == []
-    assert rules(cluster) == []
-    cluster.kubectl("delete", "namespace", ns, "--wait=false")
+        def allocated():
+            claims = cluster.get_json(f"resourceclaims.{api}.resource.k8s.io", "-n", ns)["items"]
+            held = {}
+            for c in claims:
+                for r in ((c.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []:
+                    held.setdefault(c["metadata"]["name"].split("-")[0], []).append(r)
+            return held if len(held.get("pinned", [])) == 1 and len(held.get("six", [])) == 6 else None
+        held = cluster.wait_until(allocated, 180, "both workloads allocated")
+        base = {"state": "dry_run", "driver": PREVIEW_DRIVER, "pool": node, "preview": True}
+        pinned, six = run_tasks(cluster, tmp_path, (dict(base, device="gpu-3"), False),
+                                (dict(base, device=held["six"][0]["device"]), False))
+        for result in (pinned, six):
+            assert not result.get("failed") and result["changed"] is False, result
+        (workload,) = pinned["preview"]["workloads"]
+        assert workload["pod"].startswith(f"{ns}/pinned-") and workload["verdict"] == "does_not_fit", workload
+        assert pinned["preview"]["would_stay_pending"] == [workload["pod"]]
+        assert workload["requests"][0]["excluded"].get("tainted") == 1, workload["requests"]
+        (workload,) = six["preview"]["workloads"]
+        assert workload["pod"].startswith(f"{ns}/six-") and workload["verdict"] == "fits", workload
+        assert six["preview"]["would_stay_pending"] == []
+        assert rules(cluster) == []
+    finally:
+        cluster.kubectl("delete", "namespace", ns, "--wait=true", "--timeout=120s", check=False)
+        cluster.kubectl("delete", f"resourceslices.{api}.resource.k8s.io", "taint-preview", "--ignore-not-found",
+                        check=False)
+        cluster.kubectl("delete", f"deviceclasses.{api}.resource.k8s.io", PREVIEW_DRIVER, "--ignore-not-found",
+                        check=False)
