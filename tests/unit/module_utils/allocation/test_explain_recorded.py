@@ -18,8 +18,9 @@ from conftest import FIXTURES
 RECORDED = os.path.join(FIXTURES, "allocation", "kwok-v1.37.2.json")
 
 
-@pytest.fixture(scope="module")
-def recorded():
+def recorded_cluster():
+    """(the cluster as explain_service.read_cluster gives it, the scheduler's features, the pods as recorded,
+    the scheduler's outcomes) of the recorded fixture."""
     with open(RECORDED) as handle:
         data = json.load(handle)
     by_kind = {}
@@ -30,13 +31,19 @@ def recorded():
                "classes": dict((c["metadata"]["name"], c) for c in by_kind["DeviceClass"]),
                "rules": by_kind.get("DeviceTaintRule", []),
                "pods": [p for p in by_kind["Pod"] if not p["spec"].get("nodeName")]}
-    ctx = explain.context(cel.Environment(37), cluster, set(data["features"]))
+    return cluster, set(data["features"]), by_kind["Pod"], data["outcomes"]
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    cluster, features, dummy, outcomes = recorded_cluster()
+    ctx = explain.context(cel.Environment(37), cluster, features)
     claims = dict(("%s/%s" % (c["metadata"]["namespace"], c["metadata"]["name"]), c) for c in cluster["claims"])
     answers = {}
     for subject, pod, label in explain_service.subjects(cluster, "rec"):
         answers[pod["metadata"]["name"]] = explain_service.explain_subject(ctx, subject, pod, label, claims, {},
                                                                            cluster, explain.DETAIL_DEVICES)
-    return answers, data["outcomes"]
+    return answers, outcomes
 
 
 def test_every_verdict_agrees_with_the_scheduler(recorded):
@@ -119,16 +126,8 @@ def test_taint_rule_tolerated_fits_only_there(recorded):
 
 def test_pods_alike_share_one_search_and_keep_their_own_claim_names():
     """Two pods asking alike (only their claims' names differ) get the answer each would get alone."""
-    with open(RECORDED) as handle:
-        data = json.load(handle)
-    by_kind = {}
-    for item in data["items"]:
-        by_kind.setdefault(item["kind"], []).append(item)
-    cluster = {"server_version": data["server_version"], "slices": by_kind["ResourceSlice"],
-               "claims": by_kind["ResourceClaim"], "nodes": by_kind["Node"], "templates": [],
-               "classes": dict((c["metadata"]["name"], c) for c in by_kind["DeviceClass"]),
-               "rules": by_kind.get("DeviceTaintRule", [])}
-    ctx = explain.context(cel.Environment(37), cluster, set(data["features"]))
+    cluster, features, dummy, dummy2 = recorded_cluster()
+    ctx = explain.context(cel.Environment(37), cluster, features)
     spec = next(c for c in cluster["claims"] if c["metadata"]["name"] == "exhausted")["spec"]
     memo = {}
     answers = []

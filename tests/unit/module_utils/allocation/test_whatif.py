@@ -2,29 +2,20 @@
 holds 6 devices of node-000000; node-000001's pool is tainted NoSchedule by a DeviceTaintRule; node-000002 has its
 8 devices free. The holder is a bare pod there; here it is given a controller, as a Deployment's pod would have."""
 import copy
-import json
-import os
 
 import pytest
 
 from ansible_collections.dra.admin.plugins.module_utils.allocation import cel, explain, search, whatif
 
-from conftest import FIXTURES
+from test_explain_recorded import recorded_cluster
 
 
 @pytest.fixture
 def recorded():
-    with open(os.path.join(FIXTURES, "allocation", "kwok-v1.37.2.json")) as handle:
-        data = json.load(handle)
-    by_kind = {}
-    for item in data["items"]:
-        by_kind.setdefault(item["kind"], []).append(item)
-    cluster = {"server_version": data["server_version"], "slices": by_kind["ResourceSlice"],
-               "claims": by_kind["ResourceClaim"], "rules": by_kind["DeviceTaintRule"],
-               "classes": dict((c["metadata"]["name"], c) for c in by_kind["DeviceClass"])}
-    ctx = explain.context(cel.Environment(37), cluster, set(data["features"]))
-    holder = next(p for p in by_kind["Pod"] if p["metadata"]["name"] == "holder")
-    return ctx, cluster["claims"], by_kind["Node"], holder
+    cluster, features, pods, dummy = recorded_cluster()
+    ctx = explain.context(cel.Environment(37), cluster, features)
+    holder = next(p for p in pods if p["metadata"]["name"] == "holder")
+    return ctx, cluster["claims"], cluster["nodes"], holder
 
 
 def with_controller(pod, pinned=False):
