@@ -23,6 +23,12 @@ from prometheus_server import PrometheusServer, render_rules as render_role_rule
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
 import kube  # noqa: E402  pylint: disable=wrong-import-position
+import clusterlib  # noqa: E402  pylint: disable=wrong-import-position
+
+clusterlib.collection_on_path()
+from ansible_collections.dra.admin.plugins.module_utils.metrics.rules import (  # noqa: E402
+    canary_queries, dashboard_queries,
+)
 
 BURST_PODS = 30
 
@@ -218,6 +224,12 @@ PROMETHEUS_RULE_CRD = {
                  "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}}
 
 
+def expected_dashboard_titles():
+    """The dashboard's panel titles in order: the page's queries, device capacity, then the canary's panels."""
+    return ([q["title"] for q in dashboard_queries()] + ["Free DRA devices per pool"]
+            + [q["title"] for q in canary_queries()])
+
+
 def test_role_delivers_prometheusrule_and_dashboard_configmap(cluster, namespace, workdir):
     play_vars = {"dra_monitoring_namespace": namespace, "dra_monitoring_rule_labels": {"release": "kps"}}
     play = [{"hosts": "localhost", "gather_facts": False,
@@ -244,7 +256,9 @@ def test_role_delivers_prometheusrule_and_dashboard_configmap(cluster, namespace
         assert [g["name"] for g in rule["spec"]["groups"]] == ["dra-admin.recording", "dra-admin.alerts"]
         cm = cluster.get_json("configmap", "-n", namespace, "dra-admin-dashboard")
         assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
-        assert len(json.loads(cm["data"]["dra-admin.json"])["panels"]) == 10  # 9 queries, and capacity
+        panels = json.loads(cm["data"]["dra-admin.json"])["panels"]
+        assert [p["title"] for p in panels] == expected_dashboard_titles()
+        assert [p["id"] for p in panels] == list(range(1, len(panels) + 1))
         res = cluster.run_playbook(path)
         assert res.returncode == 0 and "changed=0" in res.stdout, res.stdout[-3000:]
     finally:
