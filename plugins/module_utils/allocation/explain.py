@@ -4,7 +4,7 @@
 """Why a claim is pending: per pod (or per claim without a pod), per node and per request, what the
 scheduler's allocator finds (``allocation.search``), summed up in a few numbers and one sentence.
 
-A pod's claims are allocated together on one node: the nodes the pod can run on (``model.node_refusal``) and
+A pod's claims are allocated together on one node: the nodes the pod can run on (``nodes/selection.pod_refusal``) and
 that admit its claims already allocated are searched; the verdict is ``fits`` on the nodes where a fit is
 proven, ``cannot_tell`` where a selector cannot be evaluated here, ``does_not_fit`` otherwise. A claim no
 pod uses yet is explained on every node.
@@ -22,6 +22,7 @@ import re
 from ansible_collections.dra.admin.plugins.module_utils.allocation import model, search
 from ansible_collections.dra.admin.plugins.module_utils.claims.capacity import allocator_rules
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims import allocation, pod_claim_refs
+from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import pod_refusal
 
 DETAIL_SUMMARY = "summary"
 DETAIL_NODES = "nodes"
@@ -82,7 +83,7 @@ def pod_claims(pod, claims_by_label, templates_by_label):
 def _node_outcome(ctx, to_allocate, allocated, node, pod_spec):
     meta = node.get("metadata") or {}
     name, labels = meta.get("name"), meta.get("labels") or {}
-    refusal = model.node_refusal(node, pod_spec) if pod_spec is not None else None
+    refusal = pod_refusal(node, pod_spec) if pod_spec is not None else None
     if refusal is None:
         for claim in allocated:
             if not model.allocation_admits(claim, name, labels):

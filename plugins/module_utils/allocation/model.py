@@ -18,10 +18,10 @@ __metaclass__ = type
 from ansible_collections.dra.admin.plugins.module_utils.claims.capacity import device_consumption, pool_counter_sets
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims import allocation
 from ansible_collections.dra.admin.plugins.module_utils.claims.slices import (
-    current_slices, device_fields, pool_key,
+    current_slices, device_entry_offered_to, device_fields, pool_key, slice_offered_to,
 )
 from ansible_collections.dra.admin.plugins.module_utils.common.tolerations import tolerates
-from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import required_terms, selector_matches, term_matches
+from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import selector_matches
 
 # Scheduler features that change allocation (gate names of releases.catalog).
 ADMIN_ACCESS = "DRAAdminAccess"
@@ -31,8 +31,8 @@ PARTITIONABLE = "DRAPartitionableDevices"
 CONSUMABLE_CAPACITY = "DRAConsumableCapacity"
 BINDING_CONDITIONS = "DRADeviceBindingConditions"
 EXTENDED_RESOURCE = "DRAExtendedResource"
+# The device taint effects that keep a device from being allocated.
 TAINT_EFFECTS = ("NoSchedule", "NoExecute")
-UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 
 
 class Request:
@@ -108,32 +108,9 @@ class Device:
         return "%s/%s/%s" % self.key
 
 
-def _offers(holder, node_name, labels):
-    if holder.get("nodeName"):
-        return holder["nodeName"] == node_name
-    if holder.get("allNodes"):
-        return True
-    if holder.get("nodeSelector"):
-        return selector_matches(holder["nodeSelector"], node_name, labels)
-    return False
-
-
-def slice_offered_to(spec, node_name, labels):
-    """Whether GatherPools keeps the slice for the node (slices with shared counters always)."""
-    if spec.get("sharedCounters"):
-        return True
-    if spec.get("nodeName") or spec.get("allNodes") or spec.get("nodeSelector"):
-        return _offers(spec, node_name, labels)
-    if spec.get("perDeviceNodeSelection"):
-        return any(_offers(device_fields(d), node_name, labels) for d in spec.get("devices") or [])
-    return False
-
-
 def device_offered_to(device, node_name, labels):
     """A device of a slice kept for the node is offered there (per device with perDeviceNodeSelection)."""
-    if device.slice_spec.get("perDeviceNodeSelection"):
-        return _offers(device.fields, node_name, labels)
-    return True
+    return device_entry_offered_to(device.slice_spec, device.fields, node_name, labels)
 
 
 class Pool:
@@ -171,7 +148,7 @@ def gather_pools(slices, features, rules):
 def pools_for_node(pools, node_name, labels):
     """The pools with a slice offered to the node."""
     return [pool for pool in pools
-            if any(slice_offered_to(s.get("spec") or {}, node_name, labels) for s in pool.slices)]
+            if any(slice_offered_to(s, node_name, labels) for s in pool.slices)]
 
 
 class PoolIndex:
@@ -216,34 +193,7 @@ def allocated_devices(claims, besides=()):
     return out
 
 
-# ---- nodes -----------------------------------------------------------------------------------------
-
-def _untolerated(taints, tolerations):
-    return [t for t in taints if t.get("effect") in TAINT_EFFECTS and not any(tolerates(x, t) for x in tolerations)]
-
-
-def node_refusal(node, pod_spec):
-    """Why the pod cannot run on the node as the scheduler's node filters see it (its name, nodeSelector,
-    required node affinity, taints, unschedulable), or None. CPU, memory and other resources are not read."""
-    meta, spec = node.get("metadata") or {}, node.get("spec") or {}
-    name, labels = meta.get("name"), meta.get("labels") or {}
-    if pod_spec.get("nodeName") and pod_spec["nodeName"] != name:
-        return "the pod names node %s" % pod_spec["nodeName"]
-    wrong = sorted(k for k, v in (pod_spec.get("nodeSelector") or {}).items() if labels.get(k) != str(v))
-    if wrong:
-        return "nodeSelector %s does not match" % ", ".join("%s=%s" % (k, pod_spec["nodeSelector"][k]) for k in wrong)
-    terms = required_terms(pod_spec)
-    if terms is not None and not any(term_matches(t, name, labels) for t in terms):
-        return "no required node affinity term matches"
-    tolerations = pod_spec.get("tolerations") or []
-    if spec.get("unschedulable") and _untolerated([UNSCHEDULABLE_TAINT], tolerations):
-        return "the node is cordoned (unschedulable)"
-    taints = _untolerated(spec.get("taints") or [], tolerations)
-    if taints:
-        return "node taint %s not tolerated" % ", ".join(
-            "%s=%s:%s" % (t.get("key"), t.get("value") or "", t.get("effect")) for t in taints)
-    return None
-
+# ---- nodes (which nodes a pod may run on: nodes/selection.pod_refusal) -------------------------------------
 
 def allocation_admits(claim, node_name, labels):
     """Whether an allocated claim can be used on the node (its allocation's nodeSelector; none: any node)."""

@@ -127,6 +127,33 @@ def _holders(resource_slice):
     return [spec]
 
 
+def holder_offers(holder, name, labels):
+    """Whether a slice spec or a per-device entry offers its devices to the node (name, labels)."""
+    if holder.get("nodeName"):
+        return holder["nodeName"] == name
+    if holder.get("allNodes"):
+        return True
+    if holder.get("nodeSelector"):
+        return selector_matches(holder["nodeSelector"], name, labels)
+    return False
+
+
+def slice_offered_to(resource_slice, name, labels):
+    """Whether kube-scheduler's allocator keeps the slice when it allocates for the node (GatherPools): a slice
+    with shared counters always (the counters of devices anywhere), else when its spec, or with
+    perDeviceNodeSelection one of its devices, offers devices to the node."""
+    spec = _spec(resource_slice)
+    if spec.get("sharedCounters"):
+        return True
+    return any(holder_offers(h, name, labels) for h in _holders(resource_slice))
+
+
+def device_entry_offered_to(slice_spec, fields, name, labels):
+    """Whether one device (its fields) of a slice kept for the node is offered there: with
+    perDeviceNodeSelection, by its own entry; else, as its slice is, yes."""
+    return holder_offers(fields, name, labels) if slice_spec.get("perDeviceNodeSelection") else True
+
+
 def node_publishers(slices):
     """Which pools publish for which nodes, from each pool's newest generation: the index that
     pools_for_node and drivers_for_node read.

@@ -1,11 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: dra.admin contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""NodeSelector and LabelSelector matching and the drain's exclusion label: the collection's one implementation.
+"""NodeSelector and LabelSelector matching, whether a pod may run on a node, and the drain's exclusion label: the
+collection's one implementation.
 
-Used for claim allocations (``status.allocation.nodeSelector``), ResourceSlice
-node selectors and DaemonSet node affinity. A node is given as its name and its
-labels. Pure functions over plain dicts.
+Used for claim allocations (``status.allocation.nodeSelector``), ResourceSlice node selectors, DaemonSet node
+affinity and the allocation explainer's node filter. A node is given as its name and its labels (or, for
+``pod_refusal``, as the Node object). Pure functions over plain dicts.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -15,8 +16,13 @@ __metaclass__ = type
 import copy
 
 from ansible_collections.dra.admin.plugins.module_utils.common.names import qualified_name_error
+from ansible_collections.dra.admin.plugins.module_utils.common.tolerations import tolerates
 
 DEFAULT_EXCLUSION_LABEL = "dra.admin/driver-excluded"
+# The node taints that keep pods off (PreferNoSchedule only steers), and the taint a cordon stands for.
+REFUSING_TAINT_EFFECTS = ("NoSchedule", "NoExecute")
+UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+AFFINITY_REFUSAL = "no required node affinity term matches"
 EXCLUSION_VALUE = "true"
 
 
@@ -145,6 +151,41 @@ def required_terms(pod_spec):
     """The required node affinity's nodeSelectorTerms of a pod spec (None when it has none)."""
     affinity = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {})
     return (affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms")
+
+
+def untolerated_taints(taints, tolerations):
+    """The NoSchedule/NoExecute taints none of the tolerations matches."""
+    return [t for t in taints or [] if t.get("effect") in REFUSING_TAINT_EFFECTS
+            and not any(tolerates(x, t) for x in tolerations or [])]
+
+
+def taint_text(taint):
+    return "%s=%s:%s" % (taint.get("key"), taint.get("value") or "", taint.get("effect"))
+
+
+def pod_refusal(node, pod_spec, added_tolerations=()):
+    """Why a pod with this spec cannot run on the node as kube-scheduler's node filters (and the DaemonSet
+    controller's) see it, or None: its nodeName, nodeSelector, required node affinity, the cordon, the node's
+    NoSchedule/NoExecute taints against its tolerations plus ``added_tolerations`` (a controller's own).
+    CPU, memory and other resources are not read."""
+    meta, spec = node.get("metadata") or {}, node.get("spec") or {}
+    name, labels = meta.get("name"), meta.get("labels") or {}
+    if pod_spec.get("nodeName") and pod_spec["nodeName"] != name:
+        return "the pod names node %s" % pod_spec["nodeName"]
+    node_selector = pod_spec.get("nodeSelector") or {}
+    wrong = sorted(k for k, v in node_selector.items() if labels.get(k) != str(v))
+    if wrong:
+        return "nodeSelector %s does not match" % ", ".join("%s=%s" % (k, node_selector[k]) for k in wrong)
+    terms = required_terms(pod_spec)
+    if terms is not None and not any(term_matches(t, name, labels) for t in terms):
+        return AFFINITY_REFUSAL
+    tolerations = list(pod_spec.get("tolerations") or []) + list(added_tolerations)
+    if spec.get("unschedulable") and untolerated_taints([UNSCHEDULABLE_TAINT], tolerations):
+        return "the node is cordoned (unschedulable)"
+    taints = untolerated_taints(spec.get("taints"), tolerations)
+    if taints:
+        return "node taint %s not tolerated" % ", ".join(taint_text(t) for t in taints)
+    return None
 
 
 def daemonset_excludes(daemonset, label):

@@ -168,6 +168,12 @@ def test_a_driver_is_present_on_a_node_iff_some_current_slice_of_it_covers_the_n
         assert slice_rules.drivers_for_node(slice_rules.node_publishers(shuffled), name, labels) == expected
         for driver in DRIVERS:
             assert slice_rules.driver_publishes_for_node(slices, driver, name, labels) == (driver in expected)
+        # The allocator's per-node view of one slice (the explainer's): the same rule; shared counters always.
+        for item, entry in generated:
+            assert slice_rules.slice_offered_to(item, name, labels) == entry["covers"](name, labels)
+            counters = copy.deepcopy(item)
+            counters["spec"]["sharedCounters"] = [{"name": "memory", "counters": {"gb": {"value": "8"}}}]
+            assert slice_rules.slice_offered_to(counters, name, labels)
     assert slice_rules.nodes_without_slices(nodes, publishers) == sorted(n for n in nodes if not by_node[n])
     # A driver publishing for some node is among those publishing anywhere.
     assert set().union(*by_node.values()) <= slice_rules.publishing_drivers(publishers)

@@ -111,7 +111,7 @@ def test_select_nodes_follows_selector_affinity_taints_and_exclusion():
     selected, excluded = driver_nodes.select_nodes(nodes, {"gpu": "yes"}, terms, [KWOK_TOLERATION])
     assert selected == ["a", "e"], "cordoned nodes keep their DaemonSet pods"
     assert "exclusion" in excluded["b"] and "nodeSelector gpu=yes" in excluded["c"]
-    assert excluded["d"] == "taints not tolerated: dedicated=x:NoExecute"
+    assert excluded["d"] == "node taint dedicated=x:NoExecute not tolerated"
 
 
 # --- strategy -----------------------------------------------------------------------------

@@ -157,3 +157,42 @@ def test_python_code_spells_the_exclusion_label_only_in_the_constant():
                     elif isinstance(node, ast.Constant) and isinstance(node.value, str) and EXCL in node.value:
                         spelled.append("%s:%d" % (os.path.relpath(path, root), node.lineno))
     assert spelled == []
+
+
+def recorded_node(name="node-000000"):
+    with open(os.path.join(REC, "nodes.json")) as fh:
+        return copy.deepcopy([n for n in json.load(fh)["items"] if n["metadata"]["name"] == name][0])
+
+
+def test_pod_refusal_checks_each_node_filter_in_the_schedulers_order():
+    node = recorded_node()
+    assert ns.pod_refusal(node, {}) is None
+    assert ns.pod_refusal(node, {"nodeName": "node-000001"}) == "the pod names node node-000001"
+    assert ns.pod_refusal(node, {"nodeSelector": {"type": "kwok", "gpu": "yes"}}) == "nodeSelector gpu=yes does not match"
+    away = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-000002"]}]}]}}}
+    assert ns.pod_refusal(node, {"affinity": away}) == ns.AFFINITY_REFUSAL
+    node["spec"]["taints"] = [{"key": "kwok.x-k8s.io/node", "value": "fake", "effect": "NoSchedule"},
+                              {"key": "soft", "effect": "PreferNoSchedule"}]
+    assert ns.pod_refusal(node, {}) == "node taint kwok.x-k8s.io/node=fake:NoSchedule not tolerated"
+    kwok = [{"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}]
+    assert ns.pod_refusal(node, {"tolerations": kwok}) is None, "PreferNoSchedule only steers"
+    node["spec"]["unschedulable"] = True
+    assert ns.pod_refusal(node, {"tolerations": kwok}) == "the node is cordoned (unschedulable)"
+    assert ns.pod_refusal(node, {}, added_tolerations=[
+        {"operator": "Exists"}]) is None, "a controller's own tolerations count (the DaemonSet's unschedulable one)"
+
+
+def test_daemonset_selection_is_pod_refusal_with_the_controllers_tolerations():
+    """The driver's node selection and the explainer's node filter give the same verdict, the DaemonSet controller's
+    tolerations aside: a cordoned node keeps its DaemonSet pods, not other pods."""
+    daemonset = recorded_driver_daemonset()
+    spec = daemonset["spec"]["template"]["spec"]
+    nodes = [recorded_node(n) for n in ("node-000000", "node-000001", "node-000002")]
+    nodes[1]["spec"]["unschedulable"] = True
+    nodes[2]["metadata"]["labels"][EXCL] = "true"
+    selected, excluded = driver_nodes.select_nodes_for_daemonset(nodes, daemonset)
+    assert selected == ["node-000000", "node-000001"]
+    assert excluded["node-000002"].startswith(ns.AFFINITY_REFUSAL)
+    assert [ns.pod_refusal(n, spec) for n in nodes] == [
+        None, "the node is cordoned (unschedulable)", ns.AFFINITY_REFUSAL]
