@@ -51,6 +51,7 @@ from ansible_collections.dra.admin.plugins.module_utils.claims.claims import (
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import gate_info, parse_minor
 from ansible_collections.dra.admin.plugins.module_utils.claims.slices import current_slices, device_fields, device_location
 from ansible_collections.dra.admin.plugins.module_utils.common.times import format_time, parse_time as parse_api_time
+from ansible_collections.dra.admin.plugins.module_utils.devices.taints import KEEPS_ALLOCATIONS_OFF
 
 HEALTHY = "Healthy"
 UNHEALTHY = "Unhealthy"
@@ -64,9 +65,8 @@ COND_HEALTHY = "healthy"
 COND_NOT_REPORTED = "not-reported"
 CONDITIONS = (COND_UNHEALTHY, COND_UNKNOWN, COND_HEALTHY, COND_NOT_REPORTED)
 
-# Driver taints with these effects keep new claims off the device (NoSchedule) or evict (NoExecute): the
-# driver says the device should not be used. Effect None (and any effect unknown to this release) is a note.
-UNHEALTHY_TAINT_EFFECTS = ("NoSchedule", "NoExecute")
+# Driver taints that keep new claims off the device (devices/taints.KEEPS_ALLOCATIONS_OFF) say it should not be used.
+UNHEALTHY_TAINT_EFFECTS = KEEPS_ALLOCATIONS_OFF
 
 SINCE_TAINT = "taint"
 SINCE_FIRST_SEEN = "first-seen"

@@ -42,6 +42,9 @@ EFFECT_NONE = "None"
 NO_SCHEDULE = "NoSchedule"
 NO_EXECUTE = "NoExecute"
 EFFECTS = (EFFECT_NONE, NO_SCHEDULE, NO_EXECUTE)
+# The effects that keep new allocations off a device (NoExecute also evicts); None, and an effect this release
+# does not know, is a note. Device health and the allocation explainer read it.
+KEEPS_ALLOCATIONS_OFF = (NO_SCHEDULE, NO_EXECUTE)
 
 EVICTION_IN_PROGRESS = "EvictionInProgress"
 
