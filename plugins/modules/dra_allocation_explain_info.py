@@ -30,6 +30,12 @@ description:
     C(nodeName), C(nodeSelector) and required node affinity, the node's taints against the pod's tolerations, a
     cordoned node - and when it admits the pod's claims already allocated. CPU, memory, ports and volumes are not
     checked.
+  - Extended resources backed by DRA (C(DRAExtendedResource), GA in 1.37) - a container asking for a resource a
+    DeviceClass names in C(spec.extendedResourceName), or C(deviceclass.resource.kubernetes.io/<class>) - are
+    explained with the claim the scheduler would make for them (labelled C(<namespace>/<extended-resources>)):
+    one request per long-lived container and the largest extra of the other init containers, the class created
+    last for a name several classes give. A node whose allocatable lists such a resource (a device plugin serves
+    it there) is C(cannot_tell).
   - CEL selectors are evaluated with the C(cel-python) library and Kubernetes' C(semver) and C(quantity)
     libraries, C(cel.bind) and the string extension functions (docs/decisions.md, "CEL for the allocation
     explainer"). An expression it does not model (optional syntax, list-valued attributes, other extension
@@ -121,7 +127,9 @@ explanations:
       description: C(namespace/name) of the claim explained alone (absent for a pod).
       type: str
     claims:
-      description: The claims to allocate (C(namespace/<pod claim>) for one from a template not made yet).
+      description:
+        - The claims to allocate - C(namespace/<pod claim>) for one from a template not made yet,
+          C(namespace/<extended-resources>) for the claim of the pod's extended resources backed by DRA.
       type: list
       elements: str
     verdict:

@@ -7,7 +7,8 @@ tainted in their slice or by a DeviceTaintRule. Filler pods take chosen devices 
 one or two test pods, created with a scheduling gate, use claims with one or two requests (exact counts, All,
 firstAvailable lists, selectors on attributes and capacity with the semver and quantity libraries, tolerations,
 admin access, matchAttribute constraints), sometimes a claim two pods share, sometimes a required node affinity
-or a toleration of the tainted node.
+or a toleration of the tainted node; where the release backs extended resources by DRA, sometimes the test pods
+ask for the class's devices as an extended resource too (or instead of claims), with init containers and sidecars.
 """
 import random
 
@@ -218,10 +219,46 @@ class Scenario:
             self.test_pods.append(p)
 
 
+    def build_extended(self, r):
+        """Where extended resources are backed by DRA: sometimes the test pods also (or only) ask for the class's
+        devices as an extended resource - its explicit name or its implicit one - from the container, and from
+        init containers and a sidecar. Drawn from its own generator `r`, so the rest of the scenario is the same
+        with the feature on or off."""
+        if not self.ctx.get("extended_resource") or r.random() >= 0.3:
+            return
+        cls = next(o for o in self.objects_first if o["kind"] == "DeviceClass")
+        if r.random() < 0.5:
+            resource = f"explain.example.com/{self.name}"
+            cls["spec"]["extendedResourceName"] = resource
+        else:
+            resource = f"deviceclass.resource.kubernetes.io/{cls['metadata']['name']}"
+        only_extended = r.random() < 0.4
+        for pod in [o for o in self.objects_then if o["kind"] == "Pod"]:
+            spec = pod["spec"]
+            if only_extended:
+                spec.pop("resourceClaims", None)
+                spec["containers"][0]["resources"].pop("claims", None)
+            asks = {resource: str(r.randint(1, 3))}
+            spec["containers"][0]["resources"].update(requests=dict(asks), limits=dict(asks))
+            inits = []
+            if r.random() < 0.3:
+                side = str(r.randint(1, 2))
+                inits.append({"name": "side", "image": IMAGE, "restartPolicy": "Always",
+                              "resources": {"requests": {resource: side}, "limits": {resource: side}}})
+            for i in range(r.choice((0, 0, 1, 2))):
+                more = str(r.randint(1, 4))
+                inits.append({"name": f"init{i}", "image": IMAGE,
+                              "resources": {"requests": {resource: more}, "limits": {resource: more}}})
+            if inits:
+                r.shuffle(inits)
+                spec["initContainers"] = inits
+
+
 def generate(index, seed, ctx):
     scenario = Scenario(index, random.Random(f"{seed}-{index}"), ctx)
     scenario.rule_selector = None
     scenario.build_devices()
     scenario.build_fillers()
     scenario.build_tests()
+    scenario.build_extended(random.Random(f"{seed}-{index}-extended"))
     return scenario

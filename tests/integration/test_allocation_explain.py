@@ -47,6 +47,7 @@ def context(cluster, namespace, batch, features):
             "device_taints": "DRADeviceTaints" in features,
             "taint_rules_api": served(cluster, "devicetaintrules") if "DRADeviceTaints" in features else None,
             "prioritized_list": "DRAPrioritizedList" in features, "admin_access": "DRAAdminAccess" in features,
+            "extended_resource": "DRAExtendedResource" in features,
             "semver": cluster.minor >= 34}
 
 
@@ -91,6 +92,11 @@ def disagreement(pod, verdict, state, scenario):
             "objects": scenario.objects_first + scenario.objects_then}
 
 
+def asks_extended_resources(scenario, pod_name):
+    pod = next(o for o in scenario.objects_then if o["kind"] == "Pod" and o["metadata"]["name"] == pod_name)
+    return any("limits" in c.get("resources", {}) for c in pod["spec"]["containers"])
+
+
 def run_batch(cluster, batch, first, count, features, keep=False):
     namespace = f"it-explain-b{batch}"
     ctx = context(cluster, namespace, str(batch), features)
@@ -109,6 +115,9 @@ def run_batch(cluster, batch, first, count, features, keep=False):
             state = pods_state(cluster, namespace)
         found = [disagreement(p, expected[p], state.get(p, (None, False)), by_pod[p]) for p in sorted(by_pod)]
         tally = {v: sum(1 for e in expected.values() if e["verdict"] == v) for v in ("fits", "does_not_fit", "cannot_tell")}
+        extended = [p for p in by_pod if asks_extended_resources(by_pod[p], p)]
+        for v in ("fits", "does_not_fit"):
+            tally["extended " + v] = sum(1 for p in extended if expected[p]["verdict"] == v)
         return [d for d in found if d], tally, result["api_requests"]
     finally:
         if not keep:
@@ -135,4 +144,6 @@ def test_explainer_agrees_with_the_scheduler_on_generated_scenarios(cluster):
     print(f"\n{SCENARIOS} scenarios, {pods} test pods on {cluster.version}: {totals}; "
           f"{len(disagreements)} disagreements")
     assert totals.get("fits") and totals.get("does_not_fit"), totals
+    if "DRAExtendedResource" in features:
+        assert totals.get("extended fits") and totals.get("extended does_not_fit"), totals
     assert not disagreements, yaml.safe_dump(disagreements[:3], width=140)

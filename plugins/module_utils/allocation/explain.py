@@ -19,7 +19,7 @@ __metaclass__ = type
 import json
 import re
 
-from ansible_collections.dra.admin.plugins.module_utils.allocation import model, search
+from ansible_collections.dra.admin.plugins.module_utils.allocation import extended, model, search
 from ansible_collections.dra.admin.plugins.module_utils.claims.capacity import allocator_rules
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims import allocation, pod_claim_refs
 from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import pod_refusal
@@ -80,7 +80,26 @@ def pod_claims(pod, claims_by_label, templates_by_label):
     return allocated, to_allocate, problems
 
 
-def _node_outcome(ctx, to_allocate, allocated, node, pod_spec):
+def extended_resource_claim(pod, mapping, claims):
+    """(search.Claim or None, the resources it covers, problems): the claim kube-scheduler would make for the pod's
+    extended resources backed by DRA (mapping: ``extended.class_mapping``; empty when the feature is off). None
+    when the pod asks for none, or its claim is made already (the pod's status names it: one of its claims)."""
+    meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
+    resources = extended.pod_backed_resources(spec, mapping)
+    if not resources or (status.get("extendedResourceClaimStatus") or {}).get("resourceClaimName"):
+        return None, (), []
+    problems = []
+    for claim in claims:
+        cmeta = claim.get("metadata") or {}
+        if (cmeta.get("annotations") or {}).get(extended.CLAIM_ANNOTATION) == "true" and any(
+                o.get("uid") == meta.get("uid") and o.get("controller") for o in cmeta.get("ownerReferences") or []):
+            problems.append("claim %s for its extended resources is left from an earlier attempt: the scheduler "
+                            "deletes it and tries anew" % _label(claim))
+    label = "%s/%s" % (meta.get("namespace"), extended.CLAIM_NAME)
+    return search.Claim(label, extended.claim_spec(spec, resources, mapping)), resources, problems
+
+
+def _node_outcome(ctx, to_allocate, allocated, node, pod_spec, extended_resources=()):
     meta = node.get("metadata") or {}
     name, labels = meta.get("name"), meta.get("labels") or {}
     refusal = pod_refusal(node, pod_spec) if pod_spec is not None else None
@@ -90,6 +109,11 @@ def _node_outcome(ctx, to_allocate, allocated, node, pod_spec):
                 refusal = "claim %s is allocated to devices another node uses" % _label(claim)
     if refusal:
         return {"name": name, "verdict": search.DOES_NOT_FIT, "node_reason": refusal}, None
+    plugin_served = extended.served_by_device_plugin(node, extended_resources)
+    if plugin_served:
+        return {"name": name, "verdict": search.CANNOT_TELL,
+                "reason": "the node's allocatable lists %s: a device plugin serves it there, which is not modelled"
+                          % ", ".join(plugin_served)}, None
     verdict, detail, node_search = search.node_verdict(ctx, to_allocate, name, labels)
     outcome = {"name": name, "verdict": verdict}
     if node_search.may_error:
@@ -158,11 +182,13 @@ def _count_by(outcomes, field):
 NODE_FIELDS = ("nodeName", "nodeSelector", "affinity", "tolerations")
 
 
-def search_key(to_allocate, allocated, pod_spec):
-    """What decides the searches of a pod: its node filters, its claims' specs, its claims already allocated.
-    Pods alike (a Deployment's or a Job's pending replicas) share one search (``explain``'s memo)."""
+def search_key(to_allocate, allocated, pod_spec, extended_resources=()):
+    """What decides the searches of a pod: its node filters, its claims' specs, its claims already allocated, the
+    extended resources its claim for them covers. Pods alike (a Deployment's or a Job's pending replicas) share
+    one search (``explain``'s memo)."""
     spec = dict((k, (pod_spec or {}).get(k)) for k in NODE_FIELDS) if pod_spec is not None else None
-    return json.dumps([spec, [c.spec_key for c in to_allocate], [_label(c) for c in allocated]], sort_keys=True)
+    return json.dumps([spec, [c.spec_key for c in to_allocate], [_label(c) for c in allocated],
+                       sorted(extended_resources)], sort_keys=True)
 
 
 def _relabelled(value, labels):
@@ -174,22 +200,23 @@ def _relabelled(value, labels):
     return json.loads(text)
 
 
-def _searched(ctx, to_allocate, allocated, nodes, pod_spec):
+def _searched(ctx, to_allocate, allocated, nodes, pod_spec, extended_resources=()):
     outcomes, searches = [], []
     for node in sorted(nodes, key=lambda n: (n.get("metadata") or {}).get("name") or ""):
-        outcome, node_search = _node_outcome(ctx, to_allocate, allocated, node, pod_spec)
+        outcome, node_search = _node_outcome(ctx, to_allocate, allocated, node, pod_spec, extended_resources)
         outcomes.append(outcome)
         if node_search is not None:
             searches.append(node_search)
     return outcomes, _request_summaries(to_allocate, searches), len(searches)
 
 
-def _memoized(ctx, to_allocate, allocated, nodes, pod_spec, memo):
+def _memoized(ctx, to_allocate, allocated, nodes, pod_spec, memo, extended_resources=()):
     if memo is None:
-        return _searched(ctx, to_allocate, allocated, nodes, pod_spec)
-    key = search_key(to_allocate, allocated, pod_spec)
+        return _searched(ctx, to_allocate, allocated, nodes, pod_spec, extended_resources)
+    key = search_key(to_allocate, allocated, pod_spec, extended_resources)
     if key not in memo:
-        memo[key] = ([c.label for c in to_allocate], _searched(ctx, to_allocate, allocated, nodes, pod_spec))
+        memo[key] = ([c.label for c in to_allocate],
+                     _searched(ctx, to_allocate, allocated, nodes, pod_spec, extended_resources))
     labels, (outcomes, rows, searched) = memo[key]
     mapping = dict((old, c.label) for old, c in zip(labels, to_allocate) if old != c.label)
     if not mapping:
@@ -199,10 +226,13 @@ def _memoized(ctx, to_allocate, allocated, nodes, pod_spec, memo):
     return _relabelled(outcomes, mapping), rows, searched
 
 
-def explain(ctx, subject, to_allocate, allocated, problems, nodes, pod_spec, detail=DETAIL_SUMMARY, memo=None):
+def explain(ctx, subject, to_allocate, allocated, problems, nodes, pod_spec, detail=DETAIL_SUMMARY, memo=None,
+            extended_resources=()):
     """The explanation of one pod's (or one unused claim's) pending claims; see the module's RETURN. `memo` (a
-    dict kept across calls with the same context) shares the searches of pods alike."""
-    outcomes, rows, searched = _memoized(ctx, to_allocate, allocated, nodes, pod_spec, memo)
+    dict kept across calls with the same context) shares the searches of pods alike; `extended_resources`: the
+    pod's extended resources backed by DRA, whose claim (``extended.claim_spec``) is among `to_allocate` (nodes
+    where a device plugin serves one of them are answered cannot_tell)."""
+    outcomes, rows, searched = _memoized(ctx, to_allocate, allocated, nodes, pod_spec, memo, extended_resources)
     verdict = _verdict(outcomes) if to_allocate else search.FITS
     result = dict(subject, claims=[c.label for c in to_allocate], verdict=verdict, problems=problems,
                   fits_on=[o["name"] for o in outcomes if o["verdict"] == search.FITS],

@@ -12,7 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.dra.admin.plugins.module_utils.allocation import explain, search
+from ansible_collections.dra.admin.plugins.module_utils.allocation import explain, extended, model, search
 from ansible_collections.dra.admin.plugins.module_utils.allocation.cel import Environment
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims import allocation, pod_claim_refs
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import (
@@ -74,10 +74,13 @@ def _label(obj):
     return "%s/%s" % (meta.get("namespace"), meta.get("name"))
 
 
-def subjects(cluster, namespace=None, claim=None, pod=None):
-    """[(subject dict, pod or None, claim label or None)]: the unbound pods with claims to allocate (the pod
-    named, the pods using the claim named, or all in scope), then the pending claims no such pod uses."""
-    pods = [p for p in cluster["pods"] if pod_claim_refs(p) and (not pod or _label(p) == "%s/%s" % (namespace, pod))]
+def subjects(cluster, namespace=None, claim=None, pod=None, mapping=None):
+    """[(subject dict, pod or None, claim label or None)]: the unbound pods with claims to allocate, or extended
+    resources a DeviceClass backs (mapping, see extended.class_mapping) (the pod named, the pods using the claim
+    named, or all in scope), then the pending claims no such pod uses."""
+    pods = [p for p in cluster["pods"]
+            if (pod_claim_refs(p) or extended.pod_backed_resources(p.get("spec") or {}, mapping or {}))
+            and (not pod or _label(p) == "%s/%s" % (namespace, pod))]
     if claim:
         wanted = "%s/%s" % (namespace, claim)
         pods = [p for p in pods if wanted in ["%s/%s" % (namespace, c) for dummy, c, dummy2 in pod_claim_refs(p)]]
@@ -103,11 +106,12 @@ def explain_all(api, namespace=None, claim=None, pod=None, detail=explain.DETAIL
     ctx = explain.context(Environment(minor), cluster, features)
     claims_by_label = dict((_label(c), c) for c in cluster["claims"])
     templates = dict((_label(t), t) for t in cluster["templates"])
-    found = subjects(cluster, namespace, claim, pod)
+    mapping = extended_mapping(cluster, features)
+    found = subjects(cluster, namespace, claim, pod, mapping)
     _require_found(found, cluster, namespace, claim, pod, claims_by_label)
     memo = {}
     explanations = [explain_subject(ctx, subject, pod_obj, claim_label, claims_by_label, templates, cluster, detail,
-                                    memo) for subject, pod_obj, claim_label in found]
+                                    memo, mapping) for subject, pod_obj, claim_label in found]
     return {"explanations": explanations, "totals": totals(explanations),
             "resource_api_version": cluster["resource_api_version"], "device_taint_rules": cluster["rules_read"],
             "features": sorted(f for f in features if f.startswith("DRA")), "features_source": features_source,
@@ -117,14 +121,26 @@ def explain_all(api, namespace=None, claim=None, pod=None, detail=explain.DETAIL
 def _require_found(found, cluster, namespace, claim, pod, claims_by_label):
     if pod and not found:
         raise NotFound("pod %s/%s is not waiting to be scheduled with claims (it is bound to a node, being deleted, "
-                       "names no claim, or does not exist)" % (namespace, pod))
+                       "asks for no claim and no extended resource a DeviceClass backs, or does not exist)"
+                       % (namespace, pod))
     if claim and "%s/%s" % (namespace, claim) not in claims_by_label:
         raise NotFound("ResourceClaim %s/%s does not exist; check name and namespace" % (namespace, claim))
 
 
-def explain_subject(ctx, subject, pod, claim_label, claims_by_label, templates, cluster, detail, memo=None):
+def extended_mapping(cluster, features):
+    """{extended resource name: DeviceClass name} where the scheduler backs extended resources by DRA, else {}."""
+    return extended.class_mapping(cluster["classes"]) if model.EXTENDED_RESOURCE in features else {}
+
+
+def explain_subject(ctx, subject, pod, claim_label, claims_by_label, templates, cluster, detail, memo=None,
+                    mapping=None):
+    resources = ()
     if pod is not None:
         allocated, to_allocate, problems = explain.pod_claims(pod, claims_by_label, templates)
+        extended_claim, resources, left_over = explain.extended_resource_claim(pod, mapping or {}, cluster["claims"])
+        if extended_claim is not None:
+            to_allocate.append(extended_claim)
+            problems.extend(left_over)
         spec = pod.get("spec") or {}
         if spec.get("schedulingGates"):
             problems.append("the pod has scheduling gates (%s): the scheduler does not look at it yet" % ", ".join(
@@ -132,7 +148,8 @@ def explain_subject(ctx, subject, pod, claim_label, claims_by_label, templates, 
     else:
         allocated, problems, spec = [], [], None
         to_allocate = [search.Claim(claim_label, claims_by_label[claim_label].get("spec"))]
-    return explain.explain(ctx, subject, to_allocate, allocated, problems, cluster["nodes"], spec, detail, memo)
+    return explain.explain(ctx, subject, to_allocate, allocated, problems, cluster["nodes"], spec, detail, memo,
+                           resources)
 
 
 def totals(explanations):

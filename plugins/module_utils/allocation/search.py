@@ -311,7 +311,9 @@ class NodeSearch:
             return len(candidates.all_devices)
         return candidates.request.count
 
-    def _devices(self, ci, ri, ai, di):
+    def _devices(self, ci, ri, ai, di, start=0):
+        """Fill slot `di` of the request with an option from `start` on: the devices of one request are a set, so
+        each slot takes a later option than the one before it (the same first fit as trying every order)."""
         candidates = self.candidates[(ci, ri, ai)]
         needed = self._needed(candidates)
         if candidates.all_devices is not None and not needed:
@@ -320,13 +322,16 @@ class NodeSearch:
             return self._request(ci, ri + 1)
         if candidates.all_devices is not None:
             pool, device, reason = candidates.all_devices[di]
-            return reason == AVAILABLE and self._try(ci, ri, ai, di, pool, device)
+            return reason == AVAILABLE and self._try(ci, ri, ai, di, pool, device, di + 1)
         # A device this environment cannot evaluate may be usable; one whose selector fails never is.
         options = candidates.usable + ([(p, d) for p, d, r in candidates.uncertain if r == CANNOT_EVALUATE]
                                        if self.with_uncertain else [])
-        return any(self._try(ci, ri, ai, di, pool, device) for pool, device in options)
+        if len(options) - start < needed - di:
+            return False  # not enough options left for the slots left
+        return any(self._try(ci, ri, ai, di, pool, device, index + 1)
+                   for index, (pool, device) in enumerate(options) if index >= start)
 
-    def _try(self, ci, ri, ai, di, pool, device):
+    def _try(self, ci, ri, ai, di, pool, device, next_start):
         self.steps += 1
         if self.steps > MAX_STEPS:
             raise SearchLimit()
@@ -334,7 +339,7 @@ class NodeSearch:
         undo = self._add(ci, request, pool, device)
         if undo is None:
             return False
-        if self._devices(ci, ri, ai, di + 1):
+        if self._devices(ci, ri, ai, di + 1, next_start):
             return True
         undo()
         return False
