@@ -32,7 +32,7 @@ description:
     checked.
   - Extended resources backed by DRA (C(DRAExtendedResource), GA in 1.37) - a container asking for a resource a
     DeviceClass names in C(spec.extendedResourceName), or C(deviceclass.resource.kubernetes.io/<class>) - are
-    explained with the claim the scheduler would make for them (labelled C(<namespace>/<extended-resources>)):
+    explained with the claim the scheduler would make for them (labelled C(<namespace>/<extended-resources>)) -
     one request per long-lived container and the largest extra of the other init containers, the class created
     last for a name several classes give. A node whose allocatable lists such a resource (a device plugin serves
     it there) is C(cannot_tell).
