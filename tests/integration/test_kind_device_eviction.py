@@ -16,6 +16,8 @@ Not part of `make integration` (it needs podman and the kind build): `make integ
 import os
 import sys
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
 import clusterlib  # noqa: E402
@@ -68,6 +70,29 @@ def rules_of(c, support):
     return c.get_json(f"devicetaintrules.{support['api_version']}.resource.k8s.io")["items"]
 
 
+@pytest.fixture
+def leaves_the_cluster_as_found(kind_cluster):
+    """Whatever a test's outcome: the DeviceTaintRules it wrote are deleted, the nodes it cordoned are uncordoned
+    and its namespace goes (the other real-node tests share the cluster: a rule left in force would keep their
+    pods Pending). The test names its namespace through the function this yields."""
+    c = kind_cluster
+    support = clusterlib.catalog().device_taint_rule_support(c.version)
+    before = {r["metadata"]["name"] for r in rules_of(c, support)} if support["usable"] else set()
+    cordoned = {n["metadata"]["name"] for n in c.get_json("nodes")["items"] if n["spec"].get("unschedulable")}
+    namespaces = []
+    yield namespaces.append
+    if support["usable"]:
+        for rule in rules_of(c, support):
+            if rule["metadata"]["name"] not in before:
+                c.kubectl("delete", f"devicetaintrules.{support['api_version']}.resource.k8s.io",
+                          rule["metadata"]["name"], "--ignore-not-found", check=False)
+    for node in c.get_json("nodes")["items"]:
+        if node["spec"].get("unschedulable") and node["metadata"]["name"] not in cordoned:
+            c.kubectl("uncordon", node["metadata"]["name"], check=False)
+    for ns in namespaces:
+        c.kubectl("delete", "namespace", ns, "--wait=false", "--ignore-not-found", check=False)
+
+
 def refused_on_this_release(c, tmp_path, namespace, target, pods):
     """1.33: the role (effect Evict by default) fails with the catalog's reason, nothing is evicted."""
     rc, results = role_task_results(c, ROLE, tmp_path, dict(target, dra_device_maintenance_state="tainted"))
@@ -83,7 +108,8 @@ def refused_on_this_release(c, tmp_path, namespace, target, pods):
     c.kubectl("delete", "namespace", namespace, "--wait=false")
 
 
-def test_budget_allowing_none_holds_the_eviction_and_keeps_the_device_noschedule(kind_cluster, kind_driver, tmp_path):
+def test_budget_allowing_none_holds_the_eviction_and_keeps_the_device_noschedule(kind_cluster, kind_driver, tmp_path,
+                                                                                  leaves_the_cluster_as_found):
     """A PodDisruptionBudget with maxUnavailable 0 holds effect Evict: the run fails after its wait timeout naming
     the pod, its budget and the API server's message; the pod keeps running (same UID, never marked for
     deletion), the rule is in place with effect NoSchedule, and the devices return to service by the lift. The dry
@@ -92,6 +118,7 @@ def test_budget_allowing_none_holds_the_eviction_and_keeps_the_device_noschedule
     support = clusterlib.catalog().device_taint_rule_support(c.version)
     node = c.nodes[-1]
     ns = "itk-evict-held"
+    leaves_the_cluster_as_found(ns)
     c.fresh_namespace(ns)
     c.apply([claim_template(c.resource_version, ns, "one-gpu"), deployment(c, ns, "held", 1, node=node),
              budget(ns, "held", maxUnavailable=0)])
@@ -155,7 +182,8 @@ def availability(events, start):
     return timeline
 
 
-def test_budget_allowing_one_at_a_time_is_honoured_pod_by_pod(kind_cluster, kind_driver, tmp_path):
+def test_budget_allowing_one_at_a_time_is_honoured_pod_by_pod(kind_cluster, kind_driver, tmp_path,
+                                                              leaves_the_cluster_as_found):
     """Three pods of one Deployment on one worker's devices, a PodDisruptionBudget with maxUnavailable 1: the
     role (effect Evict by default) takes the worker's whole pool out of service and evicts the three in one wave,
     one after the other. The pods' record shows at most one of them unavailable at any time (a replacement on the
@@ -165,6 +193,7 @@ def test_budget_allowing_one_at_a_time_is_honoured_pod_by_pod(kind_cluster, kind
     support = clusterlib.catalog().device_taint_rule_support(c.version)
     worker, node = c.nodes[1], c.nodes[-1]
     ns = "itk-evict-paced"
+    leaves_the_cluster_as_found(ns)
     c.fresh_namespace(ns)
     c.apply([claim_template(c.resource_version, ns, "one-gpu")])
     # All three on `node`: the other worker is cordoned while they are placed (the control plane's taint keeps
