@@ -191,6 +191,7 @@ def other_tests_pods_on(c, node, own_namespace=None):
 
 
 def wait_for_earlier_tests_to_leave(c, node, own_namespace=None):
-    """A test that takes the driver off a node starts once the pods earlier tests left there are gone: with the
-    driver away they would stay Terminating too and be counted with the test's own."""
+    """A test that takes the driver or a whole pool off a node starts once the pods earlier tests left there are
+    gone: with the driver away they would stay Terminating too and be counted with the test's own; with the pool
+    tainted they would be evicted with the test's own."""
     wait_until(lambda: not other_tests_pods_on(c, node, own_namespace), 240, f"earlier tests' pods gone from {node}")

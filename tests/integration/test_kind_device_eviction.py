@@ -24,7 +24,8 @@ import clusterlib  # noqa: E402
 import kindlib  # noqa: E402
 from api_recorder import ApiRecorder  # noqa: E402
 from dra_objects import claim_template  # noqa: E402
-from kind_nodes import claim_device, is_ready, role_task_results, wait_until  # noqa: E402
+from kind_nodes import (claim_device, is_ready, role_task_results, wait_for_earlier_tests_to_leave,  # noqa: E402
+                        wait_until)
 
 MODULE = "dra.admin.dra_device_taint"
 ROLE = "dra.admin.device_maintenance"
@@ -194,6 +195,9 @@ def test_budget_allowing_one_at_a_time_is_honoured_pod_by_pod(kind_cluster, kind
     worker, node = c.nodes[1], c.nodes[-1]
     ns = "itk-evict-paced"
     leaves_the_cluster_as_found(ns)
+    # The whole pool of `node` goes out of service: earlier tests' pods still there (namespaces deleted without
+    # waiting) would be evicted in a wave of their own.
+    wait_for_earlier_tests_to_leave(c, node, ns)
     c.fresh_namespace(ns)
     c.apply([claim_template(c.resource_version, ns, "one-gpu")])
     # All three on `node`: the other worker is cordoned while they are placed (the control plane's taint keeps
