@@ -19,9 +19,9 @@ def phase_two_block():
     return match.group(0)
 
 
-def jobs(tmp_path, images_status, fail_on=""):
-    """{job name: (exit status, make calls)}, the images job having ended with images_status (the block itself
-    removes a status left by an earlier run)."""
+def jobs(tmp_path, images_status, fail_on="", molecule_status=0):
+    """{job name: (exit status, make calls)}, the images having ended with images_status and molecule with
+    molecule_status (None: still running; the block itself removes statuses left by an earlier run)."""
     fake = tmp_path / "fake-make"
     fake.write_text('#!/bin/bash\necho "$*" >> "%s"\n'
                     'for a in "$@"; do [ -n "$FAIL_ON" ] && [ "$a" = "$FAIL_ON" ] && exit 1; done\nexit 0\n'
@@ -35,14 +35,20 @@ def jobs(tmp_path, images_status, fail_on=""):
     ])
     out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True).stdout
     parts = out.split("\0")[:-1]
-    assert not (tmp_path / "images.status").exists()
+    timeout = 60 if molecule_status is not None else 8
+    assert not (tmp_path / "images.status").exists() and not (tmp_path / "molecule.status").exists()
     (tmp_path / "images.status").write_text("%d\n" % images_status)
+    if molecule_status is not None:
+        (tmp_path / "molecule.status").write_text("%d\n" % molecule_status)
     results = {}
     for name, command in zip(parts[0::2], parts[1::2]):
         (tmp_path / "calls").write_text("")
-        res = subprocess.run(["bash", "-c", command], capture_output=True, text=True, check=False,
-                             env=dict(os.environ, FAIL_ON=fail_on), timeout=60)
-        results[name] = (res.returncode, (tmp_path / "calls").read_text().splitlines())
+        try:
+            res = subprocess.run(["bash", "-c", command], capture_output=True, text=True, check=False,
+                                 env=dict(os.environ, FAIL_ON=fail_on), timeout=timeout, start_new_session=True)
+            results[name] = (res.returncode, (tmp_path / "calls").read_text().splitlines())
+        except subprocess.TimeoutExpired:
+            results[name] = ("waiting", (tmp_path / "calls").read_text().splitlines())
     return results
 
 
@@ -61,8 +67,34 @@ def test_each_release_runs_its_kwok_suite_then_its_kind_tests_and_the_extras_onc
         assert status == 0
         assert calls[0].endswith("integration KWOK_RELEASE=%s" % release)
         assert "integration-kind-nodes KIND_RELEASE=%s" % release in calls[1]
-        assert ("integration-readme" in calls[1]) == (i == 0)
-        assert ("molecule-kind" in calls[1]) == (i == len(pinned) - 1)
+        assert ("integration-readme" in calls[1]) == (i == len(pinned) - 1)
+        assert "molecule-kind" not in calls[1]
+
+
+def test_only_the_first_release_goes_to_kind_while_molecules_cluster_is_up(tmp_path):
+    pinned = releases()
+    results = jobs(tmp_path, 0, molecule_status=None)
+    assert results["release-%s" % pinned[0]][0] == 0 and len(results["release-%s" % pinned[0]][1]) == 2
+    for release in pinned[1:]:
+        status, calls = results["release-%s" % release]
+        assert status == "waiting" and len(calls) == 1, (release, status, calls)
+
+
+def test_the_images_job_runs_molecule_after_the_images_and_writes_both_statuses(tmp_path):
+    fake = tmp_path / "fake-make"
+    fake.write_text('#!/bin/bash\necho "$*" >> "%s"\nexit 3\n' % (tmp_path / "calls"))
+    fake.chmod(0o755)
+    build = tmp_path / "hack" / "cluster" / "build"
+    build.parent.mkdir(parents=True)
+    build.write_text("#!/bin/bash\nexit 0\n")
+    build.chmod(0o755)
+    script = "\n".join(["root=%s; logs=%s; mk=(%s)" % (tmp_path, tmp_path, fake), "q() { printf '%q ' \"$@\"; }",
+                        phase_two_block().replace("\ndone", "\ndone\n", 1), 'bash -c "$images_then_molecule"'])
+    res = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=False, timeout=60)
+    assert res.returncode == 3
+    assert (tmp_path / "calls").read_text().split() == ["molecule-kind"]
+    assert (tmp_path / "images.status").read_text().strip() == "0"
+    assert (tmp_path / "molecule.status").read_text().strip() == "3"
 
 
 def test_a_failed_kwok_suite_stops_its_release_before_kind(tmp_path):
