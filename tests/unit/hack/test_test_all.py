@@ -4,6 +4,7 @@ The jobs are built by the script's own lines (its phase-2 block, run by bash) wi
 records its arguments and fails when told to: what runs, in which order, and the exit status are the script's."""
 import os
 import re
+import signal
 import subprocess
 
 from conftest import ROOT
@@ -43,12 +44,20 @@ def jobs(tmp_path, images_status, fail_on="", molecule_status=0):
     results = {}
     for name, command in zip(parts[0::2], parts[1::2]):
         (tmp_path / "calls").write_text("")
+        proc = subprocess.Popen(["bash", "-c", command], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                env=dict(os.environ, FAIL_ON=fail_on), start_new_session=True)
         try:
-            res = subprocess.run(["bash", "-c", command], capture_output=True, text=True, check=False,
-                                 env=dict(os.environ, FAIL_ON=fail_on), timeout=timeout, start_new_session=True)
-            results[name] = (res.returncode, (tmp_path / "calls").read_text().splitlines())
+            status = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            results[name] = ("waiting", (tmp_path / "calls").read_text().splitlines())
+            status = "waiting"
+        finally:
+            if proc.poll() is None or status == "waiting":
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)  # the job and the wait loop it started
+                except ProcessLookupError:
+                    pass
+                proc.wait()
+        results[name] = (status, (tmp_path / "calls").read_text().splitlines())
     return results
 
 
