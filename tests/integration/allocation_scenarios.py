@@ -218,7 +218,6 @@ class Scenario:
                                               tolerate_node=tolerate_node))
             self.test_pods.append(p)
 
-
     def build_extended(self, r):
         """Where extended resources are backed by DRA: sometimes the test pods also (or only) ask for the class's
         devices as an extended resource - its explicit name or its implicit one - from the container, and from

@@ -109,8 +109,8 @@ def refused_on_this_release(c, tmp_path, namespace, target, pods):
     c.kubectl("delete", "namespace", namespace, "--wait=false")
 
 
-def test_budget_allowing_none_holds_the_eviction_and_keeps_the_device_noschedule(kind_cluster, kind_driver, tmp_path,
-                                                                                  leaves_the_cluster_as_found):
+def test_budget_allowing_none_holds_the_eviction_and_keeps_the_device_noschedule(
+        kind_cluster, kind_driver, tmp_path, leaves_the_cluster_as_found):
     """A PodDisruptionBudget with maxUnavailable 0 holds effect Evict: the run fails after its wait timeout naming
     the pod, its budget and the API server's message; the pod keeps running (same UID, never marked for
     deletion), the rule is in place with effect NoSchedule, and the devices return to service by the lift. The dry
