@@ -80,21 +80,17 @@ def pod_claims(pod, claims_by_label, templates_by_label):
     return allocated, to_allocate, problems
 
 
-def extended_resource_claim(pod, mapping, claims):
+def extended_resource_claim(pod, mapping, left_by_owner):
     """(search.Claim or None, the resources it covers, problems): the claim kube-scheduler would make for the pod's
     extended resources backed by DRA (mapping: ``extended.class_mapping``; empty when the feature is off). None
-    when the pod asks for none, or its claim is made already (the pod's status names it: one of its claims)."""
+    when the pod asks for none, or its claim is made already (the pod's status names it: one of its claims).
+    left_by_owner: ``extended.claims_by_owner`` of the cluster's claims (one left from an earlier attempt)."""
     meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
     resources = extended.pod_backed_resources(spec, mapping)
     if not resources or (status.get("extendedResourceClaimStatus") or {}).get("resourceClaimName"):
         return None, (), []
-    problems = []
-    for claim in claims:
-        cmeta = claim.get("metadata") or {}
-        if (cmeta.get("annotations") or {}).get(extended.CLAIM_ANNOTATION) == "true" and any(
-                o.get("uid") == meta.get("uid") and o.get("controller") for o in cmeta.get("ownerReferences") or []):
-            problems.append("claim %s for its extended resources is left from an earlier attempt: the scheduler "
-                            "deletes it and tries anew" % _label(claim))
+    problems = ["claim %s for its extended resources is left from an earlier attempt: the scheduler deletes it "
+                "and tries anew" % _label(claim) for claim in left_by_owner.get(meta.get("uid")) or []]
     label = "%s/%s" % (meta.get("namespace"), extended.CLAIM_NAME)
     return search.Claim(label, extended.claim_spec(spec, resources, mapping)), resources, problems
 

@@ -109,9 +109,9 @@ def explain_all(api, namespace=None, claim=None, pod=None, detail=explain.DETAIL
     mapping = extended_mapping(cluster, features)
     found = subjects(cluster, namespace, claim, pod, mapping)
     _require_found(found, cluster, namespace, claim, pod, claims_by_label)
-    memo = {}
+    memo, left_by_owner = {}, extended.claims_by_owner(cluster["claims"])
     explanations = [explain_subject(ctx, subject, pod_obj, claim_label, claims_by_label, templates, cluster, detail,
-                                    memo, mapping) for subject, pod_obj, claim_label in found]
+                                    memo, mapping, left_by_owner) for subject, pod_obj, claim_label in found]
     return {"explanations": explanations, "totals": totals(explanations),
             "resource_api_version": cluster["resource_api_version"], "device_taint_rules": cluster["rules_read"],
             "features": sorted(f for f in features if f.startswith("DRA")), "features_source": features_source,
@@ -133,11 +133,13 @@ def extended_mapping(cluster, features):
 
 
 def explain_subject(ctx, subject, pod, claim_label, claims_by_label, templates, cluster, detail, memo=None,
-                    mapping=None):
+                    mapping=None, left_by_owner=None):
     resources = ()
     if pod is not None:
         allocated, to_allocate, problems = explain.pod_claims(pod, claims_by_label, templates)
-        extended_claim, resources, left_over = explain.extended_resource_claim(pod, mapping or {}, cluster["claims"])
+        if left_by_owner is None:
+            left_by_owner = extended.claims_by_owner(cluster["claims"])
+        extended_claim, resources, left_over = explain.extended_resource_claim(pod, mapping or {}, left_by_owner)
         if extended_claim is not None:
             to_allocate.append(extended_claim)
             problems.extend(left_over)

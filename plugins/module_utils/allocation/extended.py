@@ -59,6 +59,20 @@ def class_mapping(classes):
     return mapping
 
 
+def claims_by_owner(claims):
+    """{pod UID: [claim, ...]}: the claims the scheduler made for pods' extended resources (its annotation), by the
+    pod that controls them - read once for every pod of a run."""
+    out = {}
+    for claim in claims:
+        meta = claim.get("metadata") or {}
+        if (meta.get("annotations") or {}).get(CLAIM_ANNOTATION) != "true":
+            continue
+        for owner in meta.get("ownerReferences") or []:
+            if owner.get("controller") and owner.get("uid"):
+                out.setdefault(owner["uid"], []).append(claim)
+    return out
+
+
 def whole_quantity(value):
     """The integer a quantity such as "2" stands for; None for a fraction or a suffix ("500m", "1k")."""
     match = _INTEGER.match(str(value).strip())

@@ -63,9 +63,10 @@ def test_only_backed_extended_resources_with_a_request_count():
     assert extended.served_by_device_plugin(node, [GPU, "example.com/fpga"]) == [GPU]
 
 
-def explain_pod(asks, features_off=(), allocatable=None):
+def explain_pod(asks, features_off=(), allocatable=None, extra_claims=()):
     cluster, features, dummy, dummy2 = recorded_cluster()
     cluster = copy.deepcopy(cluster)
+    cluster["claims"] = cluster["claims"] + list(extra_claims)
     features = set(features) - set(features_off)
     pod = {"metadata": {"namespace": "rec", "name": "ext", "uid": "u-ext"},
            "spec": {"containers": [container("main", {extended.IMPLICIT_PREFIX + CLASS: str(asks)})],
@@ -115,6 +116,19 @@ def test_a_device_plugin_node_cannot_be_told_and_the_feature_off_leaves_the_pod_
     node = [o for o in answer["nodes"] if o["name"] == first][0]
     assert node["verdict"] == search.CANNOT_TELL and "device plugin" in node["reason"]
     assert explain_pod(1, features_off=["DRAExtendedResource"]) is None
+
+
+def test_a_claim_left_from_an_earlier_attempt_is_named_only_for_its_own_pod():
+    def left(uid, annotated=True):
+        meta = {"namespace": "rec", "name": "ext-extended-resources-%s" % uid,
+                "ownerReferences": [{"kind": "Pod", "name": "ext", "uid": uid, "controller": True}]}
+        if annotated:
+            meta["annotations"] = {extended.CLAIM_ANNOTATION: "true"}
+        return {"metadata": meta, "spec": {}}
+    answer = explain_pod(1, extra_claims=[left("u-ext"), left("u-other"), left("u-ext", annotated=False)])
+    assert answer["problems"] == ["claim rec/ext-extended-resources-u-ext for its extended resources is left from an "
+                                  "earlier attempt: the scheduler deletes it and tries anew"]
+    assert explain_pod(1)["problems"] == []
 
 
 @pytest.mark.parametrize("quantity,expected", [("2", 2), ("+3", 3), ("0", 0), ("500m", None), ("1k", None)])
