@@ -21,7 +21,6 @@ from ansible_collections.dra.admin.plugins.module_utils.claims.slices import (
     current_slices, device_entry_offered_to, device_fields, pool_key, slice_offered_to,
 )
 from ansible_collections.dra.admin.plugins.module_utils.common.tolerations import tolerates
-from ansible_collections.dra.admin.plugins.module_utils.devices.taints import KEEPS_ALLOCATIONS_OFF
 from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import selector_matches
 
 # Scheduler features that change allocation (gate names of releases.catalog).
@@ -32,8 +31,6 @@ PARTITIONABLE = "DRAPartitionableDevices"
 CONSUMABLE_CAPACITY = "DRAConsumableCapacity"
 BINDING_CONDITIONS = "DRADeviceBindingConditions"
 EXTENDED_RESOURCE = "DRAExtendedResource"
-# The device taint effects that keep a device from being allocated.
-TAINT_EFFECTS = KEEPS_ALLOCATIONS_OFF
 
 
 class Request:

@@ -32,6 +32,7 @@ from ansible_collections.dra.admin.plugins.module_utils.allocation.cel import Se
 from ansible_collections.dra.admin.plugins.module_utils.claims import capacity
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.common.tolerations import tolerates
+from ansible_collections.dra.admin.plugins.module_utils.devices.taints import KEEPS_ALLOCATIONS_OFF
 
 FITS = "fits"
 DOES_NOT_FIT = "does_not_fit"
@@ -159,7 +160,7 @@ def static_reason(ctx, request, pool, device):
             return found
     if not request.admin and device.key in ctx.allocated:
         return IN_USE, "allocated to claim %s" % ctx.allocated[device.key]
-    untolerated = [t for t in ctx.device_taints(device) if t.get("effect") in model.TAINT_EFFECTS
+    untolerated = [t for t in ctx.device_taints(device) if t.get("effect") in KEEPS_ALLOCATIONS_OFF
                    and not request.tolerates(t)]
     if untolerated:
         return TAINTED, ", ".join("%s=%s:%s" % (t.get("key"), t.get("value") or "", t.get("effect")) for t in untolerated)
@@ -329,7 +330,7 @@ class NodeSearch:
         if len(options) - start < needed - di:
             return False  # not enough options left for the slots left
         return any(self._try(ci, ri, ai, di, pool, device, index + 1)
-                   for index, (pool, device) in enumerate(options) if index >= start)
+                   for index, (pool, device) in enumerate(options[start:], start))
 
     def _try(self, ci, ri, ai, di, pool, device, next_start):
         self.steps += 1

@@ -65,8 +65,6 @@ COND_HEALTHY = "healthy"
 COND_NOT_REPORTED = "not-reported"
 CONDITIONS = (COND_UNHEALTHY, COND_UNKNOWN, COND_HEALTHY, COND_NOT_REPORTED)
 
-# Driver taints that keep new claims off the device (devices/taints.KEEPS_ALLOCATIONS_OFF) say it should not be used.
-UNHEALTHY_TAINT_EFFECTS = KEEPS_ALLOCATIONS_OFF
 
 SINCE_TAINT = "taint"
 SINCE_FIRST_SEEN = "first-seen"
@@ -328,7 +326,7 @@ def _since(key, condition, taints, first_seen, now):
     candidates = []
     if condition == COND_UNHEALTHY:
         candidates += [(parse_time(t["time_added"]), SINCE_TAINT) for t in taints
-                       if t["effect"] in UNHEALTHY_TAINT_EFFECTS and t.get("time_added")]
+                       if t["effect"] in KEEPS_ALLOCATIONS_OFF and t.get("time_added")]
     remembered = first_seen.get(key)
     if remembered and remembered.get("condition") == condition:
         candidates.append((parse_time(remembered["since"]), SINCE_FIRST_SEEN))
@@ -340,7 +338,7 @@ def _since(key, condition, taints, first_seen, now):
 def device_condition(health, taints):
     """(condition, reasons) of one device from its worst pod-reported health and its driver taints."""
     reasons = []
-    bad_taints = [t for t in taints if t["effect"] in UNHEALTHY_TAINT_EFFECTS]
+    bad_taints = [t for t in taints if t["effect"] in KEEPS_ALLOCATIONS_OFF]
     if health == UNHEALTHY:
         reasons.append("a pod reports it Unhealthy")
     reasons += ["driver taint %s=%s:%s" % (t["key"], t["value"], t["effect"]) for t in bad_taints]
