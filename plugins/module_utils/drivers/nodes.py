@@ -16,7 +16,7 @@ __metaclass__ = type
 
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import (
-    AFFINITY_REFUSAL, pod_refusal, required_terms, with_exclusion,
+    AFFINITY_REFUSAL, pod_refusal, with_exclusion,
 )
 
 
@@ -44,22 +44,18 @@ def pod_spec_of(daemonset):
     return (((daemonset.get("spec") or {}).get("template") or {}).get("spec") or {})
 
 
-def why_not_selected(node, node_selector, terms, tolerations):
-    """None when a DaemonSet pod with this selection would run on the node, else the reason."""
-    pod_spec = {"nodeSelector": node_selector, "tolerations": tolerations}
-    if terms is not None:
-        pod_spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-            "nodeSelectorTerms": terms}}}
+def why_not_selected(node, pod_spec):
+    """None when a DaemonSet pod with this spec would run on the node, else the reason."""
     reason = pod_refusal(node, pod_spec, DAEMONSET_TOLERATIONS)
     return reason + " (labels or exclusion label)" if reason == AFFINITY_REFUSAL else reason
 
 
-def select_nodes(nodes, node_selector=None, terms=None, tolerations=None):
-    """Split nodes into (selected names, {excluded name: reason}), both sorted by name."""
+def _split(nodes, pod_spec):
+    """(selected names, {excluded name: reason}), both sorted by name."""
     selected, excluded = [], {}
     for node in sorted(nodes, key=lambda n: (n.get("metadata") or {}).get("name") or ""):
         name = (node.get("metadata") or {}).get("name")
-        reason = why_not_selected(node, node_selector, terms, tolerations)
+        reason = why_not_selected(node, pod_spec)
         if reason:
             excluded[name] = reason
         else:
@@ -67,6 +63,16 @@ def select_nodes(nodes, node_selector=None, terms=None, tolerations=None):
     return selected, excluded
 
 
+def select_nodes(nodes, node_selector=None, terms=None, tolerations=None):
+    """Split nodes into (selected names, {excluded name: reason}), both sorted by name, for a DaemonSet pod with
+    this nodeSelector, required nodeSelectorTerms (None: no affinity) and tolerations."""
+    pod_spec = {"nodeSelector": node_selector, "tolerations": tolerations}
+    if terms is not None:
+        pod_spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": terms}}}
+    return _split(nodes, pod_spec)
+
+
 def select_nodes_for_daemonset(nodes, daemonset):
     spec = pod_spec_of(daemonset)
-    return select_nodes(nodes, spec.get("nodeSelector"), required_terms(spec), spec.get("tolerations"))
+    return _split(nodes, dict((k, spec.get(k)) for k in ("nodeSelector", "affinity", "tolerations")))
