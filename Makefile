@@ -1,8 +1,8 @@
 # dra.admin — developer entry points. See README.md.
 #
-#   make demo         set up everything, bring the local kind cluster up (real nodes), run playbooks/site.yml
-#   make test         ansible-lint + ansible-test sanity + unit + integration (KWOK clusters) + real-node tests
-#                     and molecule's kind scenario (kind clusters on podman)
+#   make demo         build what one kind cluster runs, bring it up (real nodes), run playbooks/site.yml
+#   make test         ansible-lint + ansible-test sanity + unit (newest and oldest Ansible line) + the artifact's
+#                     checks + integration (KWOK clusters) + real-node tests and molecule's kind scenario
 #   make demo-kwok    the same on the KWOK cluster (fake nodes, control plane as host processes)
 #   make gate-matrix  the catalog's feature-gate verdicts against kube-apiserver 1.32+ (docs/gate-matrix.md)
 #   make gate-matrix-test  the same on the pinned releases, all four components (pytest)
@@ -11,13 +11,31 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 CACHE ?= $(HOME)/.cache/dra-admin
-PYTHON ?= python3
+# The tested lines (README.md, "Install"; docs/decisions.md, "The Ansible lines tested"): the newest
+# (requirements-dev.txt, Python 3.12 or newer: every test) and the oldest meta/runtime.yml admits
+# (tests/requirements-oldest.txt, Python 3.11: sanity and unit tests). hack/find-python picks each
+# line's Python from PATH or pyenv's versions; set PYTHON / OLDEST_PYTHON to choose another.
+ifndef PYTHON
+PYTHON := $(shell $(ROOT)/hack/find-python 3.12)
+endif
+ifndef OLDEST_PYTHON
+OLDEST_PYTHON := $(shell $(ROOT)/hack/find-python 3.11 3.11)
+endif
 REQ_HASH := $(shell cat $(ROOT)/requirements.txt $(ROOT)/requirements-dev.txt | sha256sum | cut -c1-12)
-VENV ?= $(CACHE)/venv-$(REQ_HASH)
+PY_TAG := $(shell $(PYTHON) -c 'import sys; print("%d%d" % sys.version_info[:2])' 2>/dev/null)
+VENV ?= $(CACHE)/venv-$(REQ_HASH)-py$(PY_TAG)
 BIN := $(VENV)/bin
+OLDEST_HASH := $(shell cat $(ROOT)/requirements.txt $(ROOT)/tests/requirements-oldest.txt | sha256sum | cut -c1-12)
+OLDEST_VENV ?= $(CACHE)/venv-oldest-$(OLDEST_HASH)
+# galaxy-importer and antsibull-docs pin their own dependencies: a venv of their own (tests/requirements-publish.txt).
+PUBLISH_HASH := $(shell cat $(ROOT)/tests/requirements-publish.txt | sha256sum | cut -c1-12)
+PUBLISH_VENV ?= $(CACHE)/venv-publish-$(PUBLISH_HASH)
+# awx.awx (playbooks/awx_configure.yml) at the version requirements-awx.yml names, from PyPI
+# (hack/install-awx-collection): beside the link to this checkout on the collections path.
+AWX_COLLECTIONS := $(CACHE)/collections-awx-$(shell sed -n 's/^ *version: *"*\([0-9.]*\)"*/\1/p' $(ROOT)/requirements-awx.yml)
 # The collection is looked up as ansible_collections/dra/admin: a link to this checkout.
 COLLECTIONS := $(ROOT)/.tmp/collections
-export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
+export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS):$(AWX_COLLECTIONS)
 export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
 export PATH := $(BIN):$(PATH)
 CLUSTER_NAME ?= dra-admin
@@ -27,7 +45,7 @@ STATE ?= $(CACHE)/state
 K8S_DEFAULT := $(shell sed -n 's/^K8S_VERSIONS=\([^ ]*\).*/\1/p' $(ROOT)/hack/cluster/versions.env)
 KUBE_BIN := $(CACHE)/kubernetes-$(K8S_DEFAULT)/bin
 
-.PHONY: help venv build build-kind kind-deps up down up-kwok down-kwok demo demo-kwok site site-kwok lint sanity \
+.PHONY: help venv venv-oldest venv-publish sanity-oldest unit-oldest publish-check build-kind-one build build-kind kind-deps up down up-kwok down-kwok demo demo-kwok site site-kwok lint sanity \
 	test-deps unit integration integration-kind integration-kind-nodes integration-readme molecule molecule-kind test collection-link clean gate-matrix \
 	gate-matrix-test
 
@@ -40,6 +58,7 @@ help:
 
 # The venv path carries a hash of the requirements: a change makes a new venv, an unchanged one is reused.
 $(VENV)/.installed:
+	@test -n "$(PYTHON)" || { echo "no Python 3.12 or newer for the default line (hack/find-python 3.12)"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -r requirements-dev.txt
@@ -47,9 +66,29 @@ $(VENV)/.installed:
 
 venv: $(VENV)/.installed
 
-collection-link:
+$(OLDEST_VENV)/.installed:
+	@test -n "$(OLDEST_PYTHON)" || { echo "no Python 3.11 for the oldest line (hack/find-python 3.11 3.11)"; exit 1; }
+	$(OLDEST_PYTHON) -m venv $(OLDEST_VENV)
+	$(OLDEST_VENV)/bin/pip install --quiet --upgrade pip
+	$(OLDEST_VENV)/bin/pip install --quiet -r tests/requirements-oldest.txt
+	touch $@
+
+venv-oldest: $(OLDEST_VENV)/.installed
+
+$(PUBLISH_VENV)/.installed:
+	$(PYTHON) -m venv $(PUBLISH_VENV)
+	$(PUBLISH_VENV)/bin/pip install --quiet --upgrade pip
+	$(PUBLISH_VENV)/bin/pip install --quiet -r tests/requirements-publish.txt
+	touch $@
+
+venv-publish: $(PUBLISH_VENV)/.installed
+
+collection-link: $(AWX_COLLECTIONS)/.installed
 	@mkdir -p $(COLLECTIONS)/ansible_collections/dra
 	@ln -sfn $(ROOT) $(COLLECTIONS)/ansible_collections/dra/admin
+
+$(AWX_COLLECTIONS)/.installed:
+	$(PYTHON) $(ROOT)/hack/install-awx-collection $(ROOT)/requirements-awx.yml $(AWX_COLLECTIONS)
 
 build:
 	$(ROOT)/hack/cluster/build
@@ -58,11 +97,15 @@ build:
 build-kind:
 	$(ROOT)/hack/cluster/build --kind
 
+# What one kind cluster of one release runs (K8S_VERSION, default the first pinned): `make up` and `make demo`.
+build-kind-one:
+	$(ROOT)/hack/cluster/build --kind --kind-only --k8s-version $(or $(K8S_VERSION),$(K8S_DEFAULT))
+
 # Debian packages the kind backend needs on this host (podman, runc, aardvark-dns, debootstrap).
 kind-deps:
 	$(ROOT)/hack/install-kind-deps
 
-up: build-kind
+up: build-kind-one
 	$(ROOT)/hack/cluster/kind-up --name $(CLUSTER_NAME) --workers $(KIND_WORKERS) \
 		$(if $(K8S_VERSION),--k8s-version $(K8S_VERSION))
 
@@ -83,7 +126,7 @@ site-kwok: venv collection-link
 	K8S_AUTH_KUBECONFIG=$(STATE)/$(CLUSTER_NAME)/kubeconfig \
 	  $(BIN)/ansible-playbook -i $(ROOT)/inventory/kwok.yml $(ROOT)/playbooks/site.yml
 
-demo: venv kind-deps build-kind up site
+demo: venv kind-deps up site
 
 demo-kwok: venv build up-kwok site-kwok
 
@@ -92,6 +135,17 @@ lint: venv collection-link
 
 sanity: venv
 	$(ROOT)/hack/sanity $(BIN)
+
+# The oldest line meta/runtime.yml admits: sanity and unit tests (docs/decisions.md, "The Ansible lines tested").
+sanity-oldest: venv-oldest
+	$(ROOT)/hack/sanity $(OLDEST_VENV)/bin
+
+unit-oldest: venv-oldest collection-link test-deps
+	cd $(ROOT) && $(OLDEST_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/unit
+
+# What Galaxy and Automation Hub run on upload (galaxy-importer) and antsibull-docs' lint, on the built artifact.
+publish-check: venv venv-publish collection-link
+	$(ROOT)/hack/publish-check $(PUBLISH_VENV)/bin $(BIN)
 
 # System tools the tests need (promtool from Debian's prometheus); skipped when present.
 test-deps:

@@ -27,7 +27,7 @@ description:
     (service C(liveness)) on O(health_port). With O(method=helm) renders the chart values (the role's overlay on
     O(chart_values) for known charts), and with O(rendered) checks the DaemonSet Helm rendered.
   - Renders the DeviceClasses for the driver in the newest served C(resource.k8s.io) version.
-  - Read-only; role M(dra.admin.driver) applies the result.
+  - Read-only; role P(dra.admin.driver#role) applies the result.
 author:
   - dra.admin maintainers (@dra-admin)
 extends_documentation_fragment:

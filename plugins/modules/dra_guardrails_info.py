@@ -14,7 +14,7 @@ short_description: Render the DRA guardrails (ValidatingAdmissionPolicies) for a
 version_added: 0.1.0
 description:
   - Renders the ValidatingAdmissionPolicies and ValidatingAdmissionPolicyBindings of the DRA guardrails for the
-    Kubernetes version and the C(resource.k8s.io) versions the API server serves; role M(dra.admin.guardrails)
+    Kubernetes version and the C(resource.k8s.io) versions the API server serves; role P(dra.admin.guardrails#role)
     applies them.
   - B(broad-device-taint) refuses a DeviceTaintRule whose C(spec.deviceSelector) names no driver (it can match
     every device of the cluster), and a NoExecute one that does not name both driver and pool, unless the rule

@@ -24,7 +24,7 @@ description:
     through RoleBindings; nothing cluster-scoped.
   - Also lists objects an earlier run made (label C(app.kubernetes.io/managed-by=dra.admin) and a persona label)
     that the current personas no longer render, so the caller can delete them.
-  - Read-only; role M(dra.admin.rbac) applies the result.
+  - Read-only; role P(dra.admin.rbac#role) applies the result.
 author:
   - dra.admin maintainers (@dra-admin)
 extends_documentation_fragment:

@@ -18,15 +18,15 @@ GALAXY = os.path.join(os.path.dirname(sys.executable), "ansible-galaxy")
 # Files (fnmatch, '*' crosses '/') the artifact may hold.
 ALLOWED = [
     "MANIFEST.json", "FILES.json", "README.md", "LICENSE", "requirements.txt", "bindep.txt",
-    "meta/*", "plugins/*", "roles/*", "playbooks/*", "docs/*", "changelogs/*",
+    "requirements-awx.yml", "meta/*", "plugins/*", "roles/*", "playbooks/*", "docs/*", "changelogs/*",
     "inventory/example.yml", "tests/sanity/*",
 ]
 # Files it must hold (a build_ignore entry too wide would drop them).
 REQUIRED = [
     "meta/runtime.yml", "meta/execution-environment.yml", "plugins/module_utils/common/api.py",
     "plugins/modules/dra_node_drain.py", "roles/feature_gates/tasks/main.yml", "playbooks/site.yml",
-    "docs/decisions.md", "requirements.txt", "bindep.txt", "inventory/example.yml",
-    "tests/sanity/ignore-2.19.txt", "LICENSE", "docs/benchmarks/README.md",
+    "docs/decisions.md", "requirements.txt", "bindep.txt", "inventory/example.yml", "requirements-awx.yml",
+    "tests/sanity/ignore-2.19.txt", "tests/sanity/ignore-2.21.txt", "LICENSE", "docs/benchmarks/README.md",
 ]
 # The benchmarks' raw samples and plots stay in the repository (docs/decisions.md): 1,086,830 bytes
 # and 223 files before they were left out, 397,695 bytes and 216 files after.
@@ -73,3 +73,29 @@ def test_artifact_holds_the_allow_list_only(tmp_path):
     assert [f for f in REQUIRED if f not in files] == []
     assert [f for f in files if any(fnmatch.fnmatch(f, pattern) for pattern in LEFT_OUT)] == []
     assert artifact.stat().st_size < MAX_ARTIFACT_BYTES, artifact.stat().st_size
+
+
+def test_what_the_artifact_ships_passes_its_own_checks(tmp_path):
+    """ansible-test's `ignores` test fails on an ignore entry whose file is not there, and galaxy-importer
+    refuses a role without README.md: both are judged on the installed artifact, so every path the
+    shipped ignore files name, and every role's README.md, must be in it."""
+    source = tmp_path / "src"
+    tracked_copy(str(source))
+    out = tmp_path / "out"
+    res = subprocess.run([GALAXY, "collection", "build", "--output-path", str(out), str(source)],
+                         capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stdout + res.stderr
+    (artifact,) = list(out.iterdir())
+    with tarfile.open(str(artifact)) as tar:
+        files = set(m.name for m in tar.getmembers() if not m.isdir())
+    ignore_files = sorted(f for f in files if fnmatch.fnmatch(f, "tests/sanity/ignore-*.txt"))
+    assert ignore_files, "no sanity ignore file shipped"
+    named = set()
+    for rel in ignore_files:
+        for line in open(os.path.join(ROOT, rel)):
+            if line.strip() and not line.startswith("#"):
+                named.add(line.split()[0])
+    assert sorted(named - files) == []
+    roles = sorted(set(f.split("/")[1] for f in files if f.startswith("roles/")))
+    assert len(roles) >= 13
+    assert [r for r in roles if "roles/%s/README.md" % r not in files] == []

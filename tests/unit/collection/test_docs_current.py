@@ -24,7 +24,7 @@ def docs():
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory):
-    out = tmp_path_factory.mktemp("docs")
+    out = tmp_path_factory.mktemp("generated") / "docs"
     proc = subprocess.run([sys.executable, str(SCRIPT), "--output", str(out)],
                           cwd=str(ROOT), capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
@@ -52,6 +52,18 @@ def test_committed_docs_are_current(generated):
                                                 "docs/%s" % rel, "generated", n=1))
             stale.append(diff[:3000])
     assert not stale, "docs are stale; run hack/docs:\n" + "\n".join(stale)
+
+
+def test_every_role_has_a_current_readme(generated, docs):
+    """Galaxy shows a role's README.md (galaxy-importer refuses a role without one): hack/docs writes the
+    role's variables there, keeping prose written around the block."""
+    for name in docs.role_names():
+        want = (generated.parent / "roles" / name / "README.md").read_text()
+        assert want.startswith("# ") and docs.BEGIN in want, name
+        assert "](../modules/" not in want, name
+        have_path = ROOT / "roles" / name / "README.md"
+        have = have_path.read_text() if have_path.exists() else ""
+        assert have == want, "roles/%s/README.md is stale; run hack/docs" % name
 
 
 def test_generated_module_page_has_options_examples_and_returns(generated):
@@ -120,6 +132,7 @@ def test_markup_to_markdown(docs):
     assert docs.markup("C(a) O(b=c) V(d) I(e) B(f)") == "`a` `b=c` `d` *e* **f**"
     assert docs.markup("M(dra.admin.dra_claims_info)") == "[`dra.admin.dra_claims_info`](../modules/dra_claims_info.md)"
     assert docs.markup("M(kubernetes.core.k8s)") == "`kubernetes.core.k8s`"
+    assert docs.markup("P(dra.admin.drain#role)") == "[`dra.admin.drain`](../roles/drain.md)"
     assert docs.markup("L(the page,https://example.invalid/p) U(https://example.invalid)") == \
         "[the page](https://example.invalid/p) <https://example.invalid>"
     assert docs.cell(["a | b", "c"]) == "a \\| b c"
