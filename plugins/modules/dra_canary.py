@@ -30,7 +30,7 @@ description:
   - The probes of all pools run at the same time. A free device is one the scheduler can allocate now (as
     M(dra.admin.dra_capacity_info) counts C(free) - not allocated, not tainted by its slice or a DeviceTaintRule,
     pool complete and valid). Pools with no free device, on a cordoned node, or with no DeviceClass for their
-    driver are reported in RV(skipped) and never probed.
+    driver are reported in RV(skipped_pools) and never probed.
   - The objects carry the labels C(dra.admin/purpose=canary) and C(dra.admin/canary-run=<run id>). They are
     deleted also when the run fails; a claim is never forced away (its finalizer stays until the driver
     unprepared it), so a driver that cannot unprepare leaves it, and RV(results) says so.
@@ -190,8 +190,11 @@ results:
         prepare: {ok: true, seconds: 1.51, detail: ""}
         device: {ok: true, seconds: 0.5, detail: ""}
         unprepare: {ok: true, seconds: 2.03, detail: ""}
-skipped:
-  description: The pools not probed - C(driver), C(pool), C(reason), C(total), C(free), C(tainted).
+skipped_pools:
+  description:
+    - The pools not probed - C(driver), C(pool), C(reason), C(total), C(free), C(tainted).
+    - Named so, not C(skipped), which Ansible reserves (a result with it is shown as a skipped task, and
+      C(failed_when) and C(changed_when) are not applied to it).
   returned: always
   type: list
   elements: dict

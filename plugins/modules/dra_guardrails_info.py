@@ -120,8 +120,10 @@ installed:
   type: list
   elements: str
   sample: [broad-device-taint, admin-access]
-skipped:
-  description: Guardrails switched on that do not apply to this cluster, with the reason.
+not_applicable:
+  description:
+    - Guardrails switched on that do not apply to this cluster, with the reason.
+    - Named so, not C(skipped), which Ansible reserves (a result with it is shown as a skipped task).
   returned: always
   type: list
   elements: dict

@@ -155,11 +155,11 @@ class Canary(object):
             pass
 
     def run(self, drivers=(), pools=(), classes=None, check_mode=False):
-        """The run's report: {resource_api_version, run_id, namespace, results, skipped, summary, metrics_text,
+        """The run's report: {resource_api_version, run_id, namespace, results, skipped_pools, summary, metrics_text,
         ok, failed_pools, check_mode}."""
         self.version, plan = read_plan(self.api, drivers, pools, classes)
         report = {"resource_api_version": self.version, "run_id": self.run_id, "namespace": self.options["namespace"],
-                  "planned": plan["probes"], "skipped": plan["skipped"], "results": [], "check_mode": check_mode}
+                  "planned": plan["probes"], "skipped_pools": plan["skipped"], "results": [], "check_mode": check_mode}
         if check_mode:
             report.update(summary=would_probe(plan["probes"]) + summary_lines([], plan["skipped"]), metrics_text="",
                           ok=True, failed_pools=[])

@@ -246,21 +246,22 @@ def render(version, serving, enabled, actions=DEFAULT_ACTIONS):
     """The guardrails for a cluster of `version` serving `serving` ({resource: [resource.k8s.io versions]}).
 
     enabled: {guardrail: bool} (a guardrail left out is on). Returns objects (each policy, then its binding),
-    installed (guardrail names), skipped ([{guardrail, reason}]: on but not applicable here) and disabled.
+    installed (guardrail names), not_applicable ([{guardrail, reason}]: on but not applicable here; not
+    `skipped`, a key Ansible reserves) and disabled.
     """
     api_version = admission_policy_api_version(version)
-    objects, installed, skipped, disabled = [], [], [], []
+    objects, installed, not_applicable, disabled = [], [], [], []
     for guardrail in GUARDRAILS:
         if not (enabled or {}).get(guardrail, True):
             disabled.append(guardrail)
             continue
         policy, skip = _BUILDERS[guardrail](api_version, version, serving)
         if skip:
-            skipped.append(skip)
+            not_applicable.append(skip)
             continue
         objects.extend([policy, binding(api_version, guardrail, actions)])
         installed.append(guardrail)
-    return {"policy_api_version": api_version, "objects": objects, "installed": installed, "skipped": skipped,
+    return {"policy_api_version": api_version, "objects": objects, "installed": installed, "not_applicable": not_applicable,
             "disabled": disabled}
 
 

@@ -34,7 +34,7 @@ def test_every_guardrail_is_a_policy_then_its_binding_with_the_catalogs_api_vers
         assert obj["metadata"]["labels"][MANAGED_BY_LABEL] == MANAGED_BY
         assert obj["metadata"]["labels"][g.GUARDRAIL_LABEL] in g.GUARDRAILS
         assert g.is_ours(obj)
-    assert out["installed"] == list(g.GUARDRAILS) and out["skipped"] == [] and out["disabled"] == []
+    assert out["installed"] == list(g.GUARDRAILS) and out["not_applicable"] == [] and out["disabled"] == []
 
 
 def test_bindings_deny_by_default_and_take_the_actions_given():
@@ -64,13 +64,13 @@ def test_policies_match_every_served_version_with_equivalent_matching():
 def test_a_guardrail_whose_resource_is_not_served_is_skipped_with_the_reason():
     out = g.render("v1.33.13", V1_33, ON)
     assert out["installed"] == [g.ADMIN_ACCESS]
-    assert out["skipped"] == [{"guardrail": g.BROAD_DEVICE_TAINT, "reason": out["skipped"][0]["reason"]}]
-    reason = out["skipped"][0]["reason"]
+    assert out["not_applicable"] == [{"guardrail": g.BROAD_DEVICE_TAINT, "reason": out["not_applicable"][0]["reason"]}]
+    reason = out["not_applicable"][0]["reason"]
     assert "Kubernetes v1.33.13 does not serve DeviceTaintRule" in reason
     assert "dra_feature_gates_device_taints: true" in reason
     none = g.render("v1.33.13", {}, ON)
-    assert none["objects"] == [] and [s["guardrail"] for s in none["skipped"]] == list(g.GUARDRAILS)
-    assert "does not serve ResourceClaims" in none["skipped"][1]["reason"]
+    assert none["objects"] == [] and [s["guardrail"] for s in none["not_applicable"]] == list(g.GUARDRAILS)
+    assert "does not serve ResourceClaims" in none["not_applicable"][1]["reason"]
 
 
 def test_switched_off_guardrails_are_not_rendered():
