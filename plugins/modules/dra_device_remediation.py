@@ -69,8 +69,18 @@ options:
     type: int
     default: 600
   driver:
-    description: Only this driver's devices and rules.
+    description:
+      - Only this driver's devices and rules.
+      - A driver that publishes no device in the cluster and has no remediation rule is refused before any
+        write (a scheduled run with a misspelt driver would otherwise succeed for ever), unless
+        O(allow_absent_driver=true).
     type: str
+  allow_absent_driver:
+    description:
+      - Accept an O(driver) that publishes no device (nothing to do then), as for a schedule set up before the
+        driver is installed.
+    type: bool
+    default: false
   wait:
     description:
       - With O(effect=NoExecute), wait after each device's taint until its eviction is finished.
@@ -254,6 +264,7 @@ def argument_spec():
         effect=dict(type="str", choices=list(EFFECTS), default=NO_SCHEDULE),
         healthy_for=dict(type="int", default=600),
         driver=dict(type="str"),
+        allow_absent_driver=dict(type="bool", default=False),
         wait=dict(type="bool", default=True),
         since=dict(type="float"),
     )
@@ -287,7 +298,8 @@ def main():
     try:
         result, changed, diff = remediate(api, params["effect"], params["healthy_for"], driver=params["driver"],
                                           wait_timeout=params["wait_timeout"], poll_interval=params["wait_sleep"],
-                                          check_mode=module.check_mode, wait=params["wait"], since=params["since"])
+                                          check_mode=module.check_mode, wait=params["wait"], since=params["since"],
+                                          allow_absent_driver=params["allow_absent_driver"])
     except DraAdminError as exc:
         refused = isinstance(exc, ValueError)  # bad input: refused before any request
         module.fail_json(**fail_result(exc, changed=getattr(exc, "changed", False), api_requests=api.requests,

@@ -123,6 +123,24 @@ def test_remediation_bad_inputs_write_no_rule(cluster):
     assert objects(cluster, "devicetaintrules") == before
 
 
+def test_remediation_of_a_driver_that_publishes_nothing_fails_unless_allowed(cluster):
+    """A scheduled remediation with a misspelt driver must fail, not find nothing to do for ever."""
+    before = objects(cluster, "devicetaintrules")
+    absent = {"driver": "typo.example.com"}
+    if before is None:  # no DeviceTaintRule on this release: refused for that first, nothing written either way
+        fails_naming(cluster, "dra.admin.dra_device_remediation", absent, "DeviceTaintRule")
+        fails_naming(cluster, "dra.admin.dra_device_remediation", dict(absent, allow_absent_driver=True),
+                     "DeviceTaintRule")
+        return
+    for check in (False, True):
+        result = fails_naming(cluster, "dra.admin.dra_device_remediation", absent,
+                              "driver 'typo.example.com' publishes no device in this cluster", check=check)
+        assert "drivers publishing:" in result["msg"] and "allow_absent_driver: true" in result["msg"]
+    allowed = cluster.run_module("dra.admin.dra_device_remediation", dict(absent, allow_absent_driver=True))
+    assert allowed["actions"] == [] and not allowed["changed"], allowed
+    assert objects(cluster, "devicetaintrules") == before
+
+
 # --- dra_claims_doctor ----------------------------------------------------------------------------------
 
 def test_claims_doctor_bad_inputs_touch_no_claim(cluster, namespace):

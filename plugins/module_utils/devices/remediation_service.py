@@ -20,7 +20,7 @@ import datetime
 import time
 
 from ansible_collections.dra.admin.plugins.module_utils.devices.remediation import (
-    KEY, LABEL_SELECTOR, LIFT, PURPOSE, WRITES, check_inputs, plan, rule_annotations, summary,
+    KEY, LABEL_SELECTOR, LIFT, PURPOSE, WRITES, absent_driver_error, check_inputs, plan, rule_annotations, summary,
 )
 from ansible_collections.dra.admin.plugins.module_utils.devices.taints import DeviceTaintError
 from ansible_collections.dra.admin.plugins.module_utils.devices.taint_progress import (
@@ -54,20 +54,24 @@ def remediation_params(action, now, wait_timeout, poll_interval, wait=True):
 
 
 def remediate(api, effect, healthy_for, driver=None, wait_timeout=300, poll_interval=2.0, check_mode=False,
-              now=None, clock=time.time, sleep=time.sleep, wait=True, since=None):
+              now=None, clock=time.time, sleep=time.sleep, wait=True, since=None, allow_absent_driver=False):
     """Plan and carry out the remediation. Returns (result, changed, diff); DeviceTaintError on a cluster
     without a usable DeviceTaintRule (nothing written) or a failed write.
 
     wait false: no action waits for its eviction; the result says what the evictions still wait for
     (waiting_for, pending, holding: the pods using each NoExecute device now) and the seconds since `since` (else
     the call's start); with `since`, a call after wait_timeout whose evictions are not over fails as the
-    waiting call does."""
+    waiting call does. A `driver` that publishes nothing and owns no rule is refused (RemediationInputError,
+    nothing written) unless allow_absent_driver."""
     check_inputs(effect, healthy_for)
     started = since or clock()
     kube_version, version = rule_api_version(api)
     now = now or datetime.datetime.now(datetime.timezone.utc)
     health = gather_device_health(api, driver=driver, now=now)
     rules = list(api.list_items(rule_path(version), {"labelSelector": LABEL_SELECTOR}))
+    absent = None if allow_absent_driver else absent_driver_error(driver, health["devices"], rules)
+    if absent:
+        raise absent
     actions = plan(health["devices"], rules, now, healthy_for, effect, driver)
     changed = False
     diff = {"before": {}, "after": {}}
