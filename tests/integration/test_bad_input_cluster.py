@@ -69,6 +69,21 @@ def test_drain_bad_inputs_leave_the_node_and_its_pods_alone(cluster, drain_node)
     assert node_snapshot(cluster, node) == before
 
 
+def test_drain_device_mode_names_its_own_options_and_writes_no_rule(cluster, drain_node):
+    """A device-mode drain of a driver or pool nothing publishes names device_driver / device_pool (the
+    options the user set), in check mode and not, and writes nothing."""
+    node = drain_node
+    rules_before = objects(cluster, "devicetaintrules")  # None where the release serves no DeviceTaintRule
+    before = node_snapshot(cluster, node)
+    bad = [({"device_driver": "typo.example.com"}, "device_driver: driver typo.example.com publishes no ResourceSlice"),
+           ({"device_driver": DRIVER, "device_pool": "no-such-pool"},
+            f"device_pool: driver {DRIVER} has no pool no-such-pool")]
+    for extra, named in bad:
+        for check in (True, False):
+            fails_naming(cluster, "dra.admin.dra_node_drain", dict({"node": node}, **extra), named, check=check)
+    assert node_snapshot(cluster, node) == before and objects(cluster, "devicetaintrules") == rules_before
+
+
 def test_drain_with_no_driver_pod_to_take_off_fails_before_the_first_write(cluster, drain_node):
     """The label is valid but not the driver's: no DaemonSet excludes it, so the drain would end with the
     example driver still publishing the node's devices. It fails first, and the node is untouched."""

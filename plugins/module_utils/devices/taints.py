@@ -327,25 +327,34 @@ def _some(names, limit=10):
     return ", ".join(names[:limit]) + (", ... (%d in all)" % len(names) if len(names) > limit else "")
 
 
-def selection_error(slices, sel):
-    """Why the selector matches no published device (naming what exists), or None when it matches some."""
+def selection_error(slices, sel, option_names=None):
+    """Why the selector matches no published device (naming what exists), or None when it matches some.
+
+    option_names: the caller's names of the selector's driver, pool and device options where they are not
+    those (the node drain's device mode: device_driver, device_pool); the message then starts with the option
+    at fault."""
+    names = dict({"driver": "driver", "pool": "pool", "device": "device"}, **(option_names or {}))
+
+    def at(field, text):
+        return text if names[field] == field else "%s: %s" % (names[field], text)
+
     slices = list(slices)
     locations, pools = device_index(slices)
     drivers = set(d for d, p in pools)
     driver = sel.get("driver")
     if driver not in drivers:
-        return ("driver %s publishes no ResourceSlice in this cluster (drivers publishing devices: %s): check "
-                "the name (dra.admin.dra_slices_info lists drivers and pools); no DeviceTaintRule was written"
-                % (driver, _some(drivers) or "none"))
+        return at("driver", "driver %s publishes no ResourceSlice in this cluster (drivers publishing devices: %s): "
+                  "check the name (dra.admin.dra_slices_info lists drivers and pools); no DeviceTaintRule was written"
+                  % (driver, _some(drivers) or "none"))
     driver_pools = set(p for d, p in pools if d == driver)
     if sel.get("pool") and sel["pool"] not in driver_pools:
-        return ("driver %s has no pool %s (its pools: %s); no DeviceTaintRule was written"
-                % (driver, sel["pool"], _some(driver_pools)))
+        return at("pool", "driver %s has no pool %s (its pools: %s); no DeviceTaintRule was written"
+                  % (driver, sel["pool"], _some(driver_pools)))
     if sel.get("device"):
         in_pool = set(n for (d, p, n) in locations if d == driver and p == sel.get("pool"))
         if sel["device"] not in in_pool:
-            return ("no device %s in pool %s of driver %s (its devices: %s); no DeviceTaintRule was written"
-                    % (sel["device"], sel.get("pool"), driver, _some(in_pool) or "none"))
+            return at("device", "no device %s in pool %s of driver %s (its devices: %s); no DeviceTaintRule was "
+                      "written" % (sel["device"], sel.get("pool"), driver, _some(in_pool) or "none"))
     if not selected_devices(slices, sel):
         return "no published device matches %s; no DeviceTaintRule was written" % selector_text(sel)
     return None

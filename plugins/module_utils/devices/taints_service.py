@@ -343,10 +343,14 @@ def drain_devices(api, node, state, driver, pool=None, device=None, timeout=600,
         sleep(poll_interval)
 
 
+# dra_node_drain's names of the selector's options in its device mode.
+DRAIN_OPTION_NAMES = {"driver": "device_driver", "pool": "device_pool"}
+
+
 def check_devices_on_node(api, node, sel):
     """Refuse a selection whose devices are not all on `node` (nothing written)."""
     slices = list(api.list_items(api.resource_path("resourceslices")))
-    problem = selection_error(slices, sel)
+    problem = selection_error(slices, sel, DRAIN_OPTION_NAMES)
     if problem:
         raise DeviceTaintError("node %s: %s" % (node, problem))
     elsewhere = sorted(set(d["node"] for d in selected_devices(slices, sel) if d["node"] != node))

@@ -190,6 +190,17 @@ def test_selection_errors_name_what_exists(sel, words):
         assert word in message, message
 
 
+@pytest.mark.parametrize("sel, option", [
+    (dt.selector("nosuch.example.com"), "device_driver: driver nosuch.example.com publishes no ResourceSlice"),
+    (dt.selector(DRIVER, "rack-9"), "device_pool: driver maint.example.com has no pool rack-9"),
+    (dt.selector(DRIVER, POOL, "dev-9"), "no device dev-9 in pool tray"),
+])
+def test_the_node_drains_device_mode_names_its_own_options(sel, option):
+    from ansible_collections.dra.admin.plugins.module_utils.devices.taints_service import DRAIN_OPTION_NAMES
+    message = dt.selection_error(recorded("dry-run")["ResourceSlice"], sel, DRAIN_OPTION_NAMES)
+    assert message.startswith(option), message
+
+
 # ---- who is affected ----------------------------------------------------------------------------
 
 def test_tolerations_as_the_controller_reads_them():
