@@ -58,7 +58,9 @@ options:
     elements: str
     default: []
   pools:
-    description: Only these pools (their names; a node-local pool is usually named after its node).
+    description:
+      - Only these pools (their names; a node-local pool is usually named after its node).
+      - A pool that O(drivers) (every driver when empty) do not publish is refused, naming their pools.
     type: list
     elements: str
     default: []
@@ -66,6 +68,7 @@ options:
     description:
       - The DeviceClass the claim of each driver's probes asks for, by driver. Without one, the first class (by
         name) whose selectors are only C(device.driver == "<driver>").
+      - A class that does not exist is refused before anything is created.
     type: dict
     default: {}
   namespace:
@@ -85,6 +88,7 @@ options:
         C({claim_uid}).
       - The default is what the example driver (C(gpu.example.com)) puts into a container for each device it
         prepared - C(GPU_DEVICE_<DEVICE>_RESOURCE_CLAIM) set to the claim's UID.
+      - An empty name is refused.
     type: dict
     default:
       GPU_DEVICE_{device_env}_RESOURCE_CLAIM: "{claim_uid}"
@@ -96,7 +100,10 @@ options:
     elements: str
     default: []
   tolerations:
-    description: Tolerations of the probes' pods (node taints; the claims still tolerate no device taint).
+    description:
+      - Tolerations of the probes' pods (node taints; the claims still tolerate no device taint).
+      - Checked as the API server checks a pod's tolerations (fields, operator V(Equal) or V(Exists), effect,
+        C(tolerationSeconds) only with V(NoExecute)) before anything is created.
     type: list
     elements: dict
     default: []
@@ -233,6 +240,7 @@ from ansible_collections.dra.admin.plugins.module_utils.common.api import (
 )
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError, fail_result
 from ansible_collections.dra.admin.plugins.module_utils.common.names import dns_label_error, subdomain_error
+from ansible_collections.dra.admin.plugins.module_utils.common.tolerations import toleration_errors
 from ansible_collections.dra.admin.plugins.module_utils.common.waits import wait_parameter_errors
 
 TIMEOUTS = ("allocation_timeout", "prepare_timeout", "unprepare_timeout")
@@ -261,7 +269,13 @@ def input_errors(params):
     """Every problem of the parameters, each naming the option and the fix; checked before any request."""
     errors = wait_parameter_errors(params, timeouts=TIMEOUTS)
     errors += [subdomain_error("drivers", d) for d in params["drivers"]]
-    errors += [subdomain_error("device_classes", d) for d in params["device_classes"]]
+    errors += [subdomain_error("device_classes key", d) for d in params["device_classes"]]
+    errors += [subdomain_error("device_classes[%s]" % d, c, example="gpu.example.com")
+               for d, c in sorted(params["device_classes"].items())]
+    errors += ["expect_env: a variable name is empty; name the environment variable the driver sets in the "
+               "container (the default: %s)" % ", ".join(sorted(DEFAULT_EXPECT_ENV))
+               for name in params["expect_env"] if not str(name or "").strip()]
+    errors += toleration_errors("tolerations", params["tolerations"])
     errors.append(dns_label_error("namespace", params["namespace"]))
     if not (params["image"] or "").strip():
         errors.append("image is empty: name an image with sh and env, e.g. busybox:1.36")

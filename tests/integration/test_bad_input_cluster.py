@@ -156,6 +156,33 @@ def test_remediation_of_a_driver_that_publishes_nothing_fails_unless_allowed(clu
     assert objects(cluster, "devicetaintrules") == before
 
 
+# --- dra_canary -------------------------------------------------------------------------------------
+
+def test_canary_bad_inputs_create_nothing(cluster, namespace, drain_node):
+    """Every bad input is refused before the canary writes its first object (a claim template): the
+    DeviceClass, its name, the expected variables, the tolerations and the pool."""
+    pools = sorted(set(s["spec"]["pool"]["name"] for s in cluster.get_json("resourceslices")["items"]
+                       if s["spec"].get("driver") == DRIVER))
+    assert pools, f"the example driver publishes no pool here: the test needs one ({drain_node})"
+    before = objects(cluster, "resourceclaimtemplates", "-A"), objects(cluster, "pods", "-n", namespace)
+    bad = [
+        ({"device_classes": {DRIVER: "no-such-class"}},
+         f"device_classes: DeviceClass no-such-class (for driver {DRIVER}) does not exist"),
+        ({"device_classes": {DRIVER: "Bad_Class"}}, f"device_classes[{DRIVER}] 'Bad_Class' must be a DNS subdomain"),
+        ({"expect_env": {"": "{claim_uid}"}}, "expect_env: a variable name is empty"),
+        ({"tolerations": [{"key": "dedicated", "effect": "NoRun"}]}, "tolerations[0]: effect 'NoRun'"),
+        ({"tolerations": [{"key": "dedicated", "effect": "NoSchedule", "tolerationSeconds": 5}]},
+         "tolerations[0]: tolerationSeconds needs effect NoExecute"),
+        ({"pools": ["no-such-pool"]}, f"pools: no pool no-such-pool of {DRIVER} (its pools: {pools[0]}"),
+    ]
+    for extra, named in bad:
+        for check in (True, False):
+            failed = fails_naming(cluster, "dra.admin.dra_canary",
+                                  dict({"drivers": [DRIVER], "namespace": namespace}, **extra), named, check=check)
+            assert "publishes no ResourceSlice pool" not in failed["msg"], failed["msg"]
+    assert (objects(cluster, "resourceclaimtemplates", "-A"), objects(cluster, "pods", "-n", namespace)) == before
+
+
 # --- dra_claims_doctor ----------------------------------------------------------------------------------
 
 def test_claims_doctor_bad_inputs_touch_no_claim(cluster, namespace):

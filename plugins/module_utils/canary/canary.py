@@ -212,19 +212,34 @@ def _probe(key, device, location, published):
             "unique": unique}, None
 
 
-def wanted_pools(probes, skipped, drivers, pools):
-    """Input errors for drivers or pools asked for that the cluster does not publish."""
-    seen = [(p["driver"], p["pool"]) for p in probes + skipped]
+def published_pools(slices):
+    """{(driver, pool)} of every pool the current slices publish (whatever the canary would make of it)."""
+    return set(pool_key(item) for item in current_slices(slices))
+
+
+def wanted_pools(published, drivers, pools):
+    """Input errors for drivers or pools asked for that the cluster does not publish. published: {(driver,
+    pool)} (published_pools). A pool is looked for among the asked drivers' pools (every driver's when none)."""
     errors = []
     for driver in drivers or ():
-        if driver not in [d for d, _p in seen]:
+        if driver not in set(d for d, _p in published):
             errors.append("drivers: %s publishes no ResourceSlice pool; check the name (dra_slices_info lists "
                           "the drivers)" % driver)
+    theirs = sorted(p for d, p in published if not drivers or d in drivers)
     for pool in pools or ():
-        if pool not in [p for _d, p in seen]:
-            errors.append("pools: no pool %s%s; check the name (dra_slices_info lists the pools)"
-                          % (pool, " of %s" % ", ".join(drivers) if drivers else ""))
+        if pool not in theirs:
+            errors.append("pools: no pool %s%s (%s); check the name (dra_slices_info lists the pools)"
+                          % (pool, " of %s" % ", ".join(drivers) if drivers else "",
+                             "its pools: %s" % ", ".join(theirs[:10]) if theirs else "no pool is published"))
     return errors
+
+
+def device_class_errors(device_classes, classes):
+    """Input errors for the user's {driver: DeviceClass name} naming a class the cluster does not have."""
+    names = set((c.get("metadata") or {}).get("name") for c in device_classes)
+    return ["device_classes: DeviceClass %s (for driver %s) does not exist; create it or name one of: %s"
+            % (name, driver, ", ".join(sorted(n for n in names if n)[:10]) or "none")
+            for driver, name in sorted((classes or {}).items()) if name not in names]
 
 
 # --- the objects of a probe ---------------------------------------------------------------------

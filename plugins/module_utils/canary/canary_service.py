@@ -16,7 +16,8 @@ import time
 
 from ansible_collections.dra.admin.plugins.module_utils.canary.canary import (
     RUN_LABEL, advance, failed_pools, would_probe, canary_pod, claim_template, latest_warning, metrics_text,
-    new_state, object_name, owned_by, plan_probes, probe_result, summary_lines, wanted_pools,
+    new_state, object_name, owned_by, plan_probes, probe_result, summary_lines, wanted_pools, published_pools,
+    device_class_errors,
 )
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import (
     device_taint_rules, served_versions_by_resource,
@@ -29,7 +30,8 @@ TAINT_RULES = "devicetaintrules"
 
 def read_plan(api, drivers=(), pools=(), classes=None):
     """(resource.k8s.io version, plan_probes' plan) from the cluster's slices, claims, DeviceClasses, Nodes,
-    DeviceTaintRules (where served) and version."""
+    DeviceTaintRules (where served) and version. InputError (nothing written) for drivers, pools or
+    DeviceClasses asked for that the cluster does not have."""
     version = api.resource_api_version()
     server_version = (api.server_version() or {}).get("gitVersion")
     rules, _read = device_taint_rules(api, served_versions_by_resource(api).get(TAINT_RULES))
@@ -37,11 +39,10 @@ def read_plan(api, drivers=(), pools=(), classes=None):
     claims = list(api.list_items(api.resource_path("resourceclaims", version=version)))
     classes_listed = list(api.list_items(api.resource_path("deviceclasses", version=version)))
     nodes = dict(((n.get("metadata") or {}).get("name"), n) for n in api.list_items("/api/v1/nodes"))
-    plan = plan_probes(slices, claims, classes_listed, nodes, server_version, rules, drivers, pools, classes)
-    errors = wanted_pools(plan["probes"], plan["skipped"], drivers, pools)
+    errors = wanted_pools(published_pools(slices), drivers, pools) + device_class_errors(classes_listed, classes)
     if errors:
         raise InputError("; ".join(errors))
-    return version, plan
+    return version, plan_probes(slices, claims, classes_listed, nodes, server_version, rules, drivers, pools, classes)
 
 
 def _run_id():

@@ -115,12 +115,28 @@ def test_drivers_and_pools_narrow_the_probes_and_unknown_names_are_input_errors(
     second = workers(data)[1]
     out = plan(data, pools=[second])
     assert [p["pool"] for p in out["probes"]] == [second]
-    assert canary.wanted_pools(out["probes"], out["skipped"], [DRIVER], [second]) == []
+    published = canary.published_pools(data["slices"])
+    assert canary.wanted_pools(published, [DRIVER], [second]) == []
     out = plan(data, drivers=["net.example.com"])
     assert out == {"probes": [], "skipped": []}
-    errors = canary.wanted_pools([], [], ["net.example.com"], ["nowhere"])
+    errors = canary.wanted_pools(published, ["net.example.com"], ["nowhere"])
     assert errors[0].startswith("drivers: net.example.com publishes no ResourceSlice pool")
-    assert errors[1].startswith("pools: no pool nowhere of net.example.com")
+    assert errors[1].startswith("pools: no pool nowhere of net.example.com (no pool is published)")
+    # An unknown pool of a driver that publishes: the pool is named wrong, not the driver.
+    (error,) = canary.wanted_pools(published, [DRIVER], ["nowhere"])
+    assert error.startswith("pools: no pool nowhere of %s (its pools: " % DRIVER) and second in error
+    assert "publishes no ResourceSlice pool" not in error
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_a_device_class_asked_for_must_exist(release):
+    data = recorded(release)
+    existing = data["deviceclasses"][0]["metadata"]["name"]
+    assert canary.device_class_errors(data["deviceclasses"], {DRIVER: existing}) == []
+    assert canary.device_class_errors(data["deviceclasses"], None) == []
+    (error,) = canary.device_class_errors(data["deviceclasses"], {DRIVER: "gpu-typo"})
+    assert error.startswith("device_classes: DeviceClass gpu-typo (for driver %s) does not exist" % DRIVER)
+    assert existing in error
 
 
 def test_the_selector_falls_back_to_every_attribute_and_says_when_it_is_not_unique():
