@@ -36,8 +36,8 @@ description:
     unprepared it), so a driver that cannot unprepare leaves it, and RV(results) says so.
   - In check mode nothing is created; RV(planned) and RV(summary) say what would be probed.
   - Needs permission to create, list and delete pods, C(resourceclaimtemplates) and C(resourceclaims) in
-    O(namespace) and to list its events, and to list ResourceSlices, ResourceClaims, DeviceClasses, Nodes and
-    (where served) DeviceTaintRules cluster-wide.
+    O(namespace) and to list its events, and to list ResourceSlices, ResourceClaims, DeviceClasses, Nodes,
+    (with O(skip_waited_pools)) pods and (where served) DeviceTaintRules cluster-wide.
 author:
   - dra.admin maintainers (@dra-admin)
 extends_documentation_fragment:
@@ -71,6 +71,15 @@ options:
       - A class that does not exist is refused before anything is created.
     type: dict
     default: {}
+  skip_waited_pools:
+    description:
+      - Leave out the pools a user's pod may be waiting for - a Pending pod, not yet on a node, with a claim that
+        is not allocated and asks for a DeviceClass of the pool's driver (or one whose driver cannot be told):
+        the canary never takes a free device such a pod waits for. They are reported in RV(skipped_pools) with
+        the pods named (C(waiting_pods)).
+      - V(false) probes them anyway.
+    type: bool
+    default: true
   namespace:
     description: The namespace of the probes' pods and templates; it must exist.
     type: str
@@ -252,6 +261,7 @@ def argument_spec():
         drivers=dict(type="list", elements="str", default=[]),
         pools=dict(type="list", elements="str", default=[]),
         device_classes=dict(type="dict", default={}),
+        skip_waited_pools=dict(type="bool", default=True),
         namespace=dict(type="str", default="dra-canary"),
         image=dict(type="str", default="registry.k8s.io/e2e-test-images/busybox:1.36.1-1"),
         expect_env=dict(type="dict", default=dict(DEFAULT_EXPECT_ENV)),
@@ -305,7 +315,7 @@ def main():
     params = module.params
     try:
         report = run_canary(api, options(params), params["drivers"], params["pools"], params["device_classes"],
-                            check_mode=module.check_mode)
+                            check_mode=module.check_mode, skip_waited_pools=params["skip_waited_pools"])
     except DraAdminError as exc:
         module.fail_json(**fail_result(exc, api_requests=api.requests))
     left = [r for r in report["results"] if not r["phases"].get("unprepare", {}).get("ok")]

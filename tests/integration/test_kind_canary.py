@@ -15,7 +15,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
 import clusterlib  # noqa: E402
 import kindlib  # noqa: E402
-from dra_objects import DRIVER  # noqa: E402
+from dra_objects import DRIVER, device_request, pod  # noqa: E402
 from kind_nodes import (is_ready, live_driver_pods, node_slices, role_task_results,  # noqa: E402
                         wait_until)
 
@@ -85,6 +85,42 @@ def test_check_mode_creates_nothing_and_names_what_it_would_probe(kind_cluster, 
         assert any(line.startswith("would probe %s/%s" % (DRIVER, probe["pool"])) for line in task["summary"])
     assert not (tmp_path / "dra_canary.prom").exists()
     assert c.kubectl("get", "namespace", NAMESPACE, check=False).returncode != 0 or leftovers(c) == []
+
+
+def test_pools_a_pending_pod_waits_for_are_left_to_it_naming_the_pod(kind_cluster, kind_driver, tmp_path):
+    """A pod waits for 9 of the driver's devices (no node has as many, so it stays Pending, its claim not
+    allocated): the canary takes none of the pools it may be waiting for, and names it; with
+    dra_canary_skip_waited_pools false it would probe them. Check mode: nothing is created either way."""
+    c = kind_cluster
+    ns = "itk-canary-waiting"
+    api = c.resource_version
+    claim = {"apiVersion": f"resource.k8s.io/{api}", "kind": "ResourceClaim",
+             "metadata": {"name": "nine", "namespace": ns},
+             "spec": {"devices": {"requests": [device_request(api, count=9, device_class=DRIVER)]}}}
+    c.kubectl("create", "namespace", ns)
+    try:
+        c.apply([claim, pod(ns, "waits", claim_name="nine")])
+        wait_until(lambda: any(cond.get("reason") == "Unschedulable" for cond in
+                               (c.get_json("pod", "waits", "-n", ns).get("status") or {}).get("conditions") or []),
+                   120, "pod waits reported Unschedulable by the scheduler")
+        argv = c.role_command("dra.admin.canary", tmp_path, canary_vars(c, tmp_path)) + ["--check"]
+        env = dict(c.env, ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="json")
+
+        def planned(extra):
+            res = subprocess.run(argv + ["-e", json.dumps(extra)], env=env, capture_output=True, text=True, cwd=ROOT,
+                                 check=False)
+            assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+            return canary_task([t["hosts"]["localhost"] for p in json.loads(res.stdout)["plays"] for t in p["tasks"]])
+        task = planned({})
+        assert task["planned"] == [], task["planned"]
+        waited = dict((s["pool"], s) for s in task["skipped_pools"] if s.get("waiting_pods"))
+        assert sorted(waited) == workers(c), task["skipped_pools"]
+        assert all(s["waiting_pods"] == [f"{ns}/waits"] and f"{ns}/waits" in s["reason"] for s in waited.values())
+        anyway = planned({"dra_canary_skip_waited_pools": False})
+        assert sorted(p["pool"] for p in anyway["planned"]) == workers(c)
+        assert c.get_json("pod", "waits", "-n", ns)["status"]["phase"] == "Pending"
+    finally:
+        c.kubectl("delete", "namespace", ns, "--wait=true", "--timeout=120s", check=False)
 
 
 def test_every_healthy_pool_passes_each_phase_with_its_time(kind_cluster, kind_driver, tmp_path):

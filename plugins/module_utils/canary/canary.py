@@ -22,7 +22,7 @@ import json
 import re
 
 from ansible_collections.dra.admin.plugins.module_utils.claims.capacity import (
-    allocator_rules, class_drivers, judged_devices,
+    allocator_rules, class_drivers, judged_devices, request_classes,
 )
 from ansible_collections.dra.admin.plugins.module_utils.claims.locations import is_marker
 from ansible_collections.dra.admin.plugins.module_utils.claims.slices import (
@@ -146,6 +146,58 @@ def _pool_counts(devices, key):
             "tainted": sum(1 for d in mine if d["tainted"])}
 
 
+ANY_DRIVER = None  # waiting_pods' key for pods whose claims' drivers cannot be told (they may want any pool)
+
+
+def _key(obj):
+    meta = obj.get("metadata") or {}
+    return meta.get("namespace"), meta.get("name")
+
+
+def _pod_claim_names(pod):
+    """The names of the ResourceClaims a pod uses: by name, or made from a template (its status names them)."""
+    made = dict((s.get("name"), s.get("resourceClaimName"))
+                for s in (pod.get("status") or {}).get("resourceClaimStatuses") or [])
+    out = []
+    for ref in (pod.get("spec") or {}).get("resourceClaims") or []:
+        name = ref.get("resourceClaimName") or made.get(ref.get("name"))
+        if name:
+            out.append(name)
+    return out
+
+
+def waiting_pods(pods, claims, device_classes):
+    """{driver (ANY_DRIVER when it cannot be told): [namespace/pod]} of the pods that wait for devices: Pending,
+    not yet on a node, not being deleted, with a claim that is not allocated. A claim's drivers are those its
+    requests' DeviceClasses select (class_drivers); a class that selects otherwise, or that does not exist, may
+    be satisfied by any driver's pool."""
+    by_key = dict((_key(c), c) for c in claims)
+    classes = dict(((c.get("metadata") or {}).get("name"), c) for c in device_classes)
+    out = {}
+    for pod in pods:
+        meta, status = pod.get("metadata") or {}, pod.get("status") or {}
+        if status.get("phase") != "Pending" or (pod.get("spec") or {}).get("nodeName") or meta.get(
+                "deletionTimestamp"):
+            continue
+        namespace = meta.get("namespace")
+        wanted = set()
+        for name in _pod_claim_names(pod):
+            claim = by_key.get((namespace, name))
+            if claim is None or (claim.get("status") or {}).get("allocation"):
+                continue
+            for class_name in request_classes(claim).values():
+                drivers = class_drivers(classes[class_name]) if class_name in classes else None
+                wanted.update(drivers or [ANY_DRIVER])
+        for driver in wanted:
+            out.setdefault(driver, []).append("%s/%s" % (namespace, meta.get("name")))
+    return dict((driver, sorted(names)) for driver, names in out.items())
+
+
+def waited_for(waiting, driver):
+    """The pods of waiting_pods that may wait for a pool of `driver`."""
+    return sorted(set((waiting or {}).get(driver, []) + (waiting or {}).get(ANY_DRIVER, [])))
+
+
 def _skip(driver, pool, reason, counts=None):
     out = {"driver": driver, "pool": pool, "reason": reason}
     out.update(counts or {})
@@ -167,11 +219,13 @@ def _pool_problem(key, pools, counts, nodes, location):
 
 
 def plan_probes(slices, claims, device_classes, nodes, server_version=None, taint_rules=(), drivers=(), pools=(),
-                classes=None):
+                classes=None, waiting=None):
     """{probes: [...], skipped: [...]}: one probe per pool of `drivers` (every driver when empty) and `pools`
     (every pool when empty) with a free device, each {driver, pool, node, device, device_class, selector,
     unique, free, total}; the other pools in `skipped` with the reason. `nodes`: {name: Node}; `classes`:
-    {driver: DeviceClass name} to use instead of the one found."""
+    {driver: DeviceClass name} to use instead of the one found; `waiting`: waiting_pods' map - a pool that a
+    pod may be waiting for is skipped (the canary never takes a device a user's pod waits for), naming the
+    pods (`waiting_pods`)."""
     judged = judged_devices(slices, claims, allocator_rules(server_version), taint_rules)
     devices, published = judged["devices"], _published(slices)
     probes, skipped = [], []
@@ -186,10 +240,15 @@ def plan_probes(slices, claims, device_classes, nodes, server_version=None, tain
         device_class = class_for_driver(device_classes, driver, classes)
         if problem is None and device_class is None:
             problem = ('no DeviceClass selects only device.driver == "%s": name one in device_classes' % driver)
+        contending = waited_for(waiting, driver) if problem is None else []
+        if contending:
+            problem = ("pods wait for devices that this pool may give (%s): its free devices are left to them "
+                       "(skip_waited_pools: false probes it anyway)" % ", ".join(contending[:5]))
         if problem is None:
             probe, problem = _probe(key, free[0], location, published)
         if problem is not None:
-            skipped.append(_skip(driver, pool, problem, counts))
+            skipped.append(dict(_skip(driver, pool, problem, counts), **({"waiting_pods": contending}
+                                                                          if contending else {})))
             continue
         probe.update(device_class=device_class, **counts)
         probes.append(probe)

@@ -17,7 +17,7 @@ import time
 from ansible_collections.dra.admin.plugins.module_utils.canary.canary import (
     RUN_LABEL, advance, failed_pools, would_probe, canary_pod, claim_template, latest_warning, metrics_text,
     new_state, object_name, owned_by, plan_probes, probe_result, summary_lines, wanted_pools, published_pools,
-    device_class_errors,
+    device_class_errors, waiting_pods,
 )
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import (
     device_taint_rules, served_versions_by_resource,
@@ -28,10 +28,11 @@ from ansible_collections.dra.admin.plugins.module_utils.common.errors import Inp
 TAINT_RULES = "devicetaintrules"
 
 
-def read_plan(api, drivers=(), pools=(), classes=None):
+def read_plan(api, drivers=(), pools=(), classes=None, skip_waited_pools=True):
     """(resource.k8s.io version, plan_probes' plan) from the cluster's slices, claims, DeviceClasses, Nodes,
     DeviceTaintRules (where served) and version. InputError (nothing written) for drivers, pools or
-    DeviceClasses asked for that the cluster does not have."""
+    DeviceClasses asked for that the cluster does not have. skip_waited_pools: the pools Pending pods may wait
+    for are skipped (one more LIST: the Pending pods)."""
     version = api.resource_api_version()
     server_version = (api.server_version() or {}).get("gitVersion")
     rules, _read = device_taint_rules(api, served_versions_by_resource(api).get(TAINT_RULES))
@@ -42,7 +43,12 @@ def read_plan(api, drivers=(), pools=(), classes=None):
     errors = wanted_pools(published_pools(slices), drivers, pools) + device_class_errors(classes_listed, classes)
     if errors:
         raise InputError("; ".join(errors))
-    return version, plan_probes(slices, claims, classes_listed, nodes, server_version, rules, drivers, pools, classes)
+    waiting = None
+    if skip_waited_pools:
+        pending = api.list_items("/api/v1/pods", {"fieldSelector": "status.phase=Pending"})
+        waiting = waiting_pods(pending, claims, classes_listed)
+    return version, plan_probes(slices, claims, classes_listed, nodes, server_version, rules, drivers, pools, classes,
+                                waiting)
 
 
 def _run_id():
@@ -155,10 +161,10 @@ class Canary(object):
         except DraApiError:
             pass
 
-    def run(self, drivers=(), pools=(), classes=None, check_mode=False):
+    def run(self, drivers=(), pools=(), classes=None, check_mode=False, skip_waited_pools=True):
         """The run's report: {resource_api_version, run_id, namespace, results, skipped_pools, summary, metrics_text,
         ok, failed_pools, check_mode}."""
-        self.version, plan = read_plan(self.api, drivers, pools, classes)
+        self.version, plan = read_plan(self.api, drivers, pools, classes, skip_waited_pools)
         report = {"resource_api_version": self.version, "run_id": self.run_id, "namespace": self.options["namespace"],
                   "planned": plan["probes"], "skipped_pools": plan["skipped"], "results": [], "check_mode": check_mode}
         if check_mode:
@@ -180,6 +186,6 @@ class Canary(object):
         return report
 
 
-def run_canary(api, options, drivers=(), pools=(), classes=None, check_mode=False):
+def run_canary(api, options, drivers=(), pools=(), classes=None, check_mode=False, skip_waited_pools=True):
     """One canary run: Canary(api, options).run."""
-    return Canary(api, options).run(drivers, pools, classes, check_mode)
+    return Canary(api, options).run(drivers, pools, classes, check_mode, skip_waited_pools)

@@ -353,3 +353,58 @@ def test_the_selector_matches_exactly_the_chosen_device_as_dra_cel_evaluates_it(
                 if env.matches(probe["selector"], activation):
                     matched.append((item["spec"]["nodeName"], device["name"]))
         assert [name for node, name in matched if node == probe["node"]] == [probe["device"]]
+
+
+# --- pools a user's pod waits for ----------------------------------------------------------------
+
+def waiting_pod(name, claim_ref, node=None, phase="Pending", template=False):
+    ref = {"name": "gpu"}
+    status = {"phase": phase}
+    if template:
+        ref["resourceClaimTemplateName"] = "tmpl"
+        status["resourceClaimStatuses"] = [{"name": "gpu", "resourceClaimName": claim_ref}]
+    else:
+        ref["resourceClaimName"] = claim_ref
+    spec = {"resourceClaims": [ref], "containers": [{"name": "c", "image": "i"}]}
+    if node:
+        spec["nodeName"] = node
+    return {"metadata": {"namespace": "team", "name": name}, "spec": spec, "status": status}
+
+
+def pending_claim(name, device_class, allocated=False):
+    claim = {"metadata": {"namespace": "team", "name": name},
+             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": device_class}}]}}}
+    if allocated:
+        claim["status"] = {"allocation": {"devices": {"results": []}}}
+    return claim
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_a_pool_a_pending_pod_waits_for_is_skipped_naming_the_pod(release):
+    data = recorded(release)
+    claims = [pending_claim("wants-gpu", DRIVER), pending_claim("other", "no-such-class"),
+              pending_claim("done", DRIVER, allocated=True)]
+    pods = [waiting_pod("waits", "wants-gpu", template=True),
+            waiting_pod("bound", "wants-gpu", node="somewhere"),     # on a node: not waiting for allocation
+            waiting_pod("running", "wants-gpu", phase="Running"),
+            waiting_pod("allocated", "done")]
+    waiting = canary.waiting_pods(pods, claims, data["deviceclasses"])
+    assert waiting == {DRIVER: ["team/waits"]}
+    free = plan(data)
+    assert free["probes"], "the recording has pools with a free device"
+    out = plan(data, waiting=waiting)
+    assert out["probes"] == []
+    skipped = [s for s in out["skipped"] if s.get("waiting_pods")]
+    assert sorted(s["pool"] for s in skipped) == sorted(p["pool"] for p in free["probes"])
+    assert all(s["waiting_pods"] == ["team/waits"] and "team/waits" in s["reason"] for s in skipped)
+    assert "skip_waited_pools: false" in skipped[0]["reason"]
+
+
+def test_a_claim_whose_driver_cannot_be_told_may_wait_for_any_pool():
+    classes = [{"metadata": {"name": "any-gpu"}, "spec": {"selectors": [{"cel": {"expression": "device.attributes"
+                                                                                             "['x'].y == 1"}}]}}]
+    for class_name in ("any-gpu", "missing-class"):
+        waiting = canary.waiting_pods([waiting_pod("p", "c")], [pending_claim("c", class_name)], classes)
+        assert waiting == {canary.ANY_DRIVER: ["team/p"]}
+        assert canary.waited_for(waiting, "nic.example.com") == ["team/p"]
+    assert canary.waited_for(None, DRIVER) == [] and canary.waited_for({"x.example.com": ["a/b"]}, DRIVER) == []

@@ -28,6 +28,7 @@ class RecordedCluster(DraApi):
         super(RecordedCluster, self).__init__(api_client=object())
         self.data, self.namespace_exists = data, namespace_exists
         self.writes, self.look, self.pod_name = [], -1, None
+        self.pending_pods = []
 
     def request(self, method, path, query=None, body=None, content_type=None, accept="application/json"):
         self.requests += 1
@@ -70,6 +71,9 @@ class RecordedCluster(DraApi):
             else:
                 obj["metadata"]["ownerReferences"][0]["name"] = self.pod_name
             return [obj]
+        if path == "/api/v1/pods" and query.get("fieldSelector") == "status.phase=Pending":
+            # The recording has no Pending pod; a test adds its own (pending_pods).
+            return copy.deepcopy(self.pending_pods)
         for key, name in (("resourceslices", "slices"), ("resourceclaims", "claims"),
                           ("deviceclasses", "deviceclasses"), ("/nodes", "nodes"), ("/events", "events")):
             if path.endswith(key):
@@ -82,13 +86,14 @@ OPTIONS = {"namespace": NS, "image": "busybox", "expect_env": dict(canary.DEFAUL
            "timeouts": {"allocation": 60, "prepare": 180, "unprepare": 120}, "sleep": 0.5}
 
 
-def run(api, release_data, check_mode=False, pools=None):
+def run(api, release_data, check_mode=False, pools=None, skip_waited_pools=True):
     clock = {"now": 0.0}
 
     def sleep(seconds):
         clock["now"] += seconds
     runner = Canary(api, copy.deepcopy(OPTIONS), clock=lambda: clock["now"], sleep=sleep, wall=lambda: 1700000000.0)
-    return runner, runner.run(["gpu.example.com"], pools or [release_data["probe"]["pool"]], None, check_mode)
+    return runner, runner.run(["gpu.example.com"], pools or [release_data["probe"]["pool"]], None, check_mode,
+                              skip_waited_pools)
 
 
 @pytest.mark.parametrize("release", RELEASES)
@@ -100,6 +105,24 @@ def test_check_mode_creates_nothing_and_says_what_it_would_probe(release):
     assert report["summary"] == ['would probe gpu.example.com/%s: device gpu-0 on node %s, selector %s' % (
         data["probe"]["pool"], data["probe"]["node"], data["probe"]["selector"])]
     assert report["resource_api_version"] == data["resource_api_version"]
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_a_pool_a_pending_pod_waits_for_is_not_probed_unless_asked(release):
+    data = recorded(release)
+    api = RecordedCluster(data)
+    claim = {"metadata": {"namespace": "team", "name": "wants"},
+             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}}
+    data["claims"] = data["claims"] + [claim]
+    api.pending_pods = [{"metadata": {"namespace": "team", "name": "waits"}, "status": {"phase": "Pending"},
+                         "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimName": "wants"}]}}]
+    _runner, report = run(api, data, check_mode=True)
+    assert report["planned"] == [] and api.writes == []
+    (waited,) = [s for s in report["skipped_pools"] if s["pool"] == data["probe"]["pool"]]
+    assert waited["waiting_pods"] == ["team/waits"] and "team/waits" in waited["reason"]
+    assert any("skipped, pods wait for devices" in line for line in report["summary"])
+    _runner, anyway = run(RecordedCluster(data), data, check_mode=True, skip_waited_pools=False)
+    assert [p["pool"] for p in anyway["planned"]] == [data["probe"]["pool"]]
 
 
 @pytest.mark.parametrize("release", RELEASES)
