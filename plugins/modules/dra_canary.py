@@ -74,7 +74,7 @@ options:
   skip_waited_pools:
     description:
       - Leave out the pools a user's pod may be waiting for - a Pending pod, not yet on a node, with a claim that
-        is not allocated and asks for a DeviceClass of the pool's driver (or one whose driver cannot be told):
+        is not allocated and asks for a DeviceClass of the pool's driver (or one whose driver cannot be told) -
         the canary never takes a free device such a pod waits for. They are reported in RV(skipped_pools) with
         the pods named (C(waiting_pods)).
       - V(false) probes them anyway.
