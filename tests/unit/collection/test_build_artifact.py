@@ -53,10 +53,11 @@ def tracked_copy(dest):
         shutil.copy2(source, target)
 
 
-def test_artifact_holds_the_allow_list_only(tmp_path):
+def built_artifact(tmp_path, leftovers=()):
+    """(artifact path, sorted file names in it) built from a copy of the tracked files plus `leftovers`."""
     source = tmp_path / "src"
     tracked_copy(str(source))
-    for rel in LEFTOVERS:
+    for rel in leftovers:
         path = source / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("left over by a test run\n")
@@ -66,7 +67,11 @@ def test_artifact_holds_the_allow_list_only(tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr
     (artifact,) = list(out.iterdir())
     with tarfile.open(str(artifact)) as tar:
-        files = sorted(m.name for m in tar.getmembers() if not m.isdir())
+        return artifact, sorted(m.name for m in tar.getmembers() if not m.isdir())
+
+
+def test_artifact_holds_the_allow_list_only(tmp_path):
+    artifact, files = built_artifact(tmp_path, LEFTOVERS)
     unexpected = [f for f in files if not any(fnmatch.fnmatch(f, pattern) for pattern in ALLOWED)]
     assert unexpected == []
     assert [f for f in files if "__pycache__" in f or ".pytest_cache" in f or f.endswith(".pyc")] == []
@@ -79,15 +84,7 @@ def test_what_the_artifact_ships_passes_its_own_checks(tmp_path):
     """ansible-test's `ignores` test fails on an ignore entry whose file is not there, and galaxy-importer
     refuses a role without README.md: both are judged on the installed artifact, so every path the
     shipped ignore files name, and every role's README.md, must be in it."""
-    source = tmp_path / "src"
-    tracked_copy(str(source))
-    out = tmp_path / "out"
-    res = subprocess.run([GALAXY, "collection", "build", "--output-path", str(out), str(source)],
-                         capture_output=True, text=True, check=False)
-    assert res.returncode == 0, res.stdout + res.stderr
-    (artifact,) = list(out.iterdir())
-    with tarfile.open(str(artifact)) as tar:
-        files = set(m.name for m in tar.getmembers() if not m.isdir())
+    files = set(built_artifact(tmp_path)[1])
     ignore_files = sorted(f for f in files if fnmatch.fnmatch(f, "tests/sanity/ignore-*.txt"))
     assert ignore_files, "no sanity ignore file shipped"
     named = set()
