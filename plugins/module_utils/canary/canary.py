@@ -247,8 +247,10 @@ def plan_probes(slices, claims, device_classes, nodes, server_version=None, tain
         if problem is None:
             probe, problem = _probe(key, free[0], location, published)
         if problem is not None:
-            skipped.append(dict(_skip(driver, pool, problem, counts), **({"waiting_pods": contending}
-                                                                          if contending else {})))
+            entry = _skip(driver, pool, problem, counts)
+            if contending:
+                entry["waiting_pods"] = contending
+            skipped.append(entry)
             continue
         probe.update(device_class=device_class, **counts)
         probes.append(probe)

@@ -29,8 +29,8 @@ def toleration_errors(field, tolerations):
             continue
         unknown = sorted(set(toleration) - set(TOLERATION_FIELDS), key=str)
         if unknown:
-            errors.append("%s: unknown field(s) %s; a toleration has %s" % (at, ", ".join(map(str, unknown)),
-                                                                           ", ".join(TOLERATION_FIELDS)))
+            errors.append("%s: unknown field(s) %s; a toleration has %s"
+                          % (at, ", ".join(map(str, unknown)), ", ".join(TOLERATION_FIELDS)))
         key, operator = toleration.get("key") or "", toleration.get("operator") or "Equal"
         value, effect = toleration.get("value") or "", toleration.get("effect") or ""
         if operator not in OPERATORS:

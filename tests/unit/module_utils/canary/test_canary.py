@@ -401,8 +401,8 @@ def test_a_pool_a_pending_pod_waits_for_is_skipped_naming_the_pod(release):
 
 
 def test_a_claim_whose_driver_cannot_be_told_may_wait_for_any_pool():
-    classes = [{"metadata": {"name": "any-gpu"}, "spec": {"selectors": [{"cel": {"expression": "device.attributes"
-                                                                                             "['x'].y == 1"}}]}}]
+    selector = {"cel": {"expression": "device.attributes['x'].y == 1"}}
+    classes = [{"metadata": {"name": "any-gpu"}, "spec": {"selectors": [selector]}}]
     for class_name in ("any-gpu", "missing-class"):
         waiting = canary.waiting_pods([waiting_pod("p", "c")], [pending_claim("c", class_name)], classes)
         assert waiting == {canary.ANY_DRIVER: ["team/p"]}

@@ -28,9 +28,8 @@ def test_no_driver_asked_is_every_driver():
 
 
 def test_a_driver_that_publishes_nothing_is_refused_naming_the_option_and_who_publishes():
-    error = r.absent_driver_error("gpu.exampel.com", [device("gpu.example.com"), device("nic.example.com"),
-                                                       device("gone.example.com", published=False)],
-                                  [own_rule("other.example.com")])
+    devices = [device("gpu.example.com"), device("nic.example.com"), device("gone.example.com", published=False)]
+    error = r.absent_driver_error("gpu.exampel.com", devices, [own_rule("other.example.com")])
     assert isinstance(error, r.RemediationInputError) and isinstance(error, ValueError)
     text = str(error)
     assert text.startswith("driver 'gpu.exampel.com' publishes no device in this cluster")
