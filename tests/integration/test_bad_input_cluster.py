@@ -138,8 +138,11 @@ def test_remediation_bad_inputs_write_no_rule(cluster):
     assert objects(cluster, "devicetaintrules") == before
 
 
-def test_remediation_of_a_driver_that_publishes_nothing_fails_unless_allowed(cluster):
-    """A scheduled remediation with a misspelt driver must fail, not find nothing to do for ever."""
+def test_remediation_of_a_driver_that_publishes_nothing_fails_unless_allowed(cluster, drain_node):
+    """A scheduled remediation with a misspelt driver must fail, not find nothing to do for ever, naming the
+    drivers that do publish (the example driver here)."""
+    assert any(s["spec"].get("driver") == DRIVER for s in cluster.get_json("resourceslices")["items"]), \
+        f"the example driver publishes nothing here: the test needs it ({drain_node})"
     before = objects(cluster, "devicetaintrules")
     absent = {"driver": "typo.example.com"}
     if before is None:  # no DeviceTaintRule on this release: refused for that first, nothing written either way
@@ -150,7 +153,8 @@ def test_remediation_of_a_driver_that_publishes_nothing_fails_unless_allowed(clu
     for check in (False, True):
         result = fails_naming(cluster, "dra.admin.dra_device_remediation", absent,
                               "driver 'typo.example.com' publishes no device in this cluster", check=check)
-        assert "drivers publishing:" in result["msg"] and "allow_absent_driver: true" in result["msg"]
+        publishing = result["msg"].split("(drivers publishing: ", 1)[1].split(")", 1)[0].split(", ")
+        assert DRIVER in publishing and "allow_absent_driver: true" in result["msg"], result["msg"]
     allowed = cluster.run_module("dra.admin.dra_device_remediation", dict(absent, allow_absent_driver=True))
     assert allowed["actions"] == [] and not allowed["changed"], allowed
     assert objects(cluster, "devicetaintrules") == before

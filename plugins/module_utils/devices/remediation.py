@@ -73,19 +73,20 @@ def check_inputs(effect, healthy_for):
                                     "is lifted (a whole number, 0 or more)" % (healthy_for,))
 
 
-def absent_driver_error(driver, devices, rules):
-    """The error for a `driver` that publishes no device and owns no remediation rule, or None.
-
-    A scheduled remediation whose driver name has a typo would otherwise find nothing to do and succeed for
-    ever. A driver with rules of its own left is not absent: the run lifts them. devices: the health report's
-    devices; rules: the DeviceTaintRules read."""
+def driver_absent(driver, devices, rules):
+    """Whether a `driver` asked for publishes no device and owns no remediation rule (a misspelt name: a
+    scheduled remediation would find nothing to do and succeed for ever). A driver with rules of its own left
+    is not absent: the run lifts them. devices: the health report's devices; rules: the DeviceTaintRules read."""
     if not driver:
-        return None
+        return False
     if any(d.get("published") and d.get("driver") == driver for d in devices):
-        return None
-    if any(is_remediation_rule(r) and _rule_device(r)[0] == driver for r in rules):
-        return None
-    publishing = sorted(set(d["driver"] for d in devices if d.get("published") and d.get("driver")))
+        return False
+    return not any(is_remediation_rule(r) and _rule_device(r)[0] == driver for r in rules)
+
+
+def absent_driver_error(driver, publishing):
+    """The refusal of an absent `driver` (driver_absent), naming the drivers that do publish."""
+    publishing = sorted(set(d for d in publishing if d))
     return RemediationInputError(
         "driver %r publishes no device in this cluster (drivers publishing: %s) and has no remediation rule: check "
         "the name, or set allow_absent_driver: true (role device_maintenance: "

@@ -20,13 +20,15 @@ import datetime
 import time
 
 from ansible_collections.dra.admin.plugins.module_utils.devices.remediation import (
-    KEY, LABEL_SELECTOR, LIFT, PURPOSE, WRITES, absent_driver_error, check_inputs, plan, rule_annotations, summary,
+    KEY, LABEL_SELECTOR, LIFT, PURPOSE, WRITES, absent_driver_error, check_inputs, driver_absent, plan,
+    rule_annotations, summary,
 )
 from ansible_collections.dra.admin.plugins.module_utils.devices.taints import DeviceTaintError
 from ansible_collections.dra.admin.plugins.module_utils.devices.taint_progress import (
     EVICTION_TEXT, WAIT_TEXT, eviction_timeout_message, remediation_pending, remediation_waits,
 )
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import pod_index
+from ansible_collections.dra.admin.plugins.module_utils.claims.slices import current_slices, pool_key
 from ansible_collections.dra.admin.plugins.module_utils.common.progress import progress
 from ansible_collections.dra.admin.plugins.module_utils.common.times import format_time
 from ansible_collections.dra.admin.plugins.module_utils.devices.health_service import gather_device_health
@@ -69,9 +71,10 @@ def remediate(api, effect, healthy_for, driver=None, wait_timeout=300, poll_inte
     now = now or datetime.datetime.now(datetime.timezone.utc)
     health = gather_device_health(api, driver=driver, now=now)
     rules = list(api.list_items(rule_path(version), {"labelSelector": LABEL_SELECTOR}))
-    absent = None if allow_absent_driver else absent_driver_error(driver, health["devices"], rules)
-    if absent:
-        raise absent
+    if not allow_absent_driver and driver_absent(driver, health["devices"], rules):
+        # The health read is limited to the driver: the drivers that do publish are read for the message only.
+        slices = api.list_items(api.resource_path("resourceslices"))
+        raise absent_driver_error(driver, [pool_key(s)[0] for s in current_slices(slices)])
     actions = plan(health["devices"], rules, now, healthy_for, effect, driver)
     changed = False
     diff = {"before": {}, "after": {}}
