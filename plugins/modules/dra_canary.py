@@ -73,9 +73,10 @@ options:
     default: {}
   skip_waited_pools:
     description:
-      - Leave out the pools a user's pod may be waiting for - a Pending pod, not yet on a node, with a claim that
-        is not allocated and asks for a DeviceClass of the pool's driver (or one whose driver cannot be told) -
-        the canary never takes a free device such a pod waits for. They are reported in RV(skipped_pools) with
+      - Leave out the pools a user's pod may be waiting for - a Pending pod, not yet on a node, with a claim (by
+        name, from a template, or made for its extended resources) that is not allocated, or an extended resource
+        a DeviceClass backs whose claim is not made yet, asking for a DeviceClass of the pool's driver (or one
+        whose driver cannot be told) - the canary never takes a free device such a pod waits for. They are reported in RV(skipped_pools) with
         the pods named (C(waiting_pods)).
       - V(false) probes them anyway.
     type: bool

@@ -21,9 +21,11 @@ __metaclass__ = type
 import json
 import re
 
+from ansible_collections.dra.admin.plugins.module_utils.allocation.extended import class_mapping, pod_backed_resources
 from ansible_collections.dra.admin.plugins.module_utils.claims.capacity import (
     allocator_rules, class_drivers, judged_devices, request_classes,
 )
+from ansible_collections.dra.admin.plugins.module_utils.claims.claims import SOURCE_EXTENDED_RESOURCE, pod_claim_refs
 from ansible_collections.dra.admin.plugins.module_utils.claims.locations import is_marker
 from ansible_collections.dra.admin.plugins.module_utils.claims.slices import (
     current_slices, device_fields, device_location, pool_key,
@@ -154,25 +156,30 @@ def _key(obj):
     return meta.get("namespace"), meta.get("name")
 
 
-def _pod_claim_names(pod):
-    """The names of the ResourceClaims a pod uses: by name, or made from a template (its status names them)."""
-    made = dict((s.get("name"), s.get("resourceClaimName"))
-                for s in (pod.get("status") or {}).get("resourceClaimStatuses") or [])
-    out = []
-    for ref in (pod.get("spec") or {}).get("resourceClaims") or []:
-        name = ref.get("resourceClaimName") or made.get(ref.get("name"))
-        if name:
-            out.append(name)
-    return out
+def _wanted_classes(pod, by_key, mapping):
+    """The DeviceClass names a waiting pod asks for: its claims' (every source, claims.pod_claim_refs) that are
+    not allocated, and, until the scheduler has made the claim for them, its extended resources a class backs
+    (allocation.extended: the claim exists only once the pod is bound)."""
+    namespace = (pod.get("metadata") or {}).get("namespace")
+    names, extended_claimed = [], False
+    for _name, claim_name, source in pod_claim_refs(pod):
+        extended_claimed = extended_claimed or source == SOURCE_EXTENDED_RESOURCE
+        claim = by_key.get((namespace, claim_name)) if claim_name else None
+        if claim is not None and not (claim.get("status") or {}).get("allocation"):
+            names.extend(request_classes(claim).values())
+    if not extended_claimed:
+        names.extend(mapping[r] for r in pod_backed_resources(pod.get("spec") or {}, mapping))
+    return names
 
 
 def waiting_pods(pods, claims, device_classes):
     """{driver (ANY_DRIVER when it cannot be told): [namespace/pod]} of the pods that wait for devices: Pending,
-    not yet on a node, not being deleted, with a claim that is not allocated. A claim's drivers are those its
-    requests' DeviceClasses select (class_drivers); a class that selects otherwise, or that does not exist, may
-    be satisfied by any driver's pool."""
+    not yet on a node, not being deleted, with a claim that is not allocated or an extended resource a
+    DeviceClass backs. A claim's drivers are those its requests' DeviceClasses select (class_drivers); a class
+    that selects otherwise, or that does not exist, may be satisfied by any driver's pool."""
     by_key = dict((_key(c), c) for c in claims)
     classes = dict(((c.get("metadata") or {}).get("name"), c) for c in device_classes)
+    mapping = class_mapping(device_classes)
     out = {}
     for pod in pods:
         meta, status = pod.get("metadata") or {}, pod.get("status") or {}
@@ -181,13 +188,9 @@ def waiting_pods(pods, claims, device_classes):
             continue
         namespace = meta.get("namespace")
         wanted = set()
-        for name in _pod_claim_names(pod):
-            claim = by_key.get((namespace, name))
-            if claim is None or (claim.get("status") or {}).get("allocation"):
-                continue
-            for class_name in request_classes(claim).values():
-                drivers = class_drivers(classes[class_name]) if class_name in classes else None
-                wanted.update(drivers or [ANY_DRIVER])
+        for class_name in _wanted_classes(pod, by_key, mapping):
+            drivers = class_drivers(classes[class_name]) if class_name in classes else None
+            wanted.update(drivers or [ANY_DRIVER])
         for driver in wanted:
             out.setdefault(driver, []).append("%s/%s" % (namespace, meta.get("name")))
     return dict((driver, sorted(names)) for driver, names in out.items())

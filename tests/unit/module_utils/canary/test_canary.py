@@ -408,3 +408,26 @@ def test_a_claim_whose_driver_cannot_be_told_may_wait_for_any_pool():
         assert waiting == {canary.ANY_DRIVER: ["team/p"]}
         assert canary.waited_for(waiting, "nic.example.com") == ["team/p"]
     assert canary.waited_for(None, DRIVER) == [] and canary.waited_for({"x.example.com": ["a/b"]}, DRIVER) == []
+
+
+def test_every_way_a_pod_asks_for_devices_makes_it_wait():
+    """A claim made from a template, a claim by name, an extended resource a DeviceClass backs (before the
+    scheduler made its claim) and the claim made for it: all wait while not allocated."""
+    gpu_class = {"metadata": {"name": DRIVER, "creationTimestamp": "2026-01-01T00:00:00Z"},
+                 "spec": {"extendedResourceName": "example.com/gpu",
+                          "selectors": [{"cel": {"expression": 'device.driver == "%s"' % DRIVER}}]}}
+    extended = {"metadata": {"namespace": "team", "name": "ext"}, "status": {"phase": "Pending"},
+                "spec": {"containers": [{"name": "c", "resources": {"requests": {"example.com/gpu": "1"}}}]}}
+    implicit = {"metadata": {"namespace": "team", "name": "implicit"}, "status": {"phase": "Pending"},
+                "spec": {"containers": [{"name": "c", "resources": {
+                    "requests": {"deviceclass.resource.kubernetes.io/%s" % DRIVER: "2"}}}]}}
+    zero = {"metadata": {"namespace": "team", "name": "zero"}, "status": {"phase": "Pending"},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"example.com/gpu": "0"}}}]}}
+    claimed = {"metadata": {"namespace": "team", "name": "claimed"}, "spec": extended["spec"],
+               "status": {"phase": "Pending", "extendedResourceClaimStatus": {"resourceClaimName": "made"}}}
+    pods = [waiting_pod("tmpl", "from-template", template=True), waiting_pod("named", "by-name"), extended,
+            implicit, zero, claimed]
+    claims = [pending_claim("from-template", DRIVER), pending_claim("by-name", DRIVER),
+              pending_claim("made", DRIVER, allocated=True)]
+    waiting = canary.waiting_pods(pods, claims, [gpu_class])
+    assert waiting == {DRIVER: ["team/ext", "team/implicit", "team/named", "team/tmpl"]}
