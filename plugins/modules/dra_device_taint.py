@@ -128,6 +128,12 @@ options:
         the pods using the devices itself, through the Eviction API, wave by wave, honouring PodDisruptionBudgets
         (see the description). Role C(dra.admin.device_maintenance) uses it by default.
       - O(state=dry_run) reports as for V(NoExecute), and the waves V(Evict) would make, and writes nothing.
+      - V(Evict) refuses before any write (the rule included) when evicting cannot free a device, that is when the
+        pods of a controller (a Deployment's ReplicaSet, a StatefulSet, a Job) name a claim by C(resourceClaimName).
+        Each replacement names the same claim and reserves it again, still allocated the device (V(NoSchedule)
+        keeps only new allocations off it), so the evictions would churn the workload and never free the device.
+        The message names the claims, their controllers and what frees them; O(state=dry_run) lists them in
+        RV(claims_not_freed).
     type: str
     choices: [NoSchedule, NoExecute, Evict]
     default: NoSchedule
@@ -366,6 +372,20 @@ waves:
       jobs: []
       unmanaged: []
       terminating: []
+claims_not_freed:
+  description:
+    - The claims whose devices evicting their pods cannot free (see O(effect)), each with C(claim), C(devices)
+      (C(driver/pool/device) of the selected devices it holds), C(pods) and C(controllers) (C(Kind
+      namespace/name) of the controllers that recreate the pods naming the claim). With O(state=tainted) and
+      O(effect=Evict) a non-empty list is refused before any write and returned in the failure.
+  returned: when O(state=dry_run)
+  type: list
+  elements: dict
+  sample:
+    - claim: ml/shared-gpu
+      devices: [gpu.example.com/node-1/gpu-0]
+      pods: [ml/trainer-7d9-abcde]
+      controllers: [ReplicaSet ml/trainer-7d9]
 pod_disruption_budgets:
   description:
     - The PodDisruptionBudgets covering the pods of RV(waves), each with C(name), C(spec) (C(minAvailable),

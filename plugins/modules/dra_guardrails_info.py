@@ -20,6 +20,16 @@ description:
     every device of the cluster), and a NoExecute one that does not name both driver and pool, unless the rule
     carries the annotation C(dra.admin/allow-broad-taint) with a reason. Checked on create, and on update when the
     spec changes or the override is removed. Skipped, with the reason, where DeviceTaintRule is not served.
+  - B(admin-access-label) refuses a Namespace created with the release's admin-access label, or an update that
+    adds, changes or removes it, unless the user is in one of O(admin_groups). That label lets every claim of the
+    namespace request C(adminAccess), so a tenant allowed to edit its own namespace (namespace-admin tools,
+    self-service platforms) could otherwise give itself access to every device; other label edits are not
+    affected.
+  - B(device-count), on releases whose kube-scheduler crashes on device counts that overflow when summed
+    (kubernetes#141307; fixed in 1.34.12, 1.35.9, 1.36.5, 1.37.1 and 1.38, never in 1.33 and before), refuses a
+    ResourceClaim or ResourceClaimTemplate with a request or C(firstAvailable) subrequest asking for more than 32
+    devices, more than one claim can ever hold; with every count within that limit no sum can overflow. Elsewhere
+    it is not applicable, and the result says why.
   - B(admin-access) refuses a ResourceClaim or ResourceClaimTemplate with C(adminAccess) in any request outside
     namespaces labelled with the release's admin-access label (C(resource.k8s.io/admin-access) before 1.34,
     C(resource.kubernetes.io/admin-access) from 1.34). kube-apiserver refuses the same itself from 1.33, before
@@ -46,6 +56,23 @@ options:
     description: Render the admin-access guardrail.
     type: bool
     default: true
+  admin_access_label:
+    description: Render the admin-access-label guardrail.
+    type: bool
+    default: true
+  device_count:
+    description: Render the device-count guardrail (only on releases whose kube-scheduler needs it).
+    type: bool
+    default: true
+  admin_groups:
+    description:
+      - The admin persona's groups (as the API server authenticates them, C(request.userInfo.groups)); only their
+        members may add, change or remove the admin-access label on a namespace (guardrail B(admin-access-label)).
+        List the groups the role P(dra.admin.rbac#role) gives the admin persona, and keep a group you belong to, or
+        you can no longer label namespaces yourself.
+    type: list
+    elements: str
+    default: [system:masters, kubeadm:cluster-admins]
   validation_actions:
     description:
       - The bindings' C(validationActions). C(Deny) refuses the object; C(Warn) lets it through with a warning to
@@ -119,7 +146,7 @@ installed:
   returned: always
   type: list
   elements: str
-  sample: [broad-device-taint, admin-access]
+  sample: [broad-device-taint, admin-access, admin-access-label, device-count]
 not_applicable:
   description:
     - Guardrails switched on that do not apply to this cluster, with the reason.
@@ -164,7 +191,7 @@ from ansible_collections.dra.admin.plugins.module_utils.common.api import (
 )
 from ansible_collections.dra.admin.plugins.module_utils.common.waits import wait_options, wait_parameter_errors
 from ansible_collections.dra.admin.plugins.module_utils.rbac.guardrails import (
-    DEFAULT_ACTIONS, GUARDRAILS, VALIDATION_ACTIONS, option_name,
+    DEFAULT_ACTIONS, DEFAULT_ADMIN_GROUPS, GUARDRAILS, VALIDATION_ACTIONS, option_name,
 )
 from ansible_collections.dra.admin.plugins.module_utils.rbac.guardrails_service import run
 
@@ -175,6 +202,7 @@ def argument_spec():
     spec.update(
         validation_actions=dict(type="list", elements="str", choices=list(VALIDATION_ACTIONS),
                                 default=list(DEFAULT_ACTIONS)),
+        admin_groups=dict(type="list", elements="str", default=list(DEFAULT_ADMIN_GROUPS)),
         wait=dict(type="bool", default=False),
     )
     spec.update(wait_options(60, 1.0))

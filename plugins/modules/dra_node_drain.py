@@ -36,6 +36,13 @@ description:
     device naming it), then uncordons (by default only when the drain cordoned it).
   - On any timeout or error the node stays cordoned, the driver is not touched while a claim on the node is still
     allocated or reserved, and the message lists the blocking pods, PodDisruptionBudgets or claims.
+  - Before any write, the drain refuses (nothing changed, RV(claims_not_freed) in the failure) when its evictions
+    cannot free a claim on the node, that is a claim allocated for this node alone that the pods of a controller (a
+    Deployment's ReplicaSet, a StatefulSet, a Job) name by C(resourceClaimName). The controller's replacements name
+    the same claim and wait for it (Pending, as it can only be used on this cordoned node), so the claim is released
+    only once every one of its pods here is gone; a PodDisruptionBudget that allows fewer disruptions than that
+    would hold the drain until its timeout. The message says what frees it (scale the workload to zero, relax the
+    budget, or a C(resourceClaimTemplateName) per pod). With O(preview) it is only reported.
   - Nothing is deleted without the Eviction API. Pods no controller manages are only evicted with O(force=true),
     and then with a warning.
   - Check mode returns the eviction order and changes nothing.
@@ -287,6 +294,19 @@ claims_held_at_start:
   returned: state=drained
   type: list
   elements: str
+claims_not_freed:
+  description:
+    - Claims on the node the drain's evictions cannot free (see the description; the drain refuses them before any
+      write), each with C(claim), C(pods) (its pods on the node), C(controllers) (C(Kind namespace/name)) and
+      C(pod_disruption_budgets) (C(name), C(disruptions_allowed)).
+  returned: state=drained with O(preview) (check mode and a run fail with it, before any write)
+  type: list
+  elements: dict
+  sample:
+    - claim: ml/shared-gpu
+      pods: [ml/trainer-7d9-abcde, ml/trainer-7d9-fghij]
+      controllers: [ReplicaSet ml/trainer-7d9]
+      pod_disruption_budgets: [{name: ml/trainer, disruptions_allowed: 1}]
 daemonset_claims:
   description: Claims used on the node only by DaemonSet pods, which stay on it; not waited for.
   returned: state=drained

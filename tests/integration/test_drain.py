@@ -11,7 +11,7 @@ import time
 import pytest
 
 from api_recorder import ApiRecorder
-from dra_objects import EXCLUSION_LABEL, claim_template
+from dra_objects import EXCLUSION_LABEL, claim, claim_template
 
 DRIVER_NS = "dra-system"
 DRIVER_DS = "dra-driver"
@@ -40,8 +40,11 @@ def driver_daemonset():
     }
 
 
-def claim_deployment(namespace, name, node, replicas, template, grace=2, labels=None):
+def claim_deployment(namespace, name, node, replicas, template, grace=2, labels=None, claim_name=None):
+    """A Deployment on `node` whose pods use a claim from `template`, or with `claim_name` all one named claim."""
     labels = labels or {"app": name}
+    ref = {"name": "gpu", "resourceClaimName": claim_name} if claim_name else \
+        {"name": "gpu", "resourceClaimTemplateName": template}
     return {
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": namespace},
         "spec": {
@@ -50,7 +53,7 @@ def claim_deployment(namespace, name, node, replicas, template, grace=2, labels=
                 "nodeSelector": {"kubernetes.io/hostname": node},
                 "tolerations": TOLERATE_KWOK,
                 "terminationGracePeriodSeconds": grace,
-                "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}],
+                "resourceClaims": [ref],
                 "containers": [{"name": "main", "image": "registry.invalid/app:none",
                                 "resources": {"claims": [{"name": "gpu"}]}}]}},
         },
@@ -372,6 +375,50 @@ def test_pdb_that_never_allows_fails_with_node_cordoned_and_driver_untouched(clu
     assert state["unschedulable"] is True and EXCLUSION not in state["labels"]
     still = pods_on(cluster, DRIVER_NS, node)
     assert [p["metadata"]["uid"] for p in still] == [driver_pod["metadata"]["uid"]]
+
+
+def test_a_claim_its_replacements_wait_for_under_a_budget_too_small_is_refused_before_any_write(
+        cluster, namespace, drain_node):
+    """Two pods of a Deployment name one ResourceClaim, allocated on the node: their replacements would name it
+    too and wait for it (the node is cordoned), so it is released only once both are gone. A budget allowing one
+    disruption would hold the drain for ever: the drain refuses before any write, naming the claim, the ReplicaSet
+    and the budget (preview and check mode too). A budget allowing both lets the drain free the claim."""
+    api = cluster.resource_version
+    node = drain_node
+    budget = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+              "metadata": {"name": "shared", "namespace": namespace},
+              "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "shared"}}}}
+    cluster.apply([claim(api, namespace, "shared-gpu"),
+                   claim_deployment(namespace, "shared", node, 2, None, grace=1, claim_name="shared-gpu"), budget])
+    pods = running_count(cluster, namespace, node, 2, "app=shared")
+    pdb_in_force(cluster, namespace, "shared", 2)
+    before = node_state(cluster, node)
+    replica_set = pods[0]["metadata"]["ownerReferences"][0]["name"]
+    want = [{"claim": f"{namespace}/shared-gpu", "pods": sorted(f"{namespace}/{p['metadata']['name']}" for p in pods),
+             "controllers": [f"ReplicaSet {namespace}/{replica_set}"],
+             "pod_disruption_budgets": [{"name": f"{namespace}/shared", "disruptions_allowed": 1}]}]
+
+    preview = cluster.run_module("dra.admin.dra_node_drain", drain_args(node, preview=True))
+    assert preview["claims_not_freed"] == want, preview
+    for check in (True, False):
+        failed = cluster.run_module("dra.admin.dra_node_drain", drain_args(node), check=check, expect_failure=True)
+        assert failed["details"]["claims_not_freed"] == want, failed
+        for part in (f"{namespace}/shared-gpu", f"ReplicaSet {namespace}/{replica_set}", f"{namespace}/shared allows 1",
+                     "Nothing was changed", "scale the workload to zero"):
+            assert part in failed["msg"], (part, failed["msg"])
+        assert failed["changed"] is False
+        assert node_state(cluster, node) == before
+    assert sorted(p["metadata"]["uid"] for p in pods_on(cluster, namespace, node, "app=shared")) == \
+        sorted(p["metadata"]["uid"] for p in pods)
+
+    cluster.kubectl("patch", "pdb", "shared", "-n", namespace, "--type=merge", "-p", '{"spec":{"maxUnavailable":2}}')
+    cluster.wait_until(lambda: (cluster.get_json("pdb", "shared", "-n", namespace).get("status") or {})
+                       .get("disruptionsAllowed") == 2, 60, "the budget to allow 2 disruptions")
+    result = cluster.run_module("dra.admin.dra_node_drain", drain_args(node))
+    assert result["changed"] is True and result["claims_not_freed"] == [], result
+    assert f"{namespace}/shared-gpu" in result["claims_held_at_start"]
+    held = cluster.get_json("resourceclaims", "shared-gpu", "-n", namespace).get("status") or {}
+    assert not [r for r in held.get("reservedFor") or [] if r.get("name") in [p["metadata"]["name"] for p in pods]]
 
 
 def test_bad_input_changes_nothing(cluster, drain_node):

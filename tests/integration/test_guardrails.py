@@ -239,6 +239,101 @@ def walk_admin_access_expressions(c, versions, label, plain, labelled, evidence)
                   "--ignore-not-found", check=False)
 
 
+def walk_admin_label(c, evidence):
+    """admin-access-label: a tenant that may update (and create) its namespace cannot add, change or remove the
+    admin-access label, nor create a namespace carrying it; other labels stay its own; the admin persona's group
+    (system:masters, a default of dra_guardrails_label_admin_groups) may set it."""
+    label = admin_access_label(c.version)
+    ns, new = f"it-guard-tenant-{c.minor}", f"it-guard-tenant-new-{c.minor}"
+    tenant, admin = ["--as=tenant-a", "--as-group=it-guard-tenants"], ["--as=admin-b", "--as-group=system:masters"]
+    rbac = [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "it-guard-tenant"},
+             "rules": [{"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "patch", "update"],
+                        "resourceNames": [ns, new]},
+                       {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["create"]}]},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+             "metadata": {"name": "it-guard-tenant"},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "it-guard-tenant"},
+             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "it-guard-tenants"}]}]
+    c.kubectl("create", "namespace", ns)
+    c.apply(rbac)
+    policy = guardrails.policy_name(guardrails.ADMIN_ACCESS_LABEL)
+
+    def as_tenant(*args):
+        return c.kubectl(*args, *tenant, check=False)
+    try:
+        found = {}
+
+        def refused_label():
+            found["res"] = as_tenant("label", "namespace", ns, f"{label}=true")
+            return found["res"].returncode != 0 and policy in found["res"].stderr
+        c.wait_until(refused_label, WAIT, f"the tenant's {label} label refused by {policy}")
+        msg = found["res"].stderr
+        assert f"Namespace {ns} (user tenant-a): only the admin persona" in msg and label in msg, msg
+        evidence.append(f"tenant adding {label}=true to {ns} refused: {msg.split('denied request: ')[-1].strip()}")
+        assert as_tenant("label", "namespace", ns, "team=a").returncode == 0
+        assert c.kubectl("label", "namespace", ns, f"{label}=true", *admin, check=False).returncode == 0
+        evidence.append(f"system:masters member labelled {ns} {label}=true")
+        for args in (("label", "namespace", ns, f"{label}-"), ("label", "--overwrite", "namespace", ns, f"{label}=false")):
+            res = as_tenant(*args)
+            assert res.returncode != 0 and policy in res.stderr, (args, res.stderr)
+        assert as_tenant("label", "namespace", ns, "team=b", "--overwrite").returncode == 0
+        assert c.get_json("namespace", ns)["metadata"]["labels"][label] == "true"
+        labelled = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": new, "labels": {label: "true"}}}
+        res = c.kubectl("create", "--dry-run=server", "-f", "-", *tenant, stdin=yaml.safe_dump(labelled), check=False)
+        assert res.returncode != 0 and policy in res.stderr, res.stderr
+        del labelled["metadata"]["labels"]
+        res = c.kubectl("create", "--dry-run=server", "-f", "-", *tenant, stdin=yaml.safe_dump(labelled), check=False)
+        assert res.returncode == 0, res.stderr
+        evidence.append(f"tenant removing or changing it refused; creating {new} with it refused, without it accepted")
+    finally:
+        c.kubectl("delete", "clusterrolebinding,clusterrole", "it-guard-tenant", "--ignore-not-found", check=False)
+        c.kubectl("delete", "namespace", ns, "--wait=false", check=False)
+
+
+def count_claim(version, kind, namespace, name, counts, subrequests=False):
+    """A claim (or template) with one ExactCount request per count (firstAvailable subrequests with `subrequests`)."""
+    requests = []
+    for index, count in enumerate(counts):
+        body = {"deviceClassName": DRIVER, "allocationMode": "ExactCount", "count": count}
+        if subrequests and version not in ("v1alpha3", "v1beta1"):
+            requests.append({"name": f"r{index}", "firstAvailable": [dict(body, name="big"), dict(body, name="one",
+                                                                                               count=1)]})
+        elif version in ("v1alpha3", "v1beta1"):
+            requests.append(dict({"name": f"r{index}"}, **body))
+        else:
+            requests.append({"name": f"r{index}", "exactly": body})
+    spec = {"devices": {"requests": requests}}
+    return {"apiVersion": f"resource.k8s.io/{version}", "kind": kind, "metadata": {"name": name, "namespace": namespace},
+            "spec": {"spec": spec} if kind == "ResourceClaimTemplate" else spec}
+
+
+def walk_device_count(c, served, evidence, first):
+    """device-count: where kube-scheduler sums counts without an overflow check, a request over the per-claim limit
+    is refused (the overflowing pair of kubernetes#141307 among them); at the limit it is accepted. Elsewhere the
+    role says why it is not installed."""
+    policy = guardrails.policy_name(guardrails.DEVICE_COUNT)
+    if not CATALOG.scheduler_count_overflow(c.version):
+        assert f"kube-scheduler {c.version} checks device counts without overflowing" in first.stdout, first.stdout[-3000:]
+        evidence.append(f"device-count not installed: kube-scheduler {c.version} has the overflow check")
+        return
+    ns = f"it-guard-count-{c.minor}"
+    c.kubectl("create", "namespace", ns)
+    try:
+        versions = sorted(set(served["resourceclaims"]) | set(served["resourceclaimtemplates"]))
+        for version in versions:
+            for kind in ("ResourceClaim", "ResourceClaimTemplate"):
+                for name, counts, sub in (("it-over", [33], False), ("it-overflow", [2 ** 62 + 1, 2 ** 62 + 1], False),
+                                          ("it-over-sub", [33], True)):
+                    msg = refused(c, count_claim(version, kind, ns, name, counts, sub), policy)
+                    assert f"{kind} {ns}/{name}: asks for more than 32 devices" in msg and "141307" in msg, msg
+                    evidence.append(f"{version} {kind} {name} refused: {msg.split('denied request: ')[-1]}")
+                accepted(c, count_claim(version, kind, ns, "it-at-limit", [32]))
+                accepted(c, count_claim(version, kind, ns, "it-two", [16, 16]))
+        evidence.append("counts at the limit accepted in every served version")
+    finally:
+        c.kubectl("delete", "namespace", ns, "--wait=false", check=False)
+
+
 def walk(c, tmp_path):
     """The whole walk on one cluster; returns the evidence lines."""
     assert ours(c) == [], ours(c)
@@ -252,7 +347,9 @@ def walk(c, tmp_path):
     first = role(c, tmp_path)
     assert first.returncode == 0, first.stdout[-4000:]
     assert recap(first)["changed"] >= 1
-    installed = [guardrails.ADMIN_ACCESS] + ([guardrails.BROAD_DEVICE_TAINT] if served.get("devicetaintrules") else [])
+    installed = [guardrails.ADMIN_ACCESS, guardrails.ADMIN_ACCESS_LABEL] + (
+        [guardrails.BROAD_DEVICE_TAINT] if served.get("devicetaintrules") else []) + (
+        [guardrails.DEVICE_COUNT] if CATALOG.scheduler_count_overflow(c.version) else [])
     assert len(ours(c)) == 2 * len(installed), ours(c)
     assert "type-checked without warnings" in first.stdout
     second = role(c, tmp_path)
@@ -267,6 +364,8 @@ def walk(c, tmp_path):
         assert not any(BROAD in name for name in ours(c))
         evidence.append(f"broad-device-taint skipped: Kubernetes {c.version} does not serve DeviceTaintRule")
     walk_admin_access(c, served, evidence, tmp_path)
+    walk_admin_label(c, evidence)
+    walk_device_count(c, served, evidence, first)
 
     if served.get("devicetaintrules"):
         bad = rule(served["devicetaintrules"][0], "it-warned", {})

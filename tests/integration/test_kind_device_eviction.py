@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
 import clusterlib  # noqa: E402
 import kindlib  # noqa: E402
 from api_recorder import ApiRecorder  # noqa: E402
-from dra_objects import claim_template  # noqa: E402
+from dra_objects import claim, claim_template  # noqa: E402
 from kind_nodes import (claim_device, is_ready, role_task_results, wait_for_earlier_tests_to_leave,  # noqa: E402
                         wait_until)
 
@@ -31,10 +31,13 @@ MODULE = "dra.admin.dra_device_taint"
 ROLE = "dra.admin.device_maintenance"
 
 
-def deployment(c, namespace, name, replicas, node=None):
-    """A Deployment whose pods each use one device (template claim one-gpu) and sleep; ready once running."""
+def deployment(c, namespace, name, replicas, node=None, claim_name=None):
+    """A Deployment whose pods each use one device (template claim one-gpu) and sleep; ready once running. With
+    `claim_name` every pod names that one ResourceClaim instead."""
+    ref = {"name": "gpu", "resourceClaimName": claim_name} if claim_name else \
+        {"name": "gpu", "resourceClaimTemplateName": "one-gpu"}
     spec = {"terminationGracePeriodSeconds": 1,
-            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
+            "resourceClaims": [ref],
             "containers": [{"name": "ctr", "image": kindlib.cluster_images(c.versions, c.version)["local-path-helper"],
                             "imagePullPolicy": "IfNotPresent", "command": ["sleep", "3600"],
                             "resources": {"claims": [{"name": "gpu"}]}}]}
@@ -253,4 +256,55 @@ def test_budget_allowing_one_at_a_time_is_honoured_pod_by_pod(kind_cluster, kind
     rc, results = role_task_results(c, ROLE, tmp_path, dict(target, dra_device_maintenance_state="absent"))
     assert rc == 0, results
     assert rules_of(c, support) == before
+    c.kubectl("delete", "namespace", ns, "--wait=false")
+
+
+def test_pods_a_deployment_recreates_on_one_named_claim_are_refused_before_any_write(
+        kind_cluster, kind_driver, tmp_path, leaves_the_cluster_as_found):
+    """Two pods of a Deployment name one ResourceClaim: each replacement would name it too and reserve it again,
+    still allocated the device, so evicting them cannot free the device. The dry run names the claim, its device and
+    the ReplicaSet; effect Evict (the role's default) refuses before any write: no rule, the pods keep running with
+    the same UIDs and the claim keeps its device."""
+    c = kind_cluster
+    support = clusterlib.catalog().device_taint_rule_support(c.version)
+    node = c.nodes[-1]
+    ns = "itk-evict-named"
+    leaves_the_cluster_as_found(ns)
+    c.fresh_namespace(ns)
+    c.apply([claim(c.resource_version, ns, "shared-gpu"), deployment(c, ns, "shared", 2, node=node,
+                                                                     claim_name="shared-gpu")])
+    pods = ready_pods(c, ns, "shared", 2)
+    allocated = c.get_json(f"resourceclaims.{c.resource_version}.resource.k8s.io", "shared-gpu", "-n", ns)
+    result = allocated["status"]["allocation"]["devices"]["results"][0]
+    drv, pool, device = result["driver"], result["pool"], result["device"]
+    target = {"dra_device_maintenance_driver": drv, "dra_device_maintenance_pool": pool,
+              "dra_device_maintenance_device": device, "dra_device_maintenance_wait_timeout": 60,
+              "dra_device_maintenance_poll_interval": 1}
+    if not support["usable"]:
+        refused_on_this_release(c, tmp_path, ns, target, pods)
+        return
+    before = rules_of(c, support)
+    replica_set = pods[0]["metadata"]["ownerReferences"][0]["name"]
+    want = [{"claim": f"{ns}/shared-gpu", "devices": [f"{drv}/{pool}/{device}"],
+             "pods": sorted(f"{ns}/{p['metadata']['name']}" for p in pods),
+             "controllers": [f"ReplicaSet {ns}/{replica_set}"]}]
+
+    rc, results = role_task_results(c, ROLE, tmp_path, target)  # the default state: dry run
+    assert rc == 0, results
+    planned = [r for r in results if "claims_not_freed" in r][0]
+    assert planned["claims_not_freed"] == want, planned
+
+    rc, results = role_task_results(c, ROLE, tmp_path, dict(target, dra_device_maintenance_state="tainted"))
+    assert rc != 0, results
+    failed = [r for r in results if r.get("failed")][-1]
+    for part in (f"{ns}/shared-gpu", f"ReplicaSet {ns}/{replica_set}", f"{drv}/{pool}/{device}",
+                 "no rule was written", "scale the workload to zero"):
+        assert part in failed["msg"], (part, failed["msg"])
+    assert failed.get("changed") is False and failed["claims_not_freed"] == want
+    assert rules_of(c, support) == before, "a rule was written"
+    now = [p for p in c.get_json("pods", "-n", ns, "-l", "app=shared")["items"]]
+    assert sorted(p["metadata"]["uid"] for p in now) == sorted(p["metadata"]["uid"] for p in pods)
+    assert not any(p["metadata"].get("deletionTimestamp") for p in now)
+    after = c.get_json(f"resourceclaims.{c.resource_version}.resource.k8s.io", "shared-gpu", "-n", ns)
+    assert after["status"]["allocation"] == allocated["status"]["allocation"]
     c.kubectl("delete", "namespace", ns, "--wait=false")

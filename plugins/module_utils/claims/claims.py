@@ -128,6 +128,29 @@ def names_claims(pod):
     return bool(pod_claim_refs(pod))
 
 
+def named_claims_recreated(pods):
+    """{(namespace, ResourceClaim name): sorted "Kind namespace/name" of the controllers} of the claims these pods
+    name by ``resourceClaimName`` while a controller (a ReplicaSet, StatefulSet, Job, ...) owns them.
+
+    The controller replaces an evicted or deleted pod from the same pod template, so the replacement names the
+    same ResourceClaim: while the claim stays allocated (the replacement reserves it as soon as it is scheduled,
+    wherever the allocated device can be used), evicting the pods does not free its devices. A claim made from
+    a template, or for extended resources, belongs to its pod and goes with it; a pod no controller owns is not
+    replaced.
+    """
+    out = {}
+    for pod in pods:
+        meta = _meta(pod)
+        controller = next((r for r in meta.get("ownerReferences") or [] if r.get("controller")), None)
+        if controller is None:
+            continue
+        label = "%s %s/%s" % (controller.get("kind"), meta.get("namespace"), controller.get("name"))
+        for dummy, claim, source in pod_claim_refs(pod):
+            if source == SOURCE_SPEC and claim:
+                out.setdefault((meta.get("namespace"), claim), set()).add(label)
+    return dict((key, sorted(labels)) for key, labels in out.items())
+
+
 def pod_claim_names(pod):
     """{pod claim name: ResourceClaim name} of the claims containers can name (claim:<name> in health reports)."""
     return dict((name, claim) for name, claim, dummy in pod_claim_refs(pod) if name and claim)

@@ -23,8 +23,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.dra.admin.plugins.module_utils.nodes.drain import controller_of, pod_key
-from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import label_selector_matches
+from ansible_collections.dra.admin.plugins.module_utils.claims.claims import named_claims_recreated
+from ansible_collections.dra.admin.plugins.module_utils.nodes.drain import (
+    controller_of, covering_budgets, object_key, pod_key,
+)
 
 # The mode: not a Kubernetes taint effect. The rule is written with RULE_EFFECT; dra.admin evicts.
 EVICT = "Evict"
@@ -41,19 +43,6 @@ WAIT_TEXT = {
 }
 
 
-def object_key(obj):
-    meta = (obj or {}).get("metadata") or {}
-    return "%s/%s" % (meta.get("namespace"), meta.get("name"))
-
-
-def covering_budgets(pod, pdbs):
-    """Sorted namespace/name of the PodDisruptionBudgets (of the pod's namespace) whose selector selects it."""
-    meta = pod.get("metadata") or {}
-    return sorted(object_key(b) for b in pdbs
-                  if (b.get("metadata") or {}).get("namespace") == meta.get("namespace")
-                  and label_selector_matches((b.get("spec") or {}).get("selector"), meta.get("labels") or {}))
-
-
 def job_of(pod):
     """namespace/name of the Job that controls the pod, or None."""
     ref = controller_of(pod)
@@ -65,6 +54,43 @@ def job_of(pod):
 def evicted_claims(affected):
     """The affected claims (devices.taints.affected_claims) whose pods are evicted."""
     return [c for c in affected if c["toleration"] in EVICTED_TOLERATIONS]
+
+
+def claims_not_freed(affected, pods):
+    """The claims to be freed by evicting their pods that the eviction cannot free: [{claim, devices, pods,
+    controllers}], sorted by claim.
+
+    affected: devices.taints.affected_claims(); pods: the pod objects of their namespaces. A claim the pods name
+    by resourceClaimName while a controller owns them (claims.claims.named_claims_recreated) is reserved again
+    by each replacement, still allocated the tainted device (NoSchedule keeps only new allocations off it):
+    the evictions would go on, wave after wave, and the device would stay in use.
+    """
+    recreated = named_claims_recreated(pods)
+    out = []
+    for claim in evicted_claims(affected):
+        controllers = recreated.get((claim["namespace"], claim["name"]))
+        if controllers:
+            out.append({"claim": "%s/%s" % (claim["namespace"], claim["name"]), "devices": claim["devices"],
+                        "pods": ["%s/%s" % (claim["namespace"], p) for p in claim["pods"]],
+                        "controllers": controllers})
+    return sorted(out, key=lambda c: c["claim"])
+
+
+FREE_THE_CLAIM = ("to free the device, scale the workload to zero replicas (or delete it), or have its pod template "
+                  "use a resourceClaimTemplateName so that each pod gets a claim of its own; the claim is "
+                  "deallocated once no pod uses it. Then run again. To keep only new allocations off the devices "
+                  "without evicting, use effect NoSchedule")
+
+
+def not_freed_message(name, not_freed, rule_exists):
+    """The refusal of effect Evict when evictions cannot free a device (claims_not_freed)."""
+    return ("DeviceTaintRule %s: evicting the pods cannot free the device(s) of ResourceClaim(s) %s: their pods are "
+            "recreated by %s and the replacements name the same claim, which stays allocated the device(s) %s. "
+            "Nothing was evicted%s; %s" % (
+                name, ", ".join(c["claim"] for c in not_freed),
+                ", ".join(sorted(set(k for c in not_freed for k in c["controllers"]))),
+                ", ".join(sorted(set(d for c in not_freed for d in c["devices"]))),
+                " (the rule stays as it was)" if rule_exists else " and no rule was written", FREE_THE_CLAIM))
 
 
 class _Groups(object):

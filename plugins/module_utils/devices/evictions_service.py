@@ -20,9 +20,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.dra.admin.plugins.module_utils.devices.evictions import (
-    CLAIMS_RELEASED, WAVE_EVICTED, budget_views, eviction_failure_message, eviction_report, eviction_waiting_for,
-    evicted_claims, not_evicted, plan_waves, present,
+    CLAIMS_RELEASED, WAVE_EVICTED, budget_views, claims_not_freed, eviction_failure_message, eviction_report,
+    eviction_waiting_for, evicted_claims, not_evicted, not_freed_message, plan_waves, present,
 )
+from ansible_collections.dra.admin.plugins.module_utils.devices.taints import DeviceTaintError
 from ansible_collections.dra.admin.plugins.module_utils.devices.taints import affected_claims
 from ansible_collections.dra.admin.plugins.module_utils.nodes.drain import pod_key
 from ansible_collections.dra.admin.plugins.module_utils.nodes.drain_service import PodEvictor
@@ -84,10 +85,22 @@ class DeviceEviction(object):
 
     # ---------------------------------------------------------------- dry run and check mode
     def preview(self, affected):
-        """The waves that would be evicted, and their budgets; no request but reads."""
+        """The waves that would be evicted, their budgets and the claims the evictions cannot free; no request
+        but reads."""
         waves, budgets = self.plan(affected)
         return waves, {"waves": [dict((k, v) for k, v in w.items() if k != "uids") for w in waves],
-                       "pod_disruption_budgets": budgets}
+                       "pod_disruption_budgets": budgets, "claims_not_freed": claims_not_freed(affected, self.pods)}
+
+    def refuse_what_cannot_be_freed(self, affected, rule_exists):
+        """Before any write of a run: refuse when evicting the pods cannot free a device (devices.evictions.
+        claims_not_freed), naming the claims, their controllers and what would free them."""
+        namespaces = namespaces_of(affected)
+        if not namespaces:
+            return
+        not_freed = claims_not_freed(affected, self.read_pods(namespaces))
+        if not_freed:
+            raise DeviceTaintError(not_freed_message(self.task.name, not_freed, rule_exists),
+                                   {"claims_not_freed": not_freed})
 
     # ---------------------------------------------------------------- one call
     def run(self, affected):

@@ -194,6 +194,9 @@ class DeviceTaint(object):
                             self.rule_effect(), self.p.get("labels"), self.p.get("annotations"), self.operation)
         writes = planned_writes(TAINTED, self.operation, existing, wanted, self.removed)
         planned_taint = self.taint_for_report(existing, wanted)
+        if self.effect() == EVICT:
+            DeviceEviction(self, devices, planned_taint, data_version).refuse_what_cannot_be_freed(
+                affected_claims(claims, devices, planned_taint, pods, sel=self.selector), existing is not None)
         rule = self.carry_out(version, writes, existing)
         written = not self.check_mode and rule is not None
         if not writes:

@@ -17,7 +17,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.dra.admin.plugins.module_utils.claims.claims import names_claims
+from ansible_collections.dra.admin.plugins.module_utils.claims.claims import names_claims, named_claims_recreated
+from ansible_collections.dra.admin.plugins.module_utils.claims.locations import CLAIM_PINNED, CLAIM_SELECTOR
+from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import label_selector_matches
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 TERMINAL_PHASES = ("Succeeded", "Failed")
@@ -27,6 +29,21 @@ CORDON_ANNOTATION = "dra.admin/cordoned-before-drain"
 def pod_key(pod):
     meta = pod.get("metadata") or {}
     return "%s/%s" % (meta.get("namespace"), meta.get("name"))
+
+
+def object_key(obj):
+    """namespace/name of an object (cluster-scoped: None/name)."""
+    meta = (obj or {}).get("metadata") or {}
+    return "%s/%s" % (meta.get("namespace"), meta.get("name"))
+
+
+def covering_budgets(pod, pdbs):
+    """Sorted namespace/name of the PodDisruptionBudgets (of the pod's namespace) whose selector selects it: those
+    the Eviction API checks for the pod."""
+    meta = pod.get("metadata") or {}
+    return sorted(object_key(b) for b in pdbs
+                  if (b.get("metadata") or {}).get("namespace") == meta.get("namespace")
+                  and label_selector_matches((b.get("spec") or {}).get("selector"), meta.get("labels") or {}))
 
 
 def controller_of(pod):
@@ -92,6 +109,55 @@ def plan_drain(pods, driver_daemonsets=(), driver_labels=None, evict_daemonset_p
                 plan["unmanaged"].append(key)
             plan["claim_pods" if names_claims(pod) else "other_pods"].append(pod)
     return plan
+
+
+def claims_only_for_node(claim_pods, views, node):
+    """The claims (namespace, name) the claim pods name by resourceClaimName under a controller
+    (claims.claims.named_claims_recreated) whose allocation can be used on this node alone: {key: controllers}.
+    Their replacements can run nowhere else, so they wait (Pending) until the claim is released."""
+    recreated = named_claims_recreated(claim_pods)
+    return dict(((v["namespace"], v["name"]), recreated[(v["namespace"], v["name"])]) for v in views
+                if (v["namespace"], v["name"]) in recreated and v["node_scope"] in (CLAIM_PINNED, CLAIM_SELECTOR)
+                and v["allocation_nodes"] == [node])
+
+
+def claims_drain_cannot_free(claim_pods, views, pdbs, node):
+    """The claims the drain's evictions cannot free: [{claim, pods, controllers, pod_disruption_budgets}], sorted.
+
+    A claim allocated for this node alone and named by resourceClaimName by pods a controller replaces
+    (claims_only_for_node) is released only once every pod of it on the node is gone: until then each replacement
+    waits for it, Pending, and counts as a disruption. When a PodDisruptionBudget covering those pods allows fewer
+    disruptions than they are, the budget refuses the remaining evictions for ever (the replacements never become
+    ready) and the drain would stop at its timeout. pdbs: the PodDisruptionBudgets of the claims' namespaces.
+    """
+    out = []
+    for (namespace, name), controllers in sorted(claims_only_for_node(claim_pods, views, node).items()):
+        pods = [p for p in claim_pods if (p.get("metadata") or {}).get("namespace") == namespace
+                and any(r.get("resourceClaimName") == name for r in (p.get("spec") or {}).get("resourceClaims") or [])]
+        budgets = sorted(set(b for p in pods for b in covering_budgets(p, pdbs)))
+        short = [b for b in pdbs if object_key(b) in budgets
+                 and ((b.get("status") or {}).get("disruptionsAllowed") or 0) < len(pods)]
+        if short:
+            out.append({"claim": "%s/%s" % (namespace, name), "pods": sorted(pod_key(p) for p in pods),
+                        "controllers": controllers,
+                        "pod_disruption_budgets": [{"name": object_key(b), "disruptions_allowed": (
+                            b.get("status") or {}).get("disruptionsAllowed") or 0} for b in short]})
+    return out
+
+
+def cannot_free_message(node, not_freed):
+    """The drain's refusal for claims_drain_cannot_free."""
+    parts = ["ResourceClaim %s (%d pod(s) of %s; PodDisruptionBudget %s)" % (
+        c["claim"], len(c["pods"]), ", ".join(c["controllers"]),
+        ", ".join("%s allows %d disruption(s)" % (b["name"], b["disruptions_allowed"])
+                  for b in c["pod_disruption_budgets"])) for c in not_freed]
+    return ("the drain of %s cannot free %s: each claim is allocated for this node alone and named by its pods' "
+            "template, so the controller's replacements wait for it (Pending) and the claim is released only once "
+            "every one of its pods here is gone, which the budget does not allow; the drain would stop at its "
+            "timeout. Nothing was changed. Next: scale the workload to zero replicas (or delete it), relax the "
+            "PodDisruptionBudget to allow as many disruptions as the claim has pods, or have the pod template use a "
+            "resourceClaimTemplateName so that each pod gets a claim of its own; then run the drain again."
+            % (node, "; ".join(parts)))
 
 
 def pod_ready(pod):

@@ -26,11 +26,12 @@ from ansible_collections.dra.admin.plugins.module_utils.claims.claims import (
     held_for_non_pods_only_off_node, holds_devices, non_pod_message, pod_claims, pod_ref, reserved_for,
 )
 from ansible_collections.dra.admin.plugins.module_utils.nodes.drain import (
-    CORDON_ANNOTATION, backoff_delays, controller_of, drivers_beyond_daemonsets, drivers_left_on_node,
-    eviction_body, eviction_refusal, plan_drain, pod_key, pod_ready,
+    CORDON_ANNOTATION, backoff_delays, cannot_free_message, claims_drain_cannot_free, claims_only_for_node,
+    controller_of, covering_budgets, drivers_beyond_daemonsets, drivers_left_on_node, eviction_body,
+    eviction_refusal, object_key, plan_drain, pod_key, pod_ready,
 )
 from ansible_collections.dra.admin.plugins.module_utils.drivers.nodes import select_nodes_for_daemonset
-from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import daemonset_excludes, label_selector_matches
+from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import daemonset_excludes
 from ansible_collections.dra.admin.plugins.module_utils.claims.slices import driver_publishes_for_node, slices_for_node
 from ansible_collections.dra.admin.plugins.module_utils.common.progress import elapsed_since
 from ansible_collections.dra.admin.plugins.module_utils.nodes.drain_progress import drain_progress, drain_waiting_for
@@ -111,11 +112,8 @@ class PodEvictor(object):
 
     def pdbs_for(self, pod):
         """Names of the PodDisruptionBudgets in the pod's namespace whose selector selects it."""
-        labels = pod["metadata"].get("labels") or {}
-        path = "/apis/policy/v1/namespaces/%s/poddisruptionbudgets" % pod["metadata"]["namespace"]
-        return ["%s/%s" % (pdb["metadata"]["namespace"], pdb["metadata"]["name"])
-                for pdb in self.api.list_items(path)
-                if label_selector_matches((pdb.get("spec") or {}).get("selector"), labels)]
+        return covering_budgets(pod, self.api.list_items(
+            "/apis/policy/v1/namespaces/%s/poddisruptionbudgets" % pod["metadata"]["namespace"]))
 
 
 class NodeDrain(object):
@@ -210,10 +208,7 @@ class NodeDrain(object):
         self.note_non_pod_claims(v for v in gathered["views"] if holds_devices(v) and v["non_pod_consumers"])
         summary["non_pod_claims"] = self.non_pod_reports()
         self.group_consumers = pod_group_consumers(gathered["views"])
-        if plan["blocked"]:
-            reasons = "; ".join("%s (%s)" % (b["pod"], b["reason"]) for b in plan["blocked"])
-            raise DrainError("pods on %s need an explicit option before the drain can start: %s. Nothing was "
-                             "changed." % (self.node, reasons), {"blocked_pods": plan["blocked"]})
+        self.refuse_before_writes(plan, gathered, summary)
         if self.p.get("preview"):
             summary["preview"] = preview_evictions(self.api, plan["claim_pods"], removed_nodes=[self.node])
             return summary
@@ -246,6 +241,26 @@ class NodeDrain(object):
         self.phase("remove_driver", t)
         summary.update(phases=self.phases, events=self.events)
         return summary
+
+    def refuse_before_writes(self, plan, gathered, summary):
+        """What stops the drain before its first write: claims its evictions cannot free (only reported with
+        preview), pods that need an explicit option."""
+        summary["claims_not_freed"] = self.claims_not_freed(plan, gathered)
+        if summary["claims_not_freed"] and not self.p.get("preview"):
+            raise DrainError(cannot_free_message(self.node, summary["claims_not_freed"]),
+                             {"claims_not_freed": summary["claims_not_freed"]})
+        if plan["blocked"]:
+            reasons = "; ".join("%s (%s)" % (b["pod"], b["reason"]) for b in plan["blocked"])
+            raise DrainError("pods on %s need an explicit option before the drain can start: %s. Nothing was "
+                             "changed." % (self.node, reasons), {"blocked_pods": plan["blocked"]})
+
+    def claims_not_freed(self, plan, gathered):
+        """nodes.drain.claims_drain_cannot_free; the budgets of the namespaces concerned are read (one LIST each)
+        only when a claim pod names a claim allocated for this node alone."""
+        candidates = claims_only_for_node(plan["claim_pods"], gathered["views"], self.node)
+        pdbs = [b for namespace in sorted(set(ns for ns, dummy in candidates))
+                for b in self.api.list_items("/apis/policy/v1/namespaces/%s/poddisruptionbudgets" % namespace)]
+        return claims_drain_cannot_free(plan["claim_pods"], gathered["views"], pdbs, self.node) if pdbs else []
 
     def warn_at_start(self, plan, gathered):
         if self.p["force"] and plan["unmanaged"]:
@@ -568,11 +583,6 @@ class NodeDrain(object):
         path = self.api.resource_path("resourceslices")
         every = self.api.list_items(path, {"fieldSelector": "spec.driver=%s" % driver})
         return driver_publishes_for_node(every, driver, self.node, labels)
-
-
-def object_key(obj):
-    meta = obj.get("metadata") or {}
-    return "%s/%s" % (meta.get("namespace"), meta.get("name"))
 
 
 def missing_driver_pods(expected, ready_pods):

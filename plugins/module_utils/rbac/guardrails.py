@@ -16,6 +16,18 @@ writes them (kubectl apply, other tools), not only dra.admin's own modules.
   1.33 (``ADMIN_LABEL_ENFORCED_FROM``), before validating admission runs: there the policy repeats that check
   (and acts only on 1.32, or should the API server's own check go).
 
+- ``admin-access-label``: adding, changing or removing the release's admin-access label on a Namespace (CREATE
+  with the label, or UPDATE changing its value) by anyone outside the admin persona's groups (``admin_groups``).
+  The label lets every claim of the namespace request adminAccess, so a tenant allowed to edit its own
+  namespace's labels (namespace-admin tools, self-service platforms) could otherwise give itself access to every
+  device (kubernetes#141293). Other label edits, and namespaces without the label, are not affected.
+
+- ``device-count``: on releases whose kube-scheduler crashes on it (``catalog.scheduler_count_overflow``), a
+  ResourceClaim or ResourceClaimTemplate with a request (or ``firstAvailable`` subrequest) asking for more devices
+  than one claim may hold (``ALLOCATION_RESULTS_MAX_SIZE``): such a claim can never be allocated, and a few such
+  counts summing past the native int crash kube-scheduler (kubernetes#141307). With every count at most the limit
+  no sum can overflow. CREATE only (the spec is immutable).
+
 Every policy matches every served version of its resources (``matchPolicy: Equivalent`` converts a request
 in any other version); the expressions read only fields every version has, and reach the fields that differ
 between versions through ``dyn()``, so the API server's type checker has nothing to warn about.
@@ -29,7 +41,8 @@ __metaclass__ = type
 
 from ansible_collections.dra.admin.plugins.module_utils.common.names import MANAGED_BY, MANAGED_BY_LABEL
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import (
-    RESOURCE_GROUP, admission_policy_api_version, parse_minor,
+    ALLOCATION_RESULTS_MAX_SIZE, RESOURCE_GROUP, admission_policy_api_version, parse_minor, scheduler_count_overflow,
+    scheduler_count_overflow_fixed_in,
 )
 from ansible_collections.dra.admin.plugins.module_utils.upgrade.checks import (
     ADMIN_LABEL_ENFORCED_FROM, admin_access_label,
@@ -37,7 +50,12 @@ from ansible_collections.dra.admin.plugins.module_utils.upgrade.checks import (
 
 BROAD_DEVICE_TAINT = "broad-device-taint"
 ADMIN_ACCESS = "admin-access"
-GUARDRAILS = (BROAD_DEVICE_TAINT, ADMIN_ACCESS)
+ADMIN_ACCESS_LABEL = "admin-access-label"
+DEVICE_COUNT = "device-count"
+GUARDRAILS = (BROAD_DEVICE_TAINT, ADMIN_ACCESS, ADMIN_ACCESS_LABEL, DEVICE_COUNT)
+# The groups that may set the admin-access label by default: kubeadm's cluster administrators (admin.conf) and
+# system:masters (super-admin.conf); the role's dra_guardrails_label_admin_groups names the admin persona's.
+DEFAULT_ADMIN_GROUPS = ("system:masters", "kubeadm:cluster-admins")
 GUARDRAIL_LABEL = "dra.admin/guardrail"
 OVERRIDE_ANNOTATION = "dra.admin/allow-broad-taint"
 NAME_PREFIX = "dra-admin-guardrail-"
@@ -46,8 +64,9 @@ BINDING_KIND = "ValidatingAdmissionPolicyBinding"
 KINDS = (POLICY_KIND, BINDING_KIND)
 VALIDATION_ACTIONS = ("Deny", "Warn", "Audit")
 DEFAULT_ACTIONS = ("Deny",)
-# The resources each guardrail matches.
-RESOURCES = {BROAD_DEVICE_TAINT: ("devicetaintrules",), ADMIN_ACCESS: ("resourceclaims", "resourceclaimtemplates")}
+# The resource.k8s.io resources each guardrail matches (admin-access-label matches core Namespaces).
+RESOURCES = {BROAD_DEVICE_TAINT: ("devicetaintrules",), ADMIN_ACCESS: ("resourceclaims", "resourceclaimtemplates"),
+             DEVICE_COUNT: ("resourceclaims", "resourceclaimtemplates")}
 PROBE_NAME = NAME_PREFIX + "probe"
 
 
@@ -78,6 +97,11 @@ def input_errors(params):
                       "the binding): use [Deny] or [Deny, Audit], or [Warn, Audit]" % (actions,))
     elif len(set(actions)) != len(actions):
         errors.append("validation_actions %r: each action once" % (actions,))
+    groups = params.get("admin_groups")
+    if groups is not None and (not groups or any(not isinstance(g, str) or not g.strip() for g in groups)):
+        errors.append("admin_groups %r: give the admin persona's groups (non-empty names), for example "
+                      "[system:masters, kubeadm:cluster-admins]; switch the guardrail off with "
+                      "admin_access_label: false instead of leaving the list empty" % (groups,))
     return errors
 
 
@@ -201,6 +225,89 @@ def admin_access_policy(api_version, versions, label):
     return _policy(api_version, ADMIN_ACCESS, [_rule(versions, ("CREATE",), RESOURCES[ADMIN_ACCESS])], spec)
 
 
+def admin_label_message(label, groups):
+    return ("only the admin persona (groups %s) may add, change or remove the label %s: it lets every "
+            "ResourceClaim of the namespace request adminAccess, access to every device of a node, in use or not "
+            "(dra.admin guardrail %s, ValidatingAdmissionPolicy %s). Ask a cluster administrator to label the "
+            "namespace" % (", ".join(groups), label, ADMIN_ACCESS_LABEL, policy_name(ADMIN_ACCESS_LABEL)))
+
+
+def _label_value(obj, label):
+    return "(has(%(o)s.metadata.labels) && '%(l)s' in %(o)s.metadata.labels ? %(o)s.metadata.labels['%(l)s'] : " \
+           "'')" % {"o": obj, "l": label}
+
+
+def admin_label_policy(api_version, label, groups):
+    """The admin-access-label ValidatingAdmissionPolicy: the label on a Namespace set, changed or removed only by
+    a member of `groups`."""
+    message = admin_label_message(label, groups)
+    before = "(request.operation == 'UPDATE' ? %s : '')" % _label_value("oldObject", label)
+    spec = {
+        "matchConditions": [{"name": "label-changed", "expression": "%s != %s" % (_label_value("object", label),
+                                                                                   before)}],
+        "validations": [{
+            "expression": "has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in [%s])"
+                          % ", ".join(_cel_string(g) for g in groups),
+            "message": "Namespace: " + message,
+            "messageExpression": _named("'Namespace ' + object.metadata.name + ' (user ' + "
+                                        "(has(request.userInfo.username) ? request.userInfo.username : '') + '):'",
+                                        message),
+            "reason": "Forbidden"}],
+    }
+    rules = [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+              "resources": ["namespaces"]}]
+    return _policy(api_version, ADMIN_ACCESS_LABEL, rules, spec)
+
+
+def device_count_message(version):
+    return ("asks for more than %d devices in one request, more than one claim can ever hold; on Kubernetes %s "
+            "kube-scheduler crashes when such counts sum past its integer range (kubernetes#141307, fixed in %s) "
+            "(dra.admin guardrail %s, ValidatingAdmissionPolicy %s). Ask for at most %d devices per request and "
+            "claim, or upgrade" % (ALLOCATION_RESULTS_MAX_SIZE, version, scheduler_count_overflow_fixed_in(),
+                                   DEVICE_COUNT, policy_name(DEVICE_COUNT), ALLOCATION_RESULTS_MAX_SIZE))
+
+
+# A request's counts: flat (v1alpha3, v1beta1) or under exactly (v1beta2, v1), and each firstAvailable
+# subrequest's; a count left out is 1, and allocationMode All has none.
+_COUNT_OVER = (
+    "variables.requests.exists(r, (has(dyn(r).count) && dyn(r).count > %(max)d) || "
+    "(has(dyn(r).exactly) && has(dyn(r).exactly.count) && dyn(r).exactly.count > %(max)d) || "
+    "(has(dyn(r).firstAvailable) && dyn(r).firstAvailable.exists(s, has(dyn(s).count) && dyn(s).count > %(max)d)))"
+    % {"max": ALLOCATION_RESULTS_MAX_SIZE})
+
+
+def device_count_policy(api_version, versions, version):
+    """The device-count ValidatingAdmissionPolicy for ResourceClaims and templates served in `versions`."""
+    message = device_count_message(version)
+    devices = "(object.kind == 'ResourceClaimTemplate' ? object.spec.spec : object.spec)"
+    spec = {
+        "variables": [
+            {"name": "devices", "expression": "has(%s.devices) ? dyn(%s.devices) : dyn({})" % (devices, devices)},
+            {"name": "requests", "expression": "has(variables.devices.requests) ? variables.devices.requests : []"},
+        ],
+        "validations": [{
+            "expression": "!(%s)" % _COUNT_OVER,
+            "message": "ResourceClaim " + message,
+            "messageExpression": _named("object.kind + ' ' + object.metadata.namespace + '/' + "
+                                        "(has(object.metadata.name) ? object.metadata.name : '') + ':'", message),
+            "reason": "Forbidden"}],
+    }
+    return _policy(api_version, DEVICE_COUNT, [_rule(versions, ("CREATE",), RESOURCES[DEVICE_COUNT])], spec)
+
+
+def _device_count(api_version, version, serving):
+    versions = sorted(set(serving.get("resourceclaims") or []) | set(serving.get("resourceclaimtemplates") or []))
+    if not scheduler_count_overflow(version):
+        return None, _skip(DEVICE_COUNT, (
+            "not needed: kube-scheduler %s checks device counts without overflowing (kubernetes#141307, fixed in "
+            "%s and 1.38)" % (version, scheduler_count_overflow_fixed_in())))
+    if not versions:
+        return None, _skip(DEVICE_COUNT, (
+            "skipped: Kubernetes %s does not serve ResourceClaims (resource.k8s.io is off), so there is nothing "
+            "to guard; switch DRA on (role dra.admin.feature_gates) and run the role again" % version))
+    return device_count_policy(api_version, versions, version), None
+
+
 def _skip(guardrail, reason):
     return {"guardrail": guardrail, "reason": reason}
 
@@ -224,7 +331,15 @@ def _admin_access(api_version, version, serving):
     return admin_access_policy(api_version, versions, admin_access_label(version)), None
 
 
-_BUILDERS = {BROAD_DEVICE_TAINT: _broad_taint, ADMIN_ACCESS: _admin_access}
+def _admin_label(api_version, version, serving, groups):
+    if not serving.get("resourceclaims"):
+        return None, _skip(ADMIN_ACCESS_LABEL, (
+            "skipped: Kubernetes %s does not serve ResourceClaims (resource.k8s.io is off), so the admin-access "
+            "label grants nothing; switch DRA on (role dra.admin.feature_gates) and run the role again" % version))
+    return admin_label_policy(api_version, admin_access_label(version), groups), None
+
+
+_BUILDERS = {BROAD_DEVICE_TAINT: _broad_taint, ADMIN_ACCESS: _admin_access, DEVICE_COUNT: _device_count}
 
 
 def notes(version):
@@ -239,13 +354,20 @@ def notes(version):
                  "guardrail %s is the only check (label %s=true)" % (version, ADMIN_LABEL_ENFORCED_FROM,
                                                                      ADMIN_ACCESS, label))
     return {BROAD_DEVICE_TAINT: "no Kubernetes release refuses broad DeviceTaintRules itself",
-            ADMIN_ACCESS: admin}
+            ADMIN_ACCESS: admin,
+            ADMIN_ACCESS_LABEL: ("no Kubernetes release limits who may label a namespace %s=true beyond RBAC's "
+                                 "update on namespaces" % label),
+            DEVICE_COUNT: ("kube-scheduler %s %s" % (version, "crashes on device counts that overflow when summed "
+                                                     "(kubernetes#141307): guardrail %s is the only check"
+                                                     % DEVICE_COUNT if scheduler_count_overflow(version) else
+                                                     "checks device counts without overflowing itself"))}
 
 
-def render(version, serving, enabled, actions=DEFAULT_ACTIONS):
+def render(version, serving, enabled, actions=DEFAULT_ACTIONS, admin_groups=DEFAULT_ADMIN_GROUPS):
     """The guardrails for a cluster of `version` serving `serving` ({resource: [resource.k8s.io versions]}).
 
-    enabled: {guardrail: bool} (a guardrail left out is on). Returns objects (each policy, then its binding),
+    enabled: {guardrail: bool} (a guardrail left out is on); admin_groups: the groups that may set the admin-access
+    label (admin-access-label). Returns objects (each policy, then its binding),
     installed (guardrail names), not_applicable ([{guardrail, reason}]: on but not applicable here; not
     `skipped`, a key Ansible reserves) and disabled.
     """
@@ -255,7 +377,10 @@ def render(version, serving, enabled, actions=DEFAULT_ACTIONS):
         if not (enabled or {}).get(guardrail, True):
             disabled.append(guardrail)
             continue
-        policy, skip = _BUILDERS[guardrail](api_version, version, serving)
+        if guardrail == ADMIN_ACCESS_LABEL:
+            policy, skip = _admin_label(api_version, version, serving, list(admin_groups or DEFAULT_ADMIN_GROUPS))
+        else:
+            policy, skip = _BUILDERS[guardrail](api_version, version, serving)
         if skip:
             not_applicable.append(skip)
             continue

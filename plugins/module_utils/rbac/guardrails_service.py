@@ -16,7 +16,8 @@ from ansible_collections.dra.admin.plugins.module_utils.common.api import DraApi
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import RESOURCE_GROUP
 from ansible_collections.dra.admin.plugins.module_utils.rbac.guardrails import (
-    BINDING_KIND, BROAD_DEVICE_TAINT, GUARDRAIL_LABEL, POLICY_KIND, RESOURCES, enabled, input_errors, notes, policy_name,
+    BINDING_KIND, BROAD_DEVICE_TAINT, DEFAULT_ADMIN_GROUPS, GUARDRAIL_LABEL, POLICY_KIND, RESOURCES, enabled,
+    input_errors, notes, policy_name,
     probe_rule, ref, refused_by, render, stale, type_checked, type_warnings,
 )
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import InputError
@@ -64,7 +65,8 @@ def plan(api, params):
         raise InputError("; ".join(errors))
     version = api.server_version().get("gitVersion")
     served = serving(api)
-    out = render(version, served, enabled(params), params["validation_actions"])
+    out = render(version, served, enabled(params), params["validation_actions"],
+                 params.get("admin_groups") or DEFAULT_ADMIN_GROUPS)
     found = existing(api, out["policy_api_version"])
     out.update({"kubernetes_version": version, "serving": served, "notes": notes(version),
                 "stale": stale(found, out["objects"]), "existing": [ref(o) for o in found]})

@@ -237,6 +237,16 @@ ADMISSION_GROUP = "admissionregistration.k8s.io"
 _ADMISSION_POLICY_API = {30: "v1"}
 
 
+# The most devices one claim's allocation may hold (resourceapi.AllocationResultsMaxSize, 1.30 to 1.37).
+ALLOCATION_RESULTS_MAX_SIZE = 32
+# kube-scheduler panics (makeslice: cap out of range) on a claim whose requests' device counts sum past the
+# native int: the allocator added them without an overflow check (kubernetes#141307, "DRA: avoid integer overflow
+# in per-claim device-limit checks"). The first patch of each minor whose k8s.io/dynamic-resource-allocation
+# carries the check (read from the module's sources on the Go module proxy, v0.<minor>.<patch>); minors below are
+# never fixed, minors above (1.38 on) are fixed from their first release.
+SCHEDULER_COUNT_OVERFLOW_FIXED_IN = {34: 12, 35: 9, 36: 5, 37: 1}
+
+
 class VersionError(DraAdminError, ValueError):
     """A Kubernetes version the catalog cannot answer for."""
 
@@ -248,6 +258,31 @@ def parse_minor(version):
         raise VersionError(
             "cannot read Kubernetes version %r: expected a form like v1.33 or 1.33.2" % (version,))
     return int(match.group(1))
+
+
+def parse_patch(version):
+    """The patch number of a Kubernetes version string ('v1.37.2' -> 2; 'v1.37' and pre-releases such as
+    'v1.37.1-rc.0', which come before their patch, -> one below it, at least 0)."""
+    parse_minor(version)
+    match = re.match(r"^v?1\.\d+\.(\d+)(-)?", str(version).strip())
+    if not match:
+        return 0
+    return max(int(match.group(1)) - (1 if match.group(2) else 0), 0)
+
+
+def scheduler_count_overflow(version):
+    """Whether this release's kube-scheduler crashes on a claim whose device counts overflow when summed
+    (SCHEDULER_COUNT_OVERFLOW_FIXED_IN)."""
+    minor = parse_minor(version)
+    if minor > max(SCHEDULER_COUNT_OVERFLOW_FIXED_IN):
+        return False
+    fixed = SCHEDULER_COUNT_OVERFLOW_FIXED_IN.get(minor)
+    return fixed is None or parse_patch(version) < fixed
+
+
+def scheduler_count_overflow_fixed_in():
+    """The first fixed patch of each minor, as text ('1.34.12, 1.35.9, 1.36.5, 1.37.1')."""
+    return ", ".join("1.%d.%d" % item for item in sorted(SCHEDULER_COUNT_OVERFLOW_FIXED_IN.items()))
 
 
 def require_supported(version):

@@ -169,3 +169,39 @@ def test_report_at_the_end_and_terminating_pods():
         pod["metadata"]["deletionTimestamp"] = "2026-11-25T02:00:00Z"
     terminating = ev.plan_waves(now, objs["Pod"], objs["PodDisruptionBudget"])
     assert [w["terminating"] for w in terminating] == [w["pods"] for w in terminating]
+
+
+def under_replicaset(objs, prefix, name):
+    """The pods named with `prefix` controlled by ReplicaSet `name` (as a Deployment's pods are)."""
+    for pod in objs["Pod"]:
+        if pod["metadata"]["name"].startswith(prefix):
+            pod["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": name,
+                                                   "uid": "rs-uid", "controller": True}]
+
+
+def test_evictions_free_every_claim_made_per_pod_or_named_by_bare_pods():
+    """Template claims go with their pods; the claim the bare pods s1, s2 name is not recreated with them."""
+    objs = recorded("three-waves")
+    assert ev.claims_not_freed(affected(objs, "rack"), objs["Pod"]) == []
+
+
+def test_a_claim_named_by_a_controllers_pods_is_one_eviction_cannot_free():
+    objs = recorded("three-waves")
+    ns = objs["Pod"][0]["metadata"]["namespace"]
+    under_replicaset(objs, "s", "shared-7d9")
+    not_freed = ev.claims_not_freed(affected(objs, "rack"), objs["Pod"])
+    assert [(c["claim"], c["pods"], c["controllers"]) for c in not_freed] == \
+        [("%s/shared" % ns, names(objs, "s"), ["ReplicaSet %s/shared-7d9" % ns])]
+    assert not_freed[0]["devices"] and all(d.startswith(DRIVER + "/rack/") for d in not_freed[0]["devices"])
+    message = ev.not_freed_message("dra-admin-x", not_freed, rule_exists=False)
+    for part in ("%s/shared" % ns, "ReplicaSet %s/shared-7d9" % ns, not_freed[0]["devices"][0],
+                 "no rule was written", "scale the workload to zero", "resourceClaimTemplateName", "effect NoSchedule"):
+        assert part in message, (part, message)
+    assert "the rule stays as it was" in ev.not_freed_message("dra-admin-x", not_freed, rule_exists=True)
+
+
+def test_a_claim_whose_pods_tolerate_the_taint_is_not_evicted_so_not_refused():
+    objs = recorded("three-waves")
+    under_replicaset(objs, "s", "shared-7d9")
+    tolerant = [dict(c, toleration="forever") for c in affected(objs, "rack")]
+    assert ev.claims_not_freed(tolerant, objs["Pod"]) == []

@@ -14,7 +14,7 @@ from ansible_collections.dra.admin.plugins.module_utils.upgrade import checks
 ALL_V1 = {"devicetaintrules": ["v1"], "resourceclaims": ["v1"], "resourceclaimtemplates": ["v1"]}
 V1_33 = {"devicetaintrules": [], "resourceclaims": ["v1beta2", "v1beta1"], "resourceclaimtemplates": ["v1beta2", "v1beta1"]}
 V1_33_TAINTS = dict(V1_33, devicetaintrules=["v1alpha3"])
-ON = {g.BROAD_DEVICE_TAINT: True, g.ADMIN_ACCESS: True}
+ON = {g.BROAD_DEVICE_TAINT: True, g.ADMIN_ACCESS: True, g.ADMIN_ACCESS_LABEL: True, g.DEVICE_COUNT: True}
 
 
 def by_name(objects):
@@ -28,13 +28,18 @@ def test_every_guardrail_is_a_policy_then_its_binding_with_the_catalogs_api_vers
         ("ValidatingAdmissionPolicy", "dra-admin-guardrail-broad-device-taint"),
         ("ValidatingAdmissionPolicyBinding", "dra-admin-guardrail-broad-device-taint"),
         ("ValidatingAdmissionPolicy", "dra-admin-guardrail-admin-access"),
-        ("ValidatingAdmissionPolicyBinding", "dra-admin-guardrail-admin-access")]
+        ("ValidatingAdmissionPolicyBinding", "dra-admin-guardrail-admin-access"),
+        ("ValidatingAdmissionPolicy", "dra-admin-guardrail-admin-access-label"),
+        ("ValidatingAdmissionPolicyBinding", "dra-admin-guardrail-admin-access-label")]
     for obj in out["objects"]:
         assert obj["apiVersion"] == "admissionregistration.k8s.io/v1"
         assert obj["metadata"]["labels"][MANAGED_BY_LABEL] == MANAGED_BY
         assert obj["metadata"]["labels"][g.GUARDRAIL_LABEL] in g.GUARDRAILS
         assert g.is_ours(obj)
-    assert out["installed"] == list(g.GUARDRAILS) and out["not_applicable"] == [] and out["disabled"] == []
+    # v1.37.2's kube-scheduler checks device counts itself (fixed in 1.37.1): device-count is not needed there.
+    assert out["installed"] == [g.BROAD_DEVICE_TAINT, g.ADMIN_ACCESS, g.ADMIN_ACCESS_LABEL]
+    assert [n["guardrail"] for n in out["not_applicable"]] == [g.DEVICE_COUNT] and out["disabled"] == []
+    assert "kubernetes#141307, fixed in 1.34.12, 1.35.9, 1.36.5, 1.37.1 and 1.38" in out["not_applicable"][0]["reason"]
 
 
 def test_bindings_deny_by_default_and_take_the_actions_given():
@@ -42,7 +47,8 @@ def test_bindings_deny_by_default_and_take_the_actions_given():
     bindings = [o for o in out["objects"] if o["kind"] == g.BINDING_KIND]
     assert [b["spec"] for b in bindings] == [
         {"policyName": "dra-admin-guardrail-broad-device-taint", "validationActions": ["Deny"]},
-        {"policyName": "dra-admin-guardrail-admin-access", "validationActions": ["Deny"]}]
+        {"policyName": "dra-admin-guardrail-admin-access", "validationActions": ["Deny"]},
+        {"policyName": "dra-admin-guardrail-admin-access-label", "validationActions": ["Deny"]}]
     warn = g.render("v1.37.2", ALL_V1, ON, ["Warn", "Audit"])
     assert all(o["spec"]["validationActions"] == ["Warn", "Audit"] for o in warn["objects"] if o["kind"] == g.BINDING_KIND)
 
@@ -63,7 +69,7 @@ def test_policies_match_every_served_version_with_equivalent_matching():
 
 def test_a_guardrail_whose_resource_is_not_served_is_skipped_with_the_reason():
     out = g.render("v1.33.13", V1_33, ON)
-    assert out["installed"] == [g.ADMIN_ACCESS]
+    assert out["installed"] == [g.ADMIN_ACCESS, g.ADMIN_ACCESS_LABEL, g.DEVICE_COUNT]
     assert out["not_applicable"] == [{"guardrail": g.BROAD_DEVICE_TAINT, "reason": out["not_applicable"][0]["reason"]}]
     reason = out["not_applicable"][0]["reason"]
     assert "Kubernetes v1.33.13 does not serve DeviceTaintRule" in reason
@@ -71,13 +77,17 @@ def test_a_guardrail_whose_resource_is_not_served_is_skipped_with_the_reason():
     none = g.render("v1.33.13", {}, ON)
     assert none["objects"] == [] and [s["guardrail"] for s in none["not_applicable"]] == list(g.GUARDRAILS)
     assert "does not serve ResourceClaims" in none["not_applicable"][1]["reason"]
+    assert "the admin-access label grants nothing" in none["not_applicable"][2]["reason"]
+    assert "does not serve ResourceClaims" in none["not_applicable"][3]["reason"]
 
 
 def test_switched_off_guardrails_are_not_rendered():
-    out = g.render("v1.37.2", ALL_V1, {g.BROAD_DEVICE_TAINT: False, g.ADMIN_ACCESS: True})
-    assert out["installed"] == [g.ADMIN_ACCESS] and out["disabled"] == [g.BROAD_DEVICE_TAINT]
-    assert g.enabled({"broad_device_taint": False, "admin_access": True}) == {
-        g.BROAD_DEVICE_TAINT: False, g.ADMIN_ACCESS: True}
+    out = g.render("v1.37.2", ALL_V1, {g.BROAD_DEVICE_TAINT: False, g.ADMIN_ACCESS: True, g.ADMIN_ACCESS_LABEL: False})
+    assert out["installed"] == [g.ADMIN_ACCESS] and out["disabled"] == [g.BROAD_DEVICE_TAINT, g.ADMIN_ACCESS_LABEL]
+    assert g.enabled({})[g.DEVICE_COUNT] is True
+    assert g.enabled({"broad_device_taint": False, "admin_access": True, "admin_access_label": False,
+                      "device_count": True}) == {
+        g.BROAD_DEVICE_TAINT: False, g.ADMIN_ACCESS: True, g.ADMIN_ACCESS_LABEL: False, g.DEVICE_COUNT: True}
     assert g.enabled({}) == ON
 
 
@@ -244,3 +254,58 @@ def test_with_warn_the_wait_does_not_expect_a_refusal():
     api = FakeApi(checked_from=1, refused_from=99)
     assert "type-checked" in wait(api, actions=("Warn",))[g.BROAD_DEVICE_TAINT]
     assert api.dry_runs == []
+
+
+@pytest.mark.parametrize("version", ["v1.33.13", "v1.37.2"])
+def test_the_admin_label_policy_lets_only_the_admin_groups_change_the_releases_label(version):
+    label = checks.admin_access_label(version)
+    out = g.render(version, ALL_V1, ON, admin_groups=["platform-admins", "system:masters"])
+    policy = by_name(out["objects"])[(g.POLICY_KIND, g.policy_name(g.ADMIN_ACCESS_LABEL))]
+    spec = policy["spec"]
+    assert spec["failurePolicy"] == "Fail"
+    assert spec["matchConstraints"]["resourceRules"] == [
+        {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["namespaces"]}]
+    (condition,) = spec["matchConditions"]
+    # Only a change of the label's value matches: set on create, added, changed or removed on update.
+    assert "object.metadata.labels['%s']" % label in condition["expression"]
+    assert "request.operation == 'UPDATE' ? " in condition["expression"]
+    assert "oldObject.metadata.labels['%s']" % label in condition["expression"]
+    (validation,) = spec["validations"]
+    assert validation["expression"] == ("has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in "
+                                        "['platform-admins', 'system:masters'])")
+    for text in (validation["message"], validation["messageExpression"]):
+        assert label in text and "platform-admins, system:masters" in text and g.ADMIN_ACCESS_LABEL in text
+    assert validation["reason"] == "Forbidden"
+    default = by_name(g.render(version, ALL_V1, ON)["objects"])[(g.POLICY_KIND, g.policy_name(g.ADMIN_ACCESS_LABEL))]
+    assert "['system:masters', 'kubeadm:cluster-admins']" in default["spec"]["validations"][0]["expression"]
+
+
+@pytest.mark.parametrize("groups", [[], [""], ["  "]])
+def test_admin_groups_must_name_groups(groups):
+    errors = g.input_errors({"validation_actions": ["Deny"], "admin_groups": groups})
+    assert len(errors) == 1 and errors[0].startswith("admin_groups") and "admin_access_label: false" in errors[0]
+    assert g.input_errors({"validation_actions": ["Deny"], "admin_groups": ["system:masters"]}) == []
+
+
+@pytest.mark.parametrize("version,crashes", [
+    ("v1.30.14", True), ("v1.33.13", True), ("v1.34.11", True), ("v1.34.12", False), ("v1.35.8", True),
+    ("v1.35.9", False), ("v1.36.4", True), ("v1.36.5", False), ("v1.37.0", True), ("v1.37.1-rc.0", True),
+    ("v1.37.1", False), ("v1.37.2", False), ("v1.38.0", False), ("v1.37", True)])
+def test_the_device_count_guardrail_is_installed_where_kube_scheduler_crashes(version, crashes):
+    assert catalog.scheduler_count_overflow(version) is crashes
+    out = g.render(version, ALL_V1, ON)
+    assert (g.DEVICE_COUNT in out["installed"]) is crashes
+    assert g.notes(version)[g.DEVICE_COUNT].endswith("is the only check" if crashes else "without overflowing itself")
+
+
+def test_the_device_count_policy_reads_every_count_and_names_the_fix():
+    policy = g.device_count_policy("admissionregistration.k8s.io/v1", ["v1beta1", "v1beta2"], "v1.33.13")
+    spec = policy["spec"]
+    assert spec["matchConstraints"]["resourceRules"] == [
+        {"apiGroups": ["resource.k8s.io"], "apiVersions": ["v1beta1", "v1beta2"], "operations": ["CREATE"],
+         "resources": ["resourceclaims", "resourceclaimtemplates"]}]
+    (validation,) = spec["validations"]
+    for part in ("dyn(r).count > 32", "dyn(r).exactly.count > 32", "dyn(s).count > 32"):
+        assert part in validation["expression"], part
+    for text in (validation["message"], validation["messageExpression"]):
+        assert "v1.33.13" in text and "141307" in text and g.DEVICE_COUNT in text and "at most 32" in text
