@@ -296,8 +296,8 @@ def count_claim(version, kind, namespace, name, counts, subrequests=False):
     for index, count in enumerate(counts):
         body = {"deviceClassName": DRIVER, "allocationMode": "ExactCount", "count": count}
         if subrequests and version not in ("v1alpha3", "v1beta1"):
-            requests.append({"name": f"r{index}", "firstAvailable": [dict(body, name="big"), dict(body, name="one",
-                                                                                               count=1)]})
+            choices = [dict(body, name="big"), dict(body, name="one", count=1)]
+            requests.append({"name": f"r{index}", "firstAvailable": choices})
         elif version in ("v1alpha3", "v1beta1"):
             requests.append(dict({"name": f"r{index}"}, **body))
         else:
@@ -321,9 +321,14 @@ def walk_device_count(c, served, evidence, first):
     try:
         versions = sorted(set(served["resourceclaims"]) | set(served["resourceclaimtemplates"]))
         for version in versions:
+            # firstAvailable only where the release keeps it (DRAPrioritizedList on; v1beta2 and later).
+            ok, _msg, kept = dry_run(c, count_claim(version, "ResourceClaim", ns, "it-sub-probe", [1], True))
+            sub_kept = ok and "firstAvailable" in str(kept)
+            cases = [("it-over", [33], False), ("it-overflow", [2 ** 62 + 1, 2 ** 62 + 1], False)] + (
+                [("it-over-sub", [33], True)] if sub_kept else [])
+            evidence.append(f"{version}: firstAvailable {'kept' if sub_kept else 'not served'}")
             for kind in ("ResourceClaim", "ResourceClaimTemplate"):
-                for name, counts, sub in (("it-over", [33], False), ("it-overflow", [2 ** 62 + 1, 2 ** 62 + 1], False),
-                                          ("it-over-sub", [33], True)):
+                for name, counts, sub in cases:
                     msg = refused(c, count_claim(version, kind, ns, name, counts, sub), policy)
                     assert f"{kind} {ns}/{name}: asks for more than 32 devices" in msg and "141307" in msg, msg
                     evidence.append(f"{version} {kind} {name} refused: {msg.split('denied request: ')[-1]}")

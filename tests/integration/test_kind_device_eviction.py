@@ -302,7 +302,7 @@ def test_pods_a_deployment_recreates_on_one_named_claim_are_refused_before_any_w
         assert part in failed["msg"], (part, failed["msg"])
     assert failed.get("changed") is False and failed["claims_not_freed"] == want
     assert rules_of(c, support) == before, "a rule was written"
-    now = [p for p in c.get_json("pods", "-n", ns, "-l", "app=shared")["items"]]
+    now = c.get_json("pods", "-n", ns, "-l", "app=shared")["items"]
     assert sorted(p["metadata"]["uid"] for p in now) == sorted(p["metadata"]["uid"] for p in pods)
     assert not any(p["metadata"].get("deletionTimestamp") for p in now)
     after = c.get_json(f"resourceclaims.{c.resource_version}.resource.k8s.io", "shared-gpu", "-n", ns)

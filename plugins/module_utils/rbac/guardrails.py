@@ -242,9 +242,9 @@ def admin_label_policy(api_version, label, groups):
     a member of `groups`."""
     message = admin_label_message(label, groups)
     before = "(request.operation == 'UPDATE' ? %s : '')" % _label_value("oldObject", label)
+    changed = "%s != %s" % (_label_value("object", label), before)
     spec = {
-        "matchConditions": [{"name": "label-changed", "expression": "%s != %s" % (_label_value("object", label),
-                                                                                   before)}],
+        "matchConditions": [{"name": "label-changed", "expression": changed}],
         "validations": [{
             "expression": "has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in [%s])"
                           % ", ".join(_cel_string(g) for g in groups),
