@@ -81,6 +81,20 @@ options:
         driver is installed.
     type: bool
     default: false
+  dead_drivers:
+    description:
+      - Also take out of service the devices a driver still publishes for a node its kubelet plugin is gone from
+        (kubernetes#141912) - no pod of the driver's DaemonSet on the node is Ready, and none turned not Ready less
+        than 30 seconds ago. Their rules always have effect C(NoSchedule) (the pods using them are left alone) and
+        say why in C(dra.admin/reason); once the plugin is back they are healthy again and lifted after
+        O(healthy_for), as every other remediation rule.
+      - The driver's DaemonSet is found as the upgrade check finds it (the label C(dra.admin/driver), or a DaemonSet
+        that mounts the kubelet's plugin registry and names the driver); a driver no DaemonSet runs is not judged.
+        Only devices published for a named node count.
+      - Keep it the same in every run of a schedule - a run without it sees those devices healthy and starts
+        lifting their rules. Costs one more LIST (the DaemonSets). RV(drivers_gone) says what was found.
+    type: bool
+    default: false
   wait:
     description:
       - With O(effect=NoExecute), wait after each device's taint until its eviction is finished.
@@ -207,6 +221,18 @@ sources:
   description: Which health sources the cluster has (see M(dra.admin.dra_device_health_info)'s C(sources)).
   returned: success
   type: dict
+drivers_gone:
+  description:
+    - With O(dead_drivers=true), the drivers whose kubelet plugin is gone from a node they still publish devices
+      for, each with C(driver), C(node), C(daemonsets) and C(reason). Their devices are in RV(actions).
+  returned: when O(dead_drivers=true)
+  type: list
+  elements: dict
+  sample:
+    - driver: gpu.example.com
+      node: worker-3
+      daemonsets: [dra-system/gpu-driver]
+      reason: driver gpu.example.com publishes devices for node worker-3 but no pod of its DaemonSet dra-system/gpu-driver runs there
 waiting_for:
   description:
     - With O(wait=false), what the evictions still wait for - V(eviction_done) while the rule of a device tainted
@@ -265,6 +291,7 @@ def argument_spec():
         healthy_for=dict(type="int", default=600),
         driver=dict(type="str"),
         allow_absent_driver=dict(type="bool", default=False),
+        dead_drivers=dict(type="bool", default=False),
         wait=dict(type="bool", default=True),
         since=dict(type="float"),
     )
@@ -299,7 +326,8 @@ def main():
         result, changed, diff = remediate(api, params["effect"], params["healthy_for"], driver=params["driver"],
                                           wait_timeout=params["wait_timeout"], poll_interval=params["wait_sleep"],
                                           check_mode=module.check_mode, wait=params["wait"], since=params["since"],
-                                          allow_absent_driver=params["allow_absent_driver"])
+                                          allow_absent_driver=params["allow_absent_driver"],
+                                          dead_drivers=params["dead_drivers"])
     except DraAdminError as exc:
         refused = isinstance(exc, ValueError)  # bad input: refused before any request
         module.fail_json(**fail_result(exc, changed=getattr(exc, "changed", False), api_requests=api.requests,

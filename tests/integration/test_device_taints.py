@@ -500,6 +500,90 @@ def test_remediation_taints_an_unhealthy_device_and_lifts_its_own_taint_after_th
     cluster.kubectl("delete", f"resourceslices.{api}.resource.k8s.io", f"{REMEDY_DRIVER}-{REMEDY_POOL}".replace(".", "-"))
 
 
+GONE_DRIVER = "gone.example.com"
+GONE_NS = "gone-driver"
+GONE_EXCLUDED = "it.example.com/no-gone-driver"
+
+
+def gone_driver_daemonset():
+    """The driver's DaemonSet as role dra.admin.driver labels it (dra.admin/driver), kept off nodes labelled
+    GONE_EXCLUDED; a KWOK node "runs" its pod (and reports it Ready)."""
+    labels = {"app": "gone-driver"}
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": "gone-driver", "namespace": GONE_NS, "labels": {"dra.admin/driver": GONE_DRIVER}},
+            "spec": {"selector": {"matchLabels": labels}, "template": {"metadata": {"labels": labels}, "spec": {
+                "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": GONE_EXCLUDED, "operator": "DoesNotExist"}]}]}}},
+                "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Exists", "effect": "NoSchedule"}],
+                "terminationGracePeriodSeconds": 1,
+                "containers": [{"name": "plugin", "image": "registry.invalid/driver:none"}]}}}}
+
+
+def gone_driver_pods(cluster, node):
+    """The driver's pods on the node that are Ready and not being deleted."""
+    pods = cluster.get_json("pods", "-n", GONE_NS, "--field-selector", f"spec.nodeName={node}")["items"]
+    return [p for p in pods if not p["metadata"].get("deletionTimestamp") and any(
+        c["type"] == "Ready" and c["status"] == "True" for c in p["status"].get("conditions") or [])]
+
+
+def test_remediation_keeps_new_allocations_off_a_gone_drivers_devices_until_it_is_back(taint_cluster, tmp_path):
+    """kubernetes#141912: a driver's slices outlive its kubelet plugin (here: its DaemonSet's pod leaves the node,
+    and no kubelet wipes the slices). Only with dead_drivers, the remediation names the driver gone from the node
+    and takes its devices out of service NoSchedule (a pod that wants one stays Unschedulable); once the pod is back
+    and Ready the rules are lifted (healthy_for 0) and the waiting pod gets its device."""
+    cluster = taint_cluster
+    api = cluster.resource_version
+    ns = "dead-driver"
+    node = first_node_and_namespace(cluster, ns)
+    cluster.kubectl("create", "namespace", GONE_NS)
+    cluster.apply([gone_driver_daemonset(), device_class(api, GONE_DRIVER),
+                   remedy_slice(api, node, tainted=False, driver=GONE_DRIVER)])
+    cluster.wait_until(lambda: gone_driver_pods(cluster, node), 90, f"the driver's pod Ready on {node}")
+    ids = [f"{GONE_DRIVER}/{REMEDY_POOL}/dev-{i}" for i in (0, 1)]
+    args = {"healthy_for": 0, "driver": GONE_DRIVER, "dead_drivers": True, "effect": "NoExecute"}
+    (present,) = run_tasks(cluster, tmp_path, (args, True), module="dra.admin.dra_device_remediation")
+    assert present["drivers_gone"] == [] and present["tainted"] == [], present
+    assert present["sources"]["driver_pods"]["available"] is True
+
+    cluster.kubectl("label", "node", node, f"{GONE_EXCLUDED}=true")
+    try:
+        cluster.wait_until(lambda: not cluster.get_json("pods", "-n", GONE_NS)["items"], 90,
+                           f"the driver's pod gone from {node}")
+        assert cluster.get_json(f"resourceslices.{api}.resource.k8s.io", "--field-selector",
+                                f"spec.driver={GONE_DRIVER}")["items"], "the slice went with the pod"
+        plain, checked = run_tasks(cluster, tmp_path, (dict(args, dead_drivers=False), True), (args, True),
+                                   module="dra.admin.dra_device_remediation")
+        assert plain["tainted"] == [] and "drivers_gone" not in plain, plain  # opt-in
+        assert checked["tainted"] == ids and checked["changed"] is True, checked
+        (entry,) = checked["drivers_gone"]
+        assert (entry["driver"], entry["node"], entry["daemonsets"]) == (GONE_DRIVER, node, [f"{GONE_NS}/gone-driver"])
+        assert not [r for r in rules(cluster) if GONE_DRIVER in json.dumps(r["spec"])], "check mode wrote a rule"
+
+        first, again = run_tasks(cluster, tmp_path, (args, False), (args, False),
+                                 module="dra.admin.dra_device_remediation")
+        assert first["changed"] and first["tainted"] == ids, first
+        assert again["changed"] is False and again["kept"] == ids, again
+        ours = [r for r in rules(cluster) if r["spec"]["deviceSelector"].get("driver") == GONE_DRIVER]
+        assert sorted(r["spec"]["deviceSelector"]["device"] for r in ours) == ["dev-0", "dev-1"]
+        for rule in ours:  # NoSchedule whatever effect is asked for unhealthy devices
+            assert rule["spec"]["taint"] == dict(rule["spec"]["taint"], key="dra.admin/unhealthy", effect="NoSchedule")
+            assert "no pod of its DaemonSet %s/gone-driver runs there" % GONE_NS in \
+                rule["metadata"]["annotations"]["dra.admin/reason"]
+        cluster.apply([claim(api, ns, "wants", device_class=GONE_DRIVER),
+                       pod(ns, "user", claim_name="wants", node=node, grace=1)])
+        cluster.wait_until(lambda: unschedulable(cluster, ns, "user"), 90, "pod user Unschedulable")
+    finally:
+        cluster.kubectl("label", "node", node, f"{GONE_EXCLUDED}-")
+    cluster.wait_until(lambda: gone_driver_pods(cluster, node), 90, f"the driver's pod Ready on {node} again")
+    (back,) = run_tasks(cluster, tmp_path, (args, False), module="dra.admin.dra_device_remediation")
+    assert back["drivers_gone"] == [] and back["lifted"] == ids and back["changed"], back
+    assert not [r for r in rules(cluster) if r["spec"]["deviceSelector"].get("driver") == GONE_DRIVER]
+    cluster.wait_until(lambda: pod_phase(cluster, ns, "user") == "Running", 90, "pod user Running on its device")
+    cluster.kubectl("delete", "namespace", ns, GONE_NS, "--wait=false")
+    cluster.kubectl("delete", f"deviceclasses.{api}.resource.k8s.io", GONE_DRIVER)
+    cluster.kubectl("delete", f"resourceslices.{api}.resource.k8s.io", f"{GONE_DRIVER}-{REMEDY_POOL}".replace(".", "-"))
+
+
 # ---- the role's waits, phase by phase -----------------------------------------------------------
 
 PROGRESS_DRIVER = "progress.example.com"

@@ -52,6 +52,8 @@ from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import 
 from ansible_collections.dra.admin.plugins.module_utils.claims.slices import current_slices, device_fields, device_location
 from ansible_collections.dra.admin.plugins.module_utils.common.times import format_time, parse_time as parse_api_time
 from ansible_collections.dra.admin.plugins.module_utils.devices.taints import KEEPS_ALLOCATIONS_OFF
+from ansible_collections.dra.admin.plugins.module_utils.claims.locations import is_marker
+from ansible_collections.dra.admin.plugins.module_utils.upgrade.checks import driver_accounts
 
 HEALTHY = "Healthy"
 UNHEALTHY = "Unhealthy"
@@ -83,6 +85,12 @@ _SOURCE_COMPONENTS = {SOURCE_POD_STATUS: "kube-apiserver and the kubelets",
                       SOURCE_SLICE_TAINTS: "kube-apiserver, kube-controller-manager and kube-scheduler"}
 
 CLAIM_PREFIX = "claim:"
+
+# The driver's presence on the node (opt-in, dra_device_remediation's dead_drivers): its DaemonSet's pod there.
+SOURCE_DRIVER_PODS = "driver_pods"
+# A driver pod on the node that is not Ready counts as gone once it has been so this long (its Ready condition's
+# lastTransitionTime): a restart or a rolling update's short gap does not.
+DRIVER_NOT_READY_AFTER = 30
 
 
 class HealthInputError(DraAdminError, ValueError):
@@ -520,3 +528,67 @@ def problems(report, unknown_after):
                 rep["namespace"], rep["pod"], rep["health"], rep["resource"], rep["resource_id"],
                 ", ".join(rep["candidates"]) or "no allocated device"))
     return lines
+
+
+# ---------------------------------------------------------------------------
+# Drivers gone from the nodes they publish for (kubernetes#141912)
+# ---------------------------------------------------------------------------
+
+def _pod_readiness(pod):
+    """(ready, since) of a pod: its Ready condition (a pod being deleted is not ready), since its last change."""
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Ready":
+            ready = cond.get("status") == "True" and not _meta(pod).get("deletionTimestamp")
+            return ready, cond.get("lastTransitionTime")
+    return False, None
+
+
+def _daemonset_pods(pods, namespace, names, node):
+    return [p for p in pods if _meta(p).get("namespace") == namespace and (p.get("spec") or {}).get("nodeName") == node
+            and any(r.get("controller") and r.get("kind") == "DaemonSet" and r.get("name") in names
+                    for r in _meta(p).get("ownerReferences") or [])]
+
+
+def _driver_absence(driver, node, sets, pods, now):
+    """Why the driver's plugin is not on the node (its DaemonSets' pods there), or None while it is (or has been
+    not ready for less than DRIVER_NOT_READY_AFTER seconds)."""
+    found = []
+    for namespace, names in sorted(sets.items()):
+        found += _daemonset_pods(pods, namespace, names, node)
+    states = [(_meta(p).get("namespace"), _meta(p).get("name")) + _pod_readiness(p) for p in found]
+    if any(ready for dummy, dummy2, ready, dummy3 in states):
+        return None
+    recent = [since for dummy, dummy2, dummy3, since in states
+              if since and (now - parse_api_time(since)).total_seconds() < DRIVER_NOT_READY_AFTER]
+    if recent:
+        return None
+    where = ", ".join("%s/%s" % (ns, n) for ns, names in sorted(sets.items()) for n in sorted(names))
+    if not states:
+        return "driver %s publishes devices for node %s but no pod of its DaemonSet %s runs there" % (
+            driver, node, where)
+    return "driver %s publishes devices for node %s but its pod %s there is not ready (since %s)" % (
+        driver, node, ", ".join("%s/%s" % (ns, n) for ns, n, dummy, dummy2 in states),
+        ", ".join(since or "unknown" for dummy, dummy2, dummy3, since in states))
+
+
+def drivers_gone(devices, daemonsets, pods, now):
+    """[{driver, node, daemonsets, reason}] of the drivers whose kubelet plugin is gone from a node they still
+    publish devices for: no pod of the driver's DaemonSets (upgrade.checks.driver_accounts) on the node is Ready,
+    and none has turned not Ready less than DRIVER_NOT_READY_AFTER seconds ago. Only node-local devices count
+    (published with a node name); a driver no DaemonSet runs is not judged.
+
+    devices: device_health()'s devices; daemonsets: the DaemonSet objects; pods: live pods (whole); now: aware.
+    """
+    pairs = sorted(set((d["driver"], d["node"]) for d in devices
+                       if d.get("published") and d.get("node") and not is_marker(d["node"])))
+    sets_of = {}
+    for entry in driver_accounts(daemonsets, sorted(set(driver for driver, dummy in pairs))):
+        sets_of.setdefault(entry["driver"], {}).setdefault(entry["namespace"], set()).add(entry["daemonset"])
+    out = []
+    for driver, node in pairs:
+        sets = sets_of.get(driver)
+        reason = _driver_absence(driver, node, sets, pods, now) if sets else None
+        if reason:
+            out.append({"driver": driver, "node": node, "reason": reason, "daemonsets": sorted(
+                "%s/%s" % (ns, n) for ns, names in sets.items() for n in names)})
+    return out

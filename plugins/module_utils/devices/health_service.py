@@ -15,15 +15,16 @@ __metaclass__ = type
 import datetime
 
 from ansible_collections.dra.admin.plugins.module_utils.devices.health import (
-    check_inputs, device_health, problems, source_availability,
+    SOURCE_DRIVER_PODS, check_inputs, device_health, drivers_gone, problems, source_availability,
 )
 
 # Finished pods use no device; the server filters them out.
 LIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 
 
-def gather_device_health(api, driver=None, first_seen=None, unknown_after=600, now=None):
-    """The report of devices.health.device_health, with the sources' availability and the problems.
+def gather_device_health(api, driver=None, first_seen=None, unknown_after=600, now=None, driver_pods=False):
+    """The report of devices.health.device_health, with the sources' availability and the problems; with
+    driver_pods also drivers_gone (devices.health.drivers_gone: one more LIST, of the DaemonSets).
 
     Bad options raise devices.health.HealthInputError before any request.
     """
@@ -34,9 +35,18 @@ def gather_device_health(api, driver=None, first_seen=None, unknown_after=600, n
                             {"fieldSelector": "spec.driver=%s" % driver} if driver else None)
     claims = api.list_items(api.resource_path("resourceclaims", version=resource_version))
     pods = api.list_items("/api/v1/pods", {"fieldSelector": LIVE_PODS})
-    report = device_health(slices, claims, pods, now or datetime.datetime.now(datetime.timezone.utc),
-                           first_seen=first_seen, unknown_after=unknown_after, driver=driver)
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    pods = list(pods)
+    report = device_health(slices, claims, pods, now, first_seen=first_seen, unknown_after=unknown_after,
+                           driver=driver)
     report["sources"] = source_availability(version, report.pop("seen"))
+    if driver_pods:
+        report["drivers_gone"] = drivers_gone(report["devices"], api.list_items("/apis/apps/v1/daemonsets"), pods,
+                                              now)
+        report["sources"][SOURCE_DRIVER_PODS] = {
+            "available": True, "gate": None,
+            "detail": "the driver DaemonSets' pods on the nodes their drivers publish devices for: %d driver(s) "
+                      "gone from a node" % len(report["drivers_gone"])}
     report["problems"] = problems(report, unknown_after)
     report["kubernetes_version"] = version
     report["resource_api_version"] = resource_version

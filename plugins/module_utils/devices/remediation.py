@@ -19,6 +19,10 @@ dra_device_taint).
   loses the annotation (the period starts over). The time lives on the rule, so runs need no local state; the
   health report's ``first_seen`` cannot serve: it remembers only since when a device is unhealthy or unknown.
 * A rule whose device is no longer published is kept (nothing says the device is healthy).
+* Opt-in (``dead_drivers``): the devices a driver still publishes for a node its kubelet plugin is gone from
+  (devices.health.drivers_gone, kubernetes#141912) count as unhealthy, always with effect NoSchedule: new claims
+  get no allocation there (the plugin could not prepare them) and the pods already using them are left alone.
+  Once the plugin is back (its pod Ready) the devices are healthy again and their rules are lifted as above.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -94,6 +98,20 @@ def absent_driver_error(driver, publishing):
         % (driver, ", ".join(publishing) or "none"))
 
 
+def with_gone_drivers(devices, gone):
+    """The health report's devices with those of the drivers gone from their node (devices.health.drivers_gone)
+    made unhealthy, their reason added and their rule's effect NoSchedule (copies; the others as they are)."""
+    reasons = dict(((g["driver"], g["node"]), g["reason"]) for g in gone or [])
+    out = []
+    for dev in devices:
+        reason = reasons.get((dev.get("driver"), dev.get("node"))) if dev.get("published") else None
+        if reason:
+            dev = dict(dev, condition=COND_UNHEALTHY, reasons=list(dev.get("reasons") or []) + [reason],
+                       remediation_effect=NO_SCHEDULE)
+        out.append(dev)
+    return out
+
+
 def rule_name(driver, pool, device):
     """The remediation's rule for one device (never a maintenance rule's name: another prefix)."""
     return operation_rule_name(selector(driver, pool, device), REMEDIATION)
@@ -159,11 +177,12 @@ def plan(devices, rules, now, healthy_for, effect=NO_SCHEDULE, driver=None):
         if condition == COND_UNHEALTHY:
             extra = {"reasons": list(dev.get("reasons") or []), "in_use": bool(dev.get("in_use"))}
             current = ((rule or {}).get("spec") or {}).get("taint", {}).get("effect")
+            want = dev.get("remediation_effect") or effect
             if rule is None:
-                actions.append(_action(TAINT, key, name, want_effect=effect, **extra))
-            elif current != effect or current == EFFECT_NONE or HEALTHY_SINCE in \
+                actions.append(_action(TAINT, key, name, want_effect=want, **extra))
+            elif current != want or current == EFFECT_NONE or HEALTHY_SINCE in \
                     ((rule.get("metadata") or {}).get("annotations") or {}):
-                actions.append(_action(UPDATE, key, name, rule, want_effect=effect, **extra))
+                actions.append(_action(UPDATE, key, name, rule, want_effect=want, **extra))
             else:
                 actions.append(_action(KEEP, key, name, rule, **extra))
         elif dev is None:

@@ -21,7 +21,7 @@ import time
 
 from ansible_collections.dra.admin.plugins.module_utils.devices.remediation import (
     KEY, LABEL_SELECTOR, LIFT, PURPOSE, WRITES, absent_driver_error, check_inputs, driver_absent, plan,
-    rule_annotations, summary,
+    rule_annotations, summary, with_gone_drivers,
 )
 from ansible_collections.dra.admin.plugins.module_utils.devices.taints import DeviceTaintError
 from ansible_collections.dra.admin.plugins.module_utils.devices.taint_progress import (
@@ -56,7 +56,8 @@ def remediation_params(action, now, wait_timeout, poll_interval, wait=True):
 
 
 def remediate(api, effect, healthy_for, driver=None, wait_timeout=300, poll_interval=2.0, check_mode=False,
-              now=None, clock=time.time, sleep=time.sleep, wait=True, since=None, allow_absent_driver=False):
+              now=None, clock=time.time, sleep=time.sleep, wait=True, since=None, allow_absent_driver=False,
+              dead_drivers=False):
     """Plan and carry out the remediation. Returns (result, changed, diff); DeviceTaintError on a cluster
     without a usable DeviceTaintRule (nothing written) or a failed write.
 
@@ -64,18 +65,20 @@ def remediate(api, effect, healthy_for, driver=None, wait_timeout=300, poll_inte
     (waiting_for, pending, holding: the pods using each NoExecute device now) and the seconds since `since` (else
     the call's start); with `since`, a call after wait_timeout whose evictions are not over fails as the
     waiting call does. A `driver` that publishes nothing and owns no rule is refused (RemediationInputError,
-    nothing written) unless allow_absent_driver."""
+    nothing written) unless allow_absent_driver. dead_drivers: the devices of drivers gone from their node
+    (devices.health.drivers_gone) are taken out of service too (devices.remediation.with_gone_drivers)."""
     check_inputs(effect, healthy_for)
     started = since or clock()
     kube_version, version = rule_api_version(api)
     now = now or datetime.datetime.now(datetime.timezone.utc)
-    health = gather_device_health(api, driver=driver, now=now)
+    health = gather_device_health(api, driver=driver, now=now, driver_pods=dead_drivers)
     rules = list(api.list_items(rule_path(version), {"labelSelector": LABEL_SELECTOR}))
     if not allow_absent_driver and driver_absent(driver, health["devices"], rules):
         # The health read is limited to the driver: the drivers that do publish are read for the message only.
         slices = api.list_items(api.resource_path("resourceslices"))
         raise absent_driver_error(driver, [pool_key(s)[0] for s in current_slices(slices)])
-    actions = plan(health["devices"], rules, now, healthy_for, effect, driver)
+    devices = with_gone_drivers(health["devices"], health.get("drivers_gone")) if dead_drivers else health["devices"]
+    actions = plan(devices, rules, now, healthy_for, effect, driver)
     changed = False
     diff = {"before": {}, "after": {}}
     for action in actions:
@@ -102,6 +105,8 @@ def remediate(api, effect, healthy_for, driver=None, wait_timeout=300, poll_inte
             diff["after"][task.name] = task.diff["after"]
     result = {"kubernetes_version": kube_version, "api_version": version, "actions": actions,
               "health_summary": health["summary"], "sources": health["sources"], "now": format_time(now)}
+    if dead_drivers:
+        result["drivers_gone"] = health["drivers_gone"]
     result.update(summary(actions))
     if not wait:
         result.update(eviction_progress(api, version, actions, started, since, wait_timeout, clock, changed))
