@@ -87,8 +87,8 @@ def test_the_remediation_takes_a_gone_drivers_devices_out_of_service_noschedule_
     assert set(a["want_effect"] for a in actions) == {"NoSchedule"}
     assert all(a["id"].startswith(DRIVER + "/") for a in actions)
     # Once the plugin is back its devices are healthy again: the rules are marked, then lifted (healthy_for).
-    rules = [{"metadata": {"name": a["rule"], "labels": {remediation.PURPOSE_LABEL: remediation.PURPOSE,
-                                                          "app.kubernetes.io/managed-by": "dra.admin"}},
+    labels = {remediation.PURPOSE_LABEL: remediation.PURPOSE, "app.kubernetes.io/managed-by": "dra.admin"}
+    rules = [{"metadata": {"name": a["rule"], "labels": labels},
               "spec": {"deviceSelector": {"driver": a["driver"], "pool": a["pool"], "device": a["device"]},
                        "taint": {"key": remediation.KEY, "effect": "NoSchedule"}}} for a in actions]
     back = remediation.plan(remediation.with_gone_drivers(report, gone(objs)), rules, NOW, 600)
