@@ -192,6 +192,20 @@ def admin_access_message(label):
             % (label, ADMIN_ACCESS, policy_name(ADMIN_ACCESS), label, label))
 
 
+# A claim's or a template's requests (the template nests the claim's spec), and the kind namespace/name: that
+# starts a message about either.
+_CLAIM_DEVICES = "(object.kind == 'ResourceClaimTemplate' ? object.spec.spec : object.spec)"
+_CLAIM_PREFIX = ("object.kind + ' ' + object.metadata.namespace + '/' + "
+                 "(has(object.metadata.name) ? object.metadata.name : '') + ':'")
+
+
+def _claim_request_variables():
+    """The variables `devices` and `requests` of a policy on ResourceClaims and ResourceClaimTemplates."""
+    return [{"name": "devices", "expression": "has(%s.devices) ? dyn(%s.devices) : dyn({})" % (_CLAIM_DEVICES,
+                                                                                              _CLAIM_DEVICES)},
+            {"name": "requests", "expression": "has(variables.devices.requests) ? variables.devices.requests : []"}]
+
+
 # A request's adminAccess: flat (v1alpha3, v1beta1), under exactly (v1beta2, v1), and on firstAvailable
 # subrequests should a version ever carry it there; dyn() keeps the type checker from judging fields one
 # version lacks.
@@ -205,21 +219,14 @@ _ADMIN_REQUESTED = (
 def admin_access_policy(api_version, versions, label):
     """The admin-access ValidatingAdmissionPolicy for ResourceClaims and templates served in `versions`."""
     message = admin_access_message(label)
-    devices = "(object.kind == 'ResourceClaimTemplate' ? object.spec.spec : object.spec)"
     spec = {
-        "variables": [
-            {"name": "devices", "expression": "has(%s.devices) ? dyn(%s.devices) : dyn({})" % (devices, devices)},
-            {"name": "requests", "expression": "has(variables.devices.requests) ? variables.devices.requests : []"},
-            {"name": "adminAccess", "expression": _ADMIN_REQUESTED},
-        ],
+        "variables": _claim_request_variables() + [{"name": "adminAccess", "expression": _ADMIN_REQUESTED}],
         "validations": [{
             "expression": "!variables.adminAccess || (has(namespaceObject.metadata.labels) && '%s' in "
                           "namespaceObject.metadata.labels && namespaceObject.metadata.labels['%s'] == 'true')"
                           % (label, label),
             "message": "ResourceClaim " + message,
-            "messageExpression": _named("object.kind + ' ' + object.metadata.namespace + '/' + "
-                                        "(has(object.metadata.name) ? object.metadata.name : '') + ':'",
-                                        message),
+            "messageExpression": _named(_CLAIM_PREFIX, message),
             "reason": "Forbidden"}],
     }
     return _policy(api_version, ADMIN_ACCESS, [_rule(versions, ("CREATE",), RESOURCES[ADMIN_ACCESS])], spec)
@@ -279,17 +286,12 @@ _COUNT_OVER = (
 def device_count_policy(api_version, versions, version):
     """The device-count ValidatingAdmissionPolicy for ResourceClaims and templates served in `versions`."""
     message = device_count_message(version)
-    devices = "(object.kind == 'ResourceClaimTemplate' ? object.spec.spec : object.spec)"
     spec = {
-        "variables": [
-            {"name": "devices", "expression": "has(%s.devices) ? dyn(%s.devices) : dyn({})" % (devices, devices)},
-            {"name": "requests", "expression": "has(variables.devices.requests) ? variables.devices.requests : []"},
-        ],
+        "variables": _claim_request_variables(),
         "validations": [{
             "expression": "!(%s)" % _COUNT_OVER,
             "message": "ResourceClaim " + message,
-            "messageExpression": _named("object.kind + ' ' + object.metadata.namespace + '/' + "
-                                        "(has(object.metadata.name) ? object.metadata.name : '') + ':'", message),
+            "messageExpression": _named(_CLAIM_PREFIX, message),
             "reason": "Forbidden"}],
     }
     return _policy(api_version, DEVICE_COUNT, [_rule(versions, ("CREATE",), RESOURCES[DEVICE_COUNT])], spec)
