@@ -4,6 +4,7 @@ The errors and the wait helper come from kube.py beside this file (the API clien
 of the tests, the benchmarks and hack/), and are re-exported here for the scripts that import them
 from clusterlib.
 """
+import hashlib
 import os
 import sys
 
@@ -28,6 +29,34 @@ def load_versions(path=os.path.join(HERE, "versions.env")):
 
 def supported_k8s_versions(versions=None):
     return (versions or load_versions())["K8S_VERSIONS"].split()
+
+
+def tree_digest(directory, length=12):
+    """A digest of the files under directory (names and contents): a version for this project's own sources."""
+    digest = hashlib.sha256()
+    for root, dirs, files in os.walk(directory):
+        dirs.sort()
+        for name in sorted(files):
+            path = os.path.join(root, name)
+            digest.update(os.path.relpath(path, directory).encode() + b"\0")
+            with open(path, "rb") as fh:
+                digest.update(fh.read())
+    return digest.hexdigest()[:length]
+
+
+# The allocation oracle (hack/oracle): this project's own Go program on k8s.io/dynamic-resource-allocation, built
+# per Kubernetes release with the release's own modules (hack/cluster/build); a test oracle, never shipped.
+ORACLE_SRC = os.path.join(os.path.dirname(HERE), "oracle")
+ORACLE = "dra-oracle"
+
+
+def oracle_version(k8s_version):
+    """The oracle's cache version: the Kubernetes release it is built against and a digest of its sources."""
+    return f"{k8s_version}-{tree_digest(ORACLE_SRC, 8)}"
+
+
+def oracle_bin(k8s_version):
+    return component_bin(ORACLE, oracle_version(k8s_version), ORACLE)
 
 
 def component_dir(name, version):

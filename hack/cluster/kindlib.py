@@ -8,7 +8,7 @@ cluster starts it with.
 import hashlib
 import os
 
-from clusterlib import HERE
+from clusterlib import HERE, tree_digest
 
 KIND_DIR = os.path.join(HERE, "kind")
 NODENET_SRC = os.path.join(KIND_DIR, "nodenet")
@@ -16,19 +16,6 @@ COREDNS_SRC = os.path.join(KIND_DIR, "coredns")
 # CNI plugins of kind's base image: module sub-package -> binary.
 CNI_PLUGINS = {"ipam/host-local": "host-local", "main/loopback": "loopback", "main/ptp": "ptp",
                "meta/portmap": "portmap"}
-
-
-def tree_digest(directory, length=12):
-    """A digest of the files under directory (names and contents): a version for this project's own sources."""
-    digest = hashlib.sha256()
-    for root, dirs, files in os.walk(directory):
-        dirs.sort()
-        for name in sorted(files):
-            path = os.path.join(root, name)
-            digest.update(os.path.relpath(path, directory).encode() + b"\0")
-            with open(path, "rb") as fh:
-                digest.update(fh.read())
-    return digest.hexdigest()[:length]
 
 
 def nodenet_version():

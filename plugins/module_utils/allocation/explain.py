@@ -44,9 +44,9 @@ REASON_TEXT = {
 def context(env, cluster, features):
     """The search context of a cluster read as explain_service.read_cluster gives it (classes by name, slices,
     claims, taint rules, server_version) with the scheduler's features."""
-    rules = allocator_rules(cluster["server_version"])
-    return search.Context(env, cluster["classes"], model.gather_pools(cluster["slices"], features, rules),
-                          model.allocated_devices(cluster["claims"]), cluster["rules"], features)
+    pool_rules = model.pool_rules(allocator_rules(cluster["server_version"])["release"])
+    return search.Context(env, cluster["classes"], model.gather_pools(cluster["slices"], features, pool_rules),
+                          model.allocated_devices(cluster["claims"]), cluster["rules"], features, pool_rules)
 
 
 def _label(obj):

@@ -15,10 +15,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.dra.admin.plugins.module_utils.claims.capacity import device_consumption, pool_counter_sets
+from ansible_collections.dra.admin.plugins.module_utils.claims.capacity import (
+    POOL_WIDE_COUNTERS_FROM, device_consumption, pool_counter_sets,
+)
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims import allocation
 from ansible_collections.dra.admin.plugins.module_utils.claims.slices import (
-    current_slices, device_entry_offered_to, device_fields, pool_key, slice_offered_to,
+    device_entry_offered_to, device_fields, holder_offers, pool_key,
 )
 from ansible_collections.dra.admin.plugins.module_utils.common.tolerations import tolerates
 from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import selector_matches
@@ -111,69 +113,162 @@ def device_offered_to(device, node_name, labels):
     return device_entry_offered_to(device.slice_spec, device.fields, node_name, labels)
 
 
-class Pool:
-    """A pool's current slices and devices; whether the allocator takes devices from it on this release
-    (claims.capacity's rules: complete, or incomplete where the release allocates from such pools) and its
-    shared counters (per pool from 1.35, per slice before)."""
+# A pool as the allocator gathers it for one node (GatherPools).
+POOL_OK = "ok"
+POOL_INCOMPLETE = "incomplete"   # not every slice of its generation is there: never allocated from (1.35+)
+POOL_INVALID = "invalid"         # a device name twice among its slices for the node: never allocated from
+# From this release the allocator looks at a pool's slices for other nodes too (checkSlicesInPool): a newer
+# generation elsewhere makes the node's slices obsolete (the pool is left out), and the slice count is checked
+# over the whole generation; before, only the slices offered to the node count.
+POOLS_CHECKED_WHOLE_FROM = 36
+# From this release the search skips incomplete and invalid pools (and a node without a fit that has an invalid
+# pool is unschedulable); before, incomplete pools are allocated from and the search stops with an error at an
+# invalid pool, in an order that changes from one attempt to the next (a Go map's).
+POOLS_SKIPPED_FROM = 35
+# From this release the allocator goes through a node's pools in (driver, pool) order and a pool's slices in name
+# order (first fit is then the same on every attempt); before, in a Go map's order, which changes every time.
+POOLS_IN_ORDER_FROM = 36
+# Before this release the allocator does not give back the devices of a request for all devices when the search
+# backtracks past it: they stay taken for the rest of the attempt (1.33's allocateOne drops the deallocation).
+ALL_DEVICES_UNDONE_FROM = 34
 
-    def __init__(self, key, slices, rules):
+
+def slice_relevant(resource_slice, node_name, labels):
+    """Whether the allocator gathers the slice for the node: its nodeName, allNodes or nodeSelector, or with
+    perDeviceNodeSelection one of its devices, offers it there (a slice of shared counters the same way)."""
+    spec = resource_slice.get("spec") or {}
+    if spec.get("nodeName") or spec.get("allNodes") or spec.get("nodeSelector"):
+        return holder_offers(spec, node_name, labels)
+    if spec.get("perDeviceNodeSelection"):
+        return any(holder_offers(device_fields(d), node_name, labels) for d in spec.get("devices") or [])
+    return False
+
+
+class PoolSlices:
+    """Every slice the allocator may read of one pool (of any generation), in name order."""
+
+    def __init__(self, key, slices):
         self.key = key
-        self.slices = slices
-        expected = ((slices[0].get("spec") or {}).get("pool") or {}).get("resourceSliceCount")
-        self.complete = expected is not None and int(expected) == len(slices)
-        self.allocatable = self.complete or rules["incomplete_pools_allocated"]
-        self.per_pool = rules["counters_per_pool"]
-        self.devices = [Device(s, e, self.per_pool) for s in slices for e in (s.get("spec") or {}).get("devices") or []]
-        self.counter_sets = pool_counter_sets(slices, self.per_pool)[0]
+        self.slices = sorted(slices, key=lambda s: (s.get("metadata") or {}).get("name") or "")
 
     @property
     def label(self):
         return "%s/%s" % self.key
 
 
+def _generation(resource_slice):
+    return int(((resource_slice.get("spec") or {}).get("pool") or {}).get("generation") or 0)
+
+
+def _slice_count(resource_slice):
+    expected = ((resource_slice.get("spec") or {}).get("pool") or {}).get("resourceSliceCount")
+    return int(expected) if expected is not None else None
+
+
+def _duplicate_device(device_slices):
+    """A device name that two device entries of the slices share (the pool is invalid), or None."""
+    seen = set()
+    for item in device_slices:
+        for entry in (item.get("spec") or {}).get("devices") or []:
+            if entry.get("name") in seen:
+                return entry.get("name")
+            seen.add(entry.get("name"))
+    return None
+
+
+class Pool:
+    """A pool as the allocator gathers it for one node: its status (POOL_OK, POOL_INCOMPLETE, POOL_INVALID), the
+    devices of its slices for the node (newest generation among them), its shared counters (from every slice of
+    that generation), and whether the search takes devices from it on this release."""
+
+    def __init__(self, key, mine, every, status, rules, features, invalid_reason=None, complete=True):
+        self.key = key
+        self.status = status
+        self.invalid_reason = invalid_reason
+        self.complete = complete and status != POOL_INCOMPLETE
+        self.allocatable = status == POOL_OK or (status == POOL_INCOMPLETE and not rules["pools_skipped"])
+        self.per_pool = rules["counters_per_pool"]
+        counter_slice = (lambda s: PARTITIONABLE in features and (s.get("spec") or {}).get("sharedCounters"))
+        self.slices = mine
+        self.devices = [Device(s, e, self.per_pool) for s in mine if not counter_slice(s)
+                        for e in (s.get("spec") or {}).get("devices") or []]
+        self.counter_sets = pool_counter_sets(every, self.per_pool)[0]
+
+    @property
+    def label(self):
+        return "%s/%s" % self.key
+
+
+def node_pool(pool, node_name, labels, features, rules):
+    """The allocator's view of one pool on a node (GatherPools of the release), or None when the node gathers
+    no slice of it or its slices there are obsolete."""
+    relevant = [s for s in pool.slices if slice_relevant(s, node_name, labels)]
+    if not relevant:
+        return None
+    generation = max(_generation(s) for s in relevant)
+    mine = [s for s in relevant if _generation(s) == generation]
+    every = mine
+    complete = _slice_count(mine[0]) == len(mine)
+    if not complete and rules["pools_checked_whole"]:
+        if any(_generation(s) > generation for s in pool.slices):
+            return None  # a newer generation elsewhere: the driver is replacing these slices
+        every = [s for s in pool.slices if _generation(s) == generation]
+        complete = _slice_count(mine[0]) == len(every)
+    if not complete and rules["pools_skipped"]:
+        return Pool(pool.key, mine, every, POOL_INCOMPLETE, rules, features)  # not looked into further
+    counter_slice = (lambda s: PARTITIONABLE in features and (s.get("spec") or {}).get("sharedCounters"))
+    duplicate = _duplicate_device([s for s in mine if not counter_slice(s)])
+    if duplicate is not None:  # before 1.35 also in an incomplete pool, and the invalid pool stops the search
+        return Pool(pool.key, mine, every, POOL_INVALID, rules, features, "duplicate device name %s" % duplicate,
+                    complete)
+    return Pool(pool.key, mine, every, POOL_OK if complete else POOL_INCOMPLETE, rules, features)
+
+
+def pool_rules(release):
+    """How the release's allocator gathers pools and searches them: {counters_per_pool, pools_checked_whole,
+    pools_skipped, pools_in_order, all_devices_undone} (release: the minor, None for the newest rules)."""
+    newest = release is None
+    return {"counters_per_pool": newest or release >= POOL_WIDE_COUNTERS_FROM,
+            "pools_checked_whole": newest or release >= POOLS_CHECKED_WHOLE_FROM,
+            "pools_skipped": newest or release >= POOLS_SKIPPED_FROM,
+            "pools_in_order": newest or release >= POOLS_IN_ORDER_FROM,
+            "all_devices_undone": newest or release >= ALL_DEVICES_UNDONE_FROM}
+
+
 def gather_pools(slices, features, rules):
-    """[Pool] of the current slices (each pool's newest generation), slices the allocator ignores left out
-    (per-device node selection or shared counters without the partitionable-devices feature)."""
+    """[PoolSlices] of the slices the allocator reads (those with per-device node selection or shared counters
+    left out without the partitionable-devices feature), in (driver, pool) order."""
     by_pool = {}
-    for s in current_slices(slices):
+    for s in slices:
         spec = s.get("spec") or {}
         if PARTITIONABLE not in features and (spec.get("perDeviceNodeSelection") or spec.get("sharedCounters")):
             continue
         by_pool.setdefault(pool_key(s), []).append(s)
-    return [Pool(key, by_pool[key], rules) for key in sorted(by_pool, key=lambda k: (k[0] or "", k[1] or ""))]
-
-
-def pools_for_node(pools, node_name, labels):
-    """The pools with a slice offered to the node."""
-    return [pool for pool in pools
-            if any(slice_offered_to(s, node_name, labels) for s in pool.slices)]
+    return [PoolSlices(key, by_pool[key]) for key in sorted(by_pool, key=lambda k: (k[0] or "", k[1] or ""))]
 
 
 class PoolIndex:
-    """pools_for_node without looking at every pool for every node: the pools whose slices are all bound to one
-    node by name, by that name; the others (all nodes, node selectors, per-device selection, shared counters)
-    checked per node."""
+    """The pools of each node (node_pool over the pools with a slice there): the pools whose slices are all bound
+    to one node by name are found by that name, the others (all nodes, node selectors, per-device selection)
+    are checked per node."""
 
-    def __init__(self, pools):
-        self.pools = pools
-        self.order = dict((id(p), i) for i, p in enumerate(pools))
+    def __init__(self, pools, features, rules):
+        self.features = features
+        self.rules = rules
+        self.order = dict((p.key, i) for i, p in enumerate(pools))
         self.by_node = {}
         self.others = []
         for pool in pools:
             names = set((s.get("spec") or {}).get("nodeName") for s in pool.slices)
-            bound = len(names) == 1 and None not in names and not any(
-                (s.get("spec") or {}).get("sharedCounters") for s in pool.slices)
-            if bound:
+            if len(names) == 1 and None not in names:
                 self.by_node.setdefault(names.pop(), []).append(pool)
             else:
                 self.others.append(pool)
 
     def for_node(self, node_name, labels):
-        shared = pools_for_node(self.others, node_name, labels)
-        own = self.by_node.get(node_name, [])
-        if not shared or not own:
-            return own or shared
-        return sorted(own + shared, key=lambda p: self.order[id(p)])
+        candidates = sorted(self.by_node.get(node_name, []) + self.others, key=lambda p: self.order[p.key])
+        found = (node_pool(p, node_name, labels, self.features, self.rules) for p in candidates)
+        return [p for p in found if p is not None]
 
 
 def allocated_devices(claims, besides=()):

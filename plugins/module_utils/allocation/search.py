@@ -24,6 +24,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import itertools
 import json
 import re
 
@@ -43,6 +44,7 @@ ERROR = "error"
 ALL_NODES_CHECKED_UP_TO = 100
 
 POOL_INCOMPLETE = "pool_incomplete"
+POOL_INVALID = "pool_invalid"
 FEATURE_OFF = "feature_off"
 CLASS_SELECTOR = "class_selector"
 REQUEST_SELECTOR = "request_selector"
@@ -52,10 +54,12 @@ NOT_ON_NODE = "not_offered_to_node"
 IN_USE = "allocated"
 TAINTED = "tainted"
 AVAILABLE = "available"
-REASONS = (POOL_INCOMPLETE, FEATURE_OFF, CLASS_SELECTOR, REQUEST_SELECTOR, SELECTOR_ERROR, CANNOT_EVALUATE,
+REASONS = (POOL_INCOMPLETE, POOL_INVALID, FEATURE_OFF, CLASS_SELECTOR, REQUEST_SELECTOR, SELECTOR_ERROR, CANNOT_EVALUATE,
            NOT_ON_NODE, IN_USE, TAINTED, AVAILABLE)
 UNCERTAIN = (SELECTOR_ERROR, CANNOT_EVALUATE)
 MAX_STEPS = 200000
+# The most devices one claim's allocation may hold (resourceapi.AllocationResultsMaxSize).
+ALLOCATION_RESULTS_MAX_SIZE = 32
 # The usual DeviceClass selector, answered without CEL (the same answer: a device's driver is always a string).
 DRIVER_ONLY = re.compile(r'^\s*device\.driver\s*==\s*"([^"\\]+)"\s*$')
 
@@ -64,14 +68,15 @@ class Context:
     """What every node's search shares: the CEL environment, classes, pools, allocated devices, taint rules,
     the scheduler's features."""
 
-    def __init__(self, env, classes, pools, allocated, rules, features):
+    def __init__(self, env, classes, pools, allocated, rules, features, pool_rules=None):
         self.env = env
         self.classes = classes
         self.pools = pools
         self.allocated = allocated
         self.rules = rules
         self.features = features
-        self.index = model.PoolIndex(pools)
+        self.pool_rules = pool_rules or model.pool_rules(None)
+        self.index = model.PoolIndex(pools, features, self.pool_rules)
         self._activations = {}
         self._matches = {}
         self._reasons = {}
@@ -146,6 +151,8 @@ def class_selectors(device_class):
 
 def static_reason(ctx, request, pool, device):
     """(reason, detail) of one device for one request, before its node, constraints, counts and counters."""
+    if pool.status == model.POOL_INVALID:
+        return POOL_INVALID, "pool %s is invalid (%s)" % (pool.label, pool.invalid_reason)
     if not pool.allocatable:
         return POOL_INCOMPLETE, "pool %s is being updated (not every slice of its generation is published)" % pool.label
     feature = _feature_reason(ctx, device)
@@ -189,6 +196,17 @@ def request_error(ctx, request):
     return None
 
 
+def all_devices_error(pools):
+    """Why a request for all devices stops the allocator on the node: any pool gathered there (whatever its
+    driver) being updated or invalid."""
+    for pool in pools:
+        if not pool.complete:
+            return "asks for all devices, but pool %s is being updated" % pool.label
+        if pool.status == model.POOL_INVALID:
+            return "asks for all devices, but pool %s is invalid (%s)" % (pool.label, pool.invalid_reason)
+    return None
+
+
 def request_unmodelled(request):
     """What of the request this search does not model (None when it models all of it)."""
     if request.capacity:
@@ -197,22 +215,31 @@ def request_unmodelled(request):
 
 
 class Candidates:
-    """For one request on one node: the usable devices in search order, and every device's reason."""
+    """For one request on one node: every device in the allocator's search order with its reason (``ordered``),
+    the usable ones, and for a request for all devices the devices it needs. Such a request is checked before
+    any search, as the allocator validates it: a pool being updated or invalid, or a selector failing on any
+    device of the node's pools, stops the allocator with an error (``error``); a selector this environment cannot
+    evaluate there leaves the answer open (``all_unknown``)."""
 
     def __init__(self, ctx, request, pools, node_name, labels):
         self.request = request
         self.usable = []
         self.reasons = {}
         self.uncertain = []
-        self.error = request_error(ctx, request)
+        self.ordered = []
+        self.error = request_error(ctx, request) or (all_devices_error(pools) if request.mode == "All" else None)
         self.unmodelled = request_unmodelled(request)
         self.all_devices = [] if request.mode == "All" else None
+        self.all_unknown = None
         for pool in pools:
+            if pool.status == model.POOL_INVALID:  # where the search meets the pool (before 1.35 it stops there)
+                self.ordered.append((pool, None, POOL_INVALID, pool.invalid_reason))
             for device in pool.devices:
                 if not model.device_offered_to(device, node_name, labels):
                     continue
                 reason, detail = ctx.reason(request, pool, device)
                 self.reasons[device.key] = (reason, detail)
+                self.ordered.append((pool, device, reason, detail))
                 self._sort(ctx, request, pool, device, reason, detail)
 
     def _sort(self, ctx, request, pool, device, reason, detail):
@@ -220,11 +247,14 @@ class Candidates:
             self.uncertain.append((pool, device, reason))
         if reason == AVAILABLE:
             self.usable.append((pool, device))
-        if self.all_devices is not None:
-            if not pool.complete and self.error is None:
-                self.error = "asks for all devices, but pool %s is being updated" % pool.label
-            elif reason in (AVAILABLE, IN_USE, TAINTED):
-                self.all_devices.append((pool, device, reason))
+        if self.all_devices is None or not pool.allocatable:
+            return
+        if reason == SELECTOR_ERROR and self.error is None:
+            self.error = "selector error: %s" % detail
+        elif reason == CANNOT_EVALUATE and self.all_unknown is None:
+            self.all_unknown = detail
+        elif reason in (AVAILABLE, IN_USE, TAINTED):
+            self.all_devices.append((pool, device, reason))
 
 
 def counters_left(pool, allocated_keys):
@@ -252,6 +282,11 @@ class SearchLimit(DraAdminError):
     """The search took more steps than MAX_STEPS: the verdict is "cannot tell"."""
 
 
+class AllocatorStops(DraAdminError):
+    """The allocator stops with an error where the search is now (a device of an All request that a claim
+    constraint refuses: such a claim can never get all its devices)."""
+
+
 class Claim:
     """A claim to allocate: its label ("namespace/name"), its requests and its matchAttribute constraints."""
 
@@ -274,10 +309,10 @@ def attribute_value(device, name):
 class NodeSearch:
     """The allocator's backtracking search for a pod's claims on one node."""
 
-    def __init__(self, ctx, claims, node_name, labels):
+    def __init__(self, ctx, claims, node_name, labels, pools=None):
         self.ctx = ctx
         self.claims = claims
-        self.pools = ctx.index.for_node(node_name, labels)
+        self.pools = ctx.index.for_node(node_name, labels) if pools is None else pools
         self.candidates = {}
         for ci, claim in enumerate(claims):
             for ri, alternatives in enumerate(claim.requests):
@@ -288,10 +323,31 @@ class NodeSearch:
         self.unmodelled = ["%s request %s: %s" % (claims[k[0]].label, c.request.label, c.unmodelled)
                            for k, c in sorted(self.candidates.items()) if c.unmodelled]
         self.uncertain = any(c.uncertain for c in self.candidates.values())
+        self.stops_at_invalid = not ctx.pool_rules["pools_skipped"] and any(
+            p.status == model.POOL_INVALID for p in self.pools)
 
-    def run(self, with_uncertain=False):
+    def over_the_claim_limit(self):
+        """Why a claim asks for more devices than one allocation may hold (the allocator counts each request's
+        count, its devices for All, the fewest of a firstAvailable list's), or None."""
+        for ci, claim in enumerate(self.claims):
+            total = 0
+            for ri, alternatives in enumerate(claim.requests):
+                total += min(self._needed(self.candidates[(ci, ri, ai)]) for ai in range(len(alternatives)))
+            if total > ALLOCATION_RESULTS_MAX_SIZE:
+                return "claim %s asks for at least %d devices, more than the %d one claim may hold" % (
+                    claim.label, total, ALLOCATION_RESULTS_MAX_SIZE)
+        return None
+
+    def order_matters(self):
+        """Whether the pools' order can change the answer: a request for all devices (its devices are kept or a
+        constraint stops the allocator where the search meets them), a device whose selector fails or cannot be
+        evaluated, or an invalid pool the search may meet."""
+        return any(c.all_devices is not None or c.uncertain for c in self.candidates.values()) or any(
+            p.status == model.POOL_INVALID for p in self.pools)
+
+    def run(self):
         """The chosen devices [(claim label, Request, Device)] of the first solution, or None."""
-        self.with_uncertain = with_uncertain
+        self.reached_unknown = None
         self.steps = 0
         self.taken = {}
         self.counters = {}
@@ -324,13 +380,36 @@ class NodeSearch:
         if candidates.all_devices is not None:
             pool, device, reason = candidates.all_devices[di]
             return reason == AVAILABLE and self._try(ci, ri, ai, di, pool, device, di + 1)
-        # A device this environment cannot evaluate may be usable; one whose selector fails never is.
-        options = candidates.usable + ([(p, d) for p, d, r in candidates.uncertain if r == CANNOT_EVALUATE]
-                                       if self.with_uncertain else [])
-        if len(options) - start < needed - di:
-            return False  # not enough options left for the slots left
-        return any(self._try(ci, ri, ai, di, pool, device, index + 1)
-                   for index, (pool, device) in enumerate(options[start:], start))
+        if not candidates.uncertain and len(candidates.usable) < needed - di and not self.stops_at_invalid:
+            return False  # never enough: nothing on the way can stop the allocator either
+        request = candidates.request
+        for index in range(start, len(candidates.ordered)):
+            pool, device, reason, detail = candidates.ordered[index]
+            if device is None:  # an invalid pool: skipped from 1.35, before the allocator stops there
+                if not self.ctx.pool_rules["pools_skipped"]:
+                    raise AllocatorStops("pool %s is invalid (%s)" % (pool.label, detail))
+                continue
+            # The allocator's order: pools it skips, then devices in use, then the selectors.
+            if not pool.allocatable or self._in_use(ci, request, device):
+                continue
+            if reason == SELECTOR_ERROR:
+                raise AllocatorStops("selector error: %s" % detail)
+            if reason == CANNOT_EVALUATE:
+                self.reached_unknown = self.reached_unknown or detail
+                continue
+            if reason != AVAILABLE:
+                continue
+            if self._try(ci, ri, ai, di, pool, device, index + 1):
+                return True
+        return False
+
+    def _in_use(self, ci, request, device):
+        """In use for this request where the allocator looks first: by this claim for admin access, else
+        allocated to another claim or taken by this search."""
+        holders = self.taken.get(device.key, ())
+        if request.admin:
+            return ci in holders
+        return device.key in self.ctx.allocated or bool(holders)
 
     def _try(self, ci, ri, ai, di, pool, device, next_start):
         self.steps += 1
@@ -342,6 +421,8 @@ class NodeSearch:
             return False
         if self._devices(ci, ri, ai, di + 1, next_start):
             return True
+        if request.mode == "All" and not self.ctx.pool_rules["all_devices_undone"]:
+            return False  # kept for the rest of the attempt, as that release's allocator keeps them
         undo()
         return False
 
@@ -354,6 +435,9 @@ class NodeSearch:
             return None
         set_values = self._constrain(ci, request, device)
         if set_values is None:
+            if request.mode == "All":
+                raise AllocatorStops("claim %s request %s: cannot add device %s because a claim constraint would "
+                                     "not be satisfied" % (self.claims[ci].label, request.label, device.label))
             return None
         if left is not None:
             _take(left, device)
@@ -391,37 +475,69 @@ class NodeSearch:
         return changed
 
 
+# Where the release goes through a node's pools in a random order, the search is run in every order of up to
+# this many pools; with more, an answer that may depend on the order is "cannot tell".
+ORDERS_TRIED_UP_TO = 4
+
+
 def node_verdict(ctx, claims, node_name, labels):
     """(verdict, detail, search) of the claims on one node; detail: the chosen devices when it fits, else
     why not (or why it cannot tell).
 
-    ERROR: the allocator certainly stops with an error here (a request it refuses, or a selector error on a
-    device of the first request when no fit exists: the search then evaluates every device), which fails the
-    pod's whole scheduling attempt. ``search.may_error``: no fit here, and the search may meet a selector error
-    or an expression this environment cannot evaluate on the way."""
+    ERROR: the allocator certainly stops with an error here (a request it refuses, a pool being updated or
+    invalid under a request for all devices, a failing selector or a claim constraint refusing a device of a
+    request for all devices where its search meets them), which fails the pod's whole scheduling attempt.
+    Before 1.36 the allocator goes through the node's pools in a random order (a Go map's): where the answer
+    may depend on it, the search is run in every order and a verdict is only given when all agree."""
     search = NodeSearch(ctx, claims, node_name, labels)
     search.may_error = False
     if search.errors:
         return ERROR, "; ".join(search.errors), search
+    too_many = search.over_the_claim_limit()
+    if too_many:
+        return ERROR, too_many, search
     if search.unmodelled:
         return CANNOT_TELL, "; ".join(search.unmodelled), search
+    unknown = [c.all_unknown for c in search.candidates.values() if c.all_unknown]
+    if unknown:
+        return CANNOT_TELL, "a request for all devices meets a selector this environment cannot evaluate: %s" % (
+            unknown[0]), search
+    if ctx.pool_rules["pools_in_order"] or len(search.pools) < 2 or not search.order_matters():
+        verdict, detail = _searched_once(ctx, search)
+        return verdict, detail, search
+    if len(search.pools) > ORDERS_TRIED_UP_TO:
+        return CANNOT_TELL, ("the answer may depend on the order in which the scheduler goes through the node's %d "
+                             "pools, which is random on this release" % len(search.pools)), search
+    outcomes = []
+    for order in itertools.permutations(search.pools):
+        one = NodeSearch(ctx, claims, node_name, labels, pools=list(order))
+        outcomes.append((_searched_once(ctx, one), one))
+    kinds = set(verdict for (verdict, dummy), dummy2 in outcomes)
+    if len(kinds) > 1:
+        return CANNOT_TELL, ("the answer depends on the order in which the scheduler goes through the node's pools, "
+                             "which is random on this release (%s)" % ", ".join(sorted(kinds))), search
+    (verdict, detail), one = outcomes[0]
+    return verdict, detail, one
+
+
+def _searched_once(ctx, search):
+    """(verdict, detail) of one search in its pools' order."""
+    invalid = [p for p in search.pools if p.status == model.POOL_INVALID]
     try:
         chosen = search.run()
-        if chosen is not None:
-            if search.uncertain:
-                return CANNOT_TELL, "a fit exists, but the scheduler may stop at a selector error first", search
-            return FITS, chosen, search
-        if search.uncertain and search.run(with_uncertain=True) is not None:
-            return CANNOT_TELL, "a fit would need devices whose selectors cannot be evaluated here", search
     except SearchLimit:
-        return CANNOT_TELL, "the search took more than %d steps" % MAX_STEPS, search
-    first = search.candidates.get((0, 0, 0))
-    errors = [detail for dummy, (reason, detail) in (first.reasons.items() if first else ())
-              if reason == SELECTOR_ERROR]
-    if errors and first.uncertain:
-        return ERROR, "selector error: %s" % errors[0], search
-    search.may_error = search.uncertain
-    return DOES_NOT_FIT, None, search
+        return CANNOT_TELL, "the search took more than %d steps" % MAX_STEPS
+    except AllocatorStops as exc:
+        return ERROR, str(exc)
+    if search.reached_unknown:
+        return CANNOT_TELL, ("the scheduler's search meets a selector this environment cannot evaluate: %s"
+                             % search.reached_unknown)
+    if chosen is not None:
+        return FITS, chosen
+    if invalid:
+        return DOES_NOT_FIT, "no fit, and pool %s is invalid (%s): the node is unschedulable" % (
+            invalid[0].label, invalid[0].invalid_reason)
+    return DOES_NOT_FIT, None
 
 
 def eviction_warnings(ctx, chosen):

@@ -1,0 +1,74 @@
+//go:build dra133
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1beta1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/dynamic-resource-allocation/cel"
+	"k8s.io/dynamic-resource-allocation/structured"
+)
+
+type allocateInput struct {
+	Features  structured.Features          `json:"features"`
+	Slices    []*resourceapi.ResourceSlice `json:"slices"`
+	Classes   []*resourceapi.DeviceClass   `json:"classes"`
+	Claims    []*resourceapi.ResourceClaim `json:"claims"`
+	Allocated []string                     `json:"allocated"`
+	Nodes     []*v1.Node                   `json:"nodes"`
+}
+
+type classes []*resourceapi.DeviceClass
+
+func (c classes) List() ([]*resourceapi.DeviceClass, error) { return c, nil }
+
+func (c classes) Get(name string) (*resourceapi.DeviceClass, error) {
+	for _, class := range c {
+		if class.Name == name {
+			return class, nil
+		}
+	}
+	return nil, fmt.Errorf("deviceclass %q not found", name)
+}
+
+func allocate(data []byte) (any, error) {
+	var in allocateInput
+	if err := json.Unmarshal(data, &in); err != nil {
+		return nil, fmt.Errorf("allocate input: %w", err)
+	}
+	ctx := context.Background()
+	allocated := sets.New[structured.DeviceID]()
+	for _, id := range in.Allocated {
+		parts := strings.SplitN(id, "/", 3)
+		if len(parts) != 3 {
+			return nil, fmt.Errorf("allocated %q: want driver/pool/device", id)
+		}
+		allocated.Insert(structured.MakeDeviceID(parts[0], parts[1], parts[2]))
+	}
+	cache := cel.NewCache(100)
+	outcomes := []nodeOutcome{}
+	for _, node := range in.Nodes {
+		out := nodeOutcome{Node: node.Name}
+		alloc, err := structured.NewAllocator(ctx, in.Features, in.Claims, allocated, classes(in.Classes), in.Slices, cache)
+		if err != nil {
+			out.Error = err.Error()
+			outcomes = append(outcomes, out)
+			continue
+		}
+		results, err := alloc.Allocate(ctx, node)
+		if err != nil {
+			out.Error = err.Error()
+		} else if results != nil {
+			out.Fits = true
+			out.Results = results
+		}
+		outcomes = append(outcomes, out)
+	}
+	return map[string]any{"nodes": outcomes}, nil
+}

@@ -1,0 +1,242 @@
+"""The allocation explainer against k8s.io/dynamic-resource-allocation's own allocator and CEL, per pinned release:
+generated cluster states by the thousand, no cluster (the oracle: hack/oracle, built by hack/cluster/build).
+
+For each generated state (nodes, ResourceSlices of one or two drivers, DeviceClasses, the claims of one pod,
+devices already allocated) every node is asked twice: the oracle runs the release's structured allocator
+(``NewAllocator`` + ``Allocate``, the features kube-scheduler sets from the release's default gates) and the
+explainer runs ``allocation.search.node_verdict``. A certain answer of the explainer must be the allocator's:
+``fits`` where it allocates, ``does_not_fit`` where it finds nothing, ``error`` where it fails; ``cannot_tell`` is
+allowed and counted. The first disagreement fails the test with the state, shrunk by Hypothesis.
+
+Where the generator is still narrow, it says so (GENERATED); what it leaves out is not claimed to agree.
+The number of cases per release is DRA_ORACLE_CASES (default 400), the seed DRA_ORACLE_SEED (default: a new
+one each run, printed with the counts).
+"""
+import collections
+import os
+import random
+import sys
+
+import pytest
+from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import strategies as st
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
+import clusterlib  # noqa: E402  pylint: disable=wrong-import-position
+from oracle import Oracle, allocator_features  # noqa: E402  pylint: disable=wrong-import-position
+
+clusterlib.collection_on_path()
+from ansible_collections.dra.admin.plugins.module_utils.allocation import cel, model, search  # noqa: E402
+from ansible_collections.dra.admin.plugins.module_utils.claims.capacity import allocator_rules  # noqa: E402
+
+VERSIONS = clusterlib.supported_k8s_versions()
+CATALOG = clusterlib.catalog()
+CASES = int(os.environ.get("DRA_ORACLE_CASES", "400"))
+SEED = int(os.environ.get("DRA_ORACLE_SEED") or random.SystemRandom().randrange(2 ** 32))
+# What the generator covers so far (the rest of issue "the explainer must agree with the real allocator").
+GENERATED = ("node-local pools in one or two slices, incomplete pools, an older generation, a device name twice in "
+             "a pool, a pool offered to all nodes, ExactCount and All, class and request selectors (some failing "
+             "with an error), matchAttribute constraints, firstAvailable (where on), devices already allocated")
+
+GPU, NIC = "gpu.example.com", "nic.example.com"
+MODELS = ("a100", "h100")
+SELECTORS = (
+    'device.attributes["gpu.example.com"].model == "h100"',
+    'device.attributes["gpu.example.com"].index >= 2',
+    'device.capacity["gpu.example.com"].memory.compareTo(quantity("64Gi")) >= 0',
+    '"model" in device.attributes["gpu.example.com"]',
+    'device.attributes["gpu.example.com"].model.startsWith("a")',
+    'device.attributes["nic.example.com"].speed > 100',
+)
+
+
+def gates_on(version):
+    values = CATALOG.effective_gates(version, {})
+    return set(n for n, on in values.items() if on) | set(CATALOG.graduated_removed_gates(version))
+
+
+# ---- the generator (resource.k8s.io/v1 shapes; v1beta1 for 1.33 by to_release) ----------------------------
+
+def device(driver, index, draw):
+    attributes = {"index": {"int": index}}
+    capacity = {}
+    if driver == GPU:
+        attributes["model"] = {"string": draw(st.sampled_from(MODELS))}
+        capacity["memory"] = {"value": draw(st.sampled_from(("40Gi", "80Gi")))}
+    else:
+        attributes["speed"] = {"int": draw(st.sampled_from((100, 400)))}
+    return {"name": f"dev-{index}", "attributes": attributes, "capacity": capacity}
+
+
+def resource_slice(driver, pool, name, devices, where, generation=1, count=1):
+    spec = {"driver": driver, "pool": {"name": pool, "generation": generation, "resourceSliceCount": count},
+            "devices": devices}
+    spec.update(where)
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": name}, "spec": spec}
+
+
+@st.composite
+def pool_slices(draw, driver, pool, where):
+    """The slices of one pool: its devices split over one or two slices, sometimes a wrong count (incomplete),
+    sometimes an older generation besides, sometimes one device name in two slices (an invalid pool)."""
+    size = draw(st.integers(0, 4))
+    devices = [device(driver, i, draw) for i in range(size)]
+    parts = draw(st.integers(1, 2)) if size > 1 else 1
+    split = draw(st.integers(1, size - 1)) if parts == 2 else size
+    chunks = [devices[:split], devices[split:]] if parts == 2 else [devices]
+    count = parts + (1 if draw(st.integers(0, 9)) == 0 else 0)
+    generation = draw(st.sampled_from((1, 2)))
+    out = [resource_slice(driver, pool, f"{driver}-{pool}-{i}", chunk, where, generation, count)
+           for i, chunk in enumerate(chunks)]
+    if parts == 2 and draw(st.integers(0, 9)) == 0 and chunks[0]:
+        out[1]["spec"]["devices"].append(dict(chunks[0][0]))  # the same name in two slices of the pool
+    if generation == 2 and draw(st.booleans()):
+        old = [device(driver, i, draw) for i in range(draw(st.integers(1, 3)))]
+        out.append(resource_slice(driver, pool, f"{driver}-{pool}-old", old, where, 1, 1))
+    return out
+
+
+def request_body(draw, classes, prioritized):
+    cls = draw(st.sampled_from(sorted(classes)))
+    body = {"deviceClassName": cls}
+    if draw(st.integers(0, 4)) == 0:
+        body["allocationMode"] = "All"
+    else:
+        body["allocationMode"] = "ExactCount"
+        body["count"] = draw(st.integers(1, 3))
+    if draw(st.booleans()):
+        body["selectors"] = [{"cel": {"expression": draw(st.sampled_from(SELECTORS))}}]
+    return body
+
+
+@st.composite
+def claim_spec(draw, classes, prioritized):
+    requests = []
+    for index in range(draw(st.integers(1, 2))):
+        name = f"r{index}"
+        if prioritized and draw(st.integers(0, 3)) == 0:
+            subs = [dict(request_body(draw, classes, prioritized), name=f"s{i}") for i in range(draw(st.integers(1, 2)))]
+            requests.append({"name": name, "firstAvailable": subs})
+        else:
+            requests.append({"name": name, "exactly": request_body(draw, classes, prioritized)})
+    spec = {"devices": {"requests": requests}}
+    if len(requests) > 1 and draw(st.integers(0, 2)) == 0:
+        spec["devices"]["constraints"] = [{"requests": [r["name"] for r in requests],
+                                           "matchAttribute": draw(st.sampled_from(
+                                               (f"{GPU}/model", f"{GPU}/index", f"{NIC}/speed")))}]
+    return spec
+
+
+@st.composite
+def cluster_state(draw, version):
+    nodes = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"node-{i}", "labels": {
+        "kubernetes.io/hostname": f"node-{i}", "zone": draw(st.sampled_from(("a", "b")))}}}
+        for i in range(draw(st.integers(1, 3)))]
+    slices = []
+    drivers = [GPU] + ([NIC] if draw(st.booleans()) else [])
+    for driver in drivers:
+        for node in nodes:
+            if draw(st.integers(0, 4)):
+                name = node["metadata"]["name"]
+                slices += draw(pool_slices(driver, name, {"nodeName": name}))
+        if draw(st.integers(0, 3)) == 0:
+            slices += draw(pool_slices(driver, "shared", {"allNodes": True}))
+    classes = dict((d, {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": d},
+                        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{d}"'}}]}})
+                   for d in drivers)
+    classes["h100"] = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "h100"},
+                       "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{GPU}"'}},
+                                              {"cel": {"expression": SELECTORS[0]}}]}}
+    prioritized = "DRAPrioritizedList" in gates_on(version)
+    claims = [{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+               "metadata": {"name": f"c{i}", "namespace": "default", "uid": f"uid-c{i}"},
+               "spec": draw(claim_spec(classes, prioritized))} for i in range(draw(st.integers(1, 2)))]
+    ids = sorted(set("%s/%s/%s" % (s["spec"]["driver"], s["spec"]["pool"]["name"], d["name"])
+                     for s in slices for d in s["spec"]["devices"]))
+    allocated = draw(st.lists(st.sampled_from(ids), unique=True, max_size=3)) if ids else []
+    return {"nodes": nodes, "slices": slices, "classes": list(classes.values()), "claims": claims,
+            "allocated": allocated}
+
+
+def to_release(state, version):
+    """The state in the resource.k8s.io version the release's allocator reads: v1beta1 before 1.34 (device
+    fields under basic, request fields on the request)."""
+    if int(version.split(".")[1]) >= 34:
+        return state
+    slices = []
+    for s in state["slices"]:
+        spec = dict(s["spec"], devices=[{"name": d["name"], "basic": dict((k, v) for k, v in d.items() if k != "name")}
+                                        for d in s["spec"]["devices"]])
+        slices.append(dict(s, apiVersion="resource.k8s.io/v1beta1", spec=spec))
+    claims = []
+    for c in state["claims"]:
+        requests = [dict({"name": r["name"]}, **r["exactly"]) for r in c["spec"]["devices"]["requests"]]
+        devices = dict(c["spec"]["devices"], requests=requests)
+        claims.append(dict(c, apiVersion="resource.k8s.io/v1beta1", spec=dict(c["spec"], devices=devices)))
+    classes = [dict(c, apiVersion="resource.k8s.io/v1beta1") for c in state["classes"]]
+    return dict(state, slices=slices, claims=claims, classes=classes)
+
+
+# ---- the comparison ---------------------------------------------------------------------------------------
+
+def explainer_verdicts(state, version, env):
+    features = gates_on(version)
+    rules = model.pool_rules(allocator_rules(version)["release"])
+    pools = model.gather_pools(state["slices"], features, rules)
+    allocated = dict((tuple(i.split("/", 2)), "default/other") for i in state["allocated"])
+    ctx = search.Context(env, dict((c["metadata"]["name"], c) for c in state["classes"]), pools, allocated, [],
+                         features, rules)
+    claims = [search.Claim("default/" + c["metadata"]["name"], c["spec"]) for c in state["claims"]]
+    out = {}
+    for node in state["nodes"]:
+        meta = node["metadata"]
+        out[meta["name"]] = search.node_verdict(ctx, claims, meta["name"], meta["labels"])[:2]
+    return out
+
+
+def agrees(oracle_outcome, verdict):
+    if verdict == search.CANNOT_TELL:
+        return True
+    if oracle_outcome["error"]:
+        return verdict == search.ERROR
+    return verdict == (search.FITS if oracle_outcome["fits"] else search.DOES_NOT_FIT)  # unschedulable: no fit
+
+
+@pytest.fixture(scope="module", params=VERSIONS)
+def release_oracle(request):
+    oracle = Oracle(request.param)
+    yield oracle
+    oracle.close()
+
+
+def test_the_explainer_agrees_with_the_allocator_on_generated_states(release_oracle):
+    version = release_oracle.version
+    env = cel.Environment(int(version.split(".")[1]))
+    features = allocator_features(version, gates_on(version))
+    counts = collections.Counter()
+
+    @seed(SEED)
+    @settings(max_examples=CASES, deadline=None, database=None, derandomize=False,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much])
+    @given(cluster_state(version))
+    def check(state):
+        state = to_release(state, version)
+        answers = release_oracle.allocate(features, state["slices"], state["classes"], state["claims"],
+                                          state["allocated"], state["nodes"])
+        verdicts = explainer_verdicts(state, version, env)
+        counts["states"] += 1
+        for node, (verdict, detail) in sorted(verdicts.items()):
+            outcome = answers[node]
+            counts["nodes"] += 1
+            counts["allocator " + ("error" if outcome["error"] else "fits" if outcome["fits"] else
+                                   "unschedulable" if outcome["unschedulable"] else "no fit")] += 1
+            counts["explainer " + verdict] += 1
+            assert agrees(outcome, verdict), (
+                f"{version} node {node}: the allocator says {outcome}, the explainer {verdict} ({detail})")
+
+    check()
+    print(f"\n{version}: seed {SEED}, {counts['states']} states, {counts['nodes']} node answers compared "
+          f"({dict(sorted(counts.items()))}); generated: {GENERATED}")
+    assert counts["states"] >= min(CASES, 50), counts
+    assert counts["allocator fits"] and counts["allocator no fit"], counts  # both outcomes reached
