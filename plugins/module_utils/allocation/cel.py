@@ -25,6 +25,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
 import operator
 import re
 
@@ -41,7 +42,7 @@ STANDARD_FUNCTIONS = frozenset((
 ))
 KUBERNETES_FUNCTIONS = frozenset((
     "semver", "isSemver", "major", "minor", "patch", "compareTo", "isGreaterThan", "isLessThan",
-    "quantity", "isQuantity", "asInteger", "asApproximateFloat", "isInteger", "sign", "add", "sub",
+    "quantity", "isQuantity", "asInteger", "asApproximateFloat", "isInteger", "add", "sub",
     "lowerAscii", "upperAscii", "trim", "replace", "split", "substring", "indexOf", "lastIndexOf", "charAt",
     "join", "bind",
 ))
@@ -184,6 +185,61 @@ def called_functions(tree):
     return names
 
 
+# Operators whose operands cel-go's type checker requires to be of one numeric type when both types are known
+# at compile time (literals): 1 == 1.0 and 2.5 * 2 do not compile. Ordering (<, <=, >, >=) mixes them freely.
+_SAME_TYPE_OPERATORS = {"relation_eq": "_==_", "relation_ne": "_!=_", "addition_add": "_+_", "addition_sub": "_-_",
+                        "multiplication_mul": "_*_", "multiplication_div": "_/_", "multiplication_mod": "_%_"}
+_ARITHMETIC = frozenset(("addition_add", "addition_sub", "multiplication_mul", "multiplication_div",
+                         "multiplication_mod"))
+_ORDERING = frozenset(("relation_lt", "relation_le", "relation_gt", "relation_ge"))
+_BINARY = frozenset(_SAME_TYPE_OPERATORS) | _ORDERING
+_WRAPPERS = ("expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication", "unary", "member",
+             "primary", "paren_expr")
+
+
+def _operator(node):
+    """(operator node name, left, right) of a binary operator node of celpy's tree (the parent holds the operator
+    node, which holds the left operand, and the right operand), else None."""
+    children = getattr(node, "children", ())
+    if len(children) == 2 and getattr(children[0], "data", None) in _BINARY \
+            and len(children[0].children) == 1:
+        return children[0].data, children[0].children[0], children[1]
+    return None
+
+
+def literal_type(node):
+    """int, uint or double when the subtree is known to be of that type at compile time (numeric literals and
+    arithmetic on them), else None."""
+    while getattr(node, "data", None) in _WRAPPERS and len(node.children) == 1:
+        node = node.children[0]
+    if getattr(node, "data", None) == "literal":
+        text = str(node.children[0])
+        if re.match(r"^-?(\d+|0x[0-9a-fA-F]+)[uU]$", text):
+            return "uint"
+        if re.match(r"^-?(\d+|0x[0-9a-fA-F]+)$", text):
+            return "int"
+        if re.match(r"^-?(\d+\.\d*|\d*\.\d+|\d+)([eE][+-]?\d+)?$", text):
+            return "double"
+        return None
+    found = _operator(node)
+    if found and found[0] in _ARITHMETIC:
+        kinds = set((literal_type(found[1]), literal_type(found[2])))
+        return kinds.pop() if len(kinds) == 1 else None
+    return None
+
+
+def compile_type_error(tree):
+    """cel-go's compile error for an operator applied to two numeric types known to differ, or None."""
+    for node in tree.iter_subtrees():
+        found = _operator(node)
+        if found and found[0] in _SAME_TYPE_OPERATORS:
+            kinds = (literal_type(found[1]), literal_type(found[2]))
+            if None not in kinds and kinds[0] != kinds[1]:
+                return "found no matching overload for '%s' applied to '(%s, %s)'" % (
+                    _SAME_TYPE_OPERATORS[found[0]], kinds[0], kinds[1])
+    return None
+
+
 def unsupported_in(tree):
     """Why the parsed expression cannot be evaluated here (None when it can)."""
     unknown = sorted(called_functions(tree) - SUPPORTED_FUNCTIONS)
@@ -197,7 +253,7 @@ class Environment:
 
     def __init__(self, minor):
         self.minor = minor
-        self._lib = _load()
+        self._lib = _load(minor)
         self._env = self._lib.environment()
         self._programs = {}
 
@@ -217,6 +273,9 @@ class Environment:
         why = unsupported_in(tree)
         if why:
             return None, why
+        mistyped = compile_type_error(tree)
+        if mistyped:
+            return _CompileError(mistyped), None
         return self._env.program(tree, functions=self._lib.functions), None
 
     def device_activation(self, driver, fields):
@@ -233,19 +292,29 @@ class Environment:
         return self._lib.run(program, activation)
 
 
-def _load():
+class _CompileError:
+    """A selector the scheduler's CEL compiler refuses: evaluating it fails, as the allocation does."""
+
+    def __init__(self, message):
+        self.message = message
+
+    def evaluate(self, activation):
+        raise SelectorError("compilation failed: %s" % self.message)
+
+
+def _load(minor):
     try:
         import celpy  # noqa: F401  pylint: disable=unused-import
     except ImportError:
         raise CelUnavailable("the Python library %s is needed on the host the module runs on "
                              "(pip install 'cel-python>=0.5,<0.6'; requirements.txt of the collection)" % LIBRARY)
-    return _CelPy()
+    return _CelPy(minor)
 
 
 class _CelPy:
-    """Everything that touches celpy, built when first needed."""
+    """Everything that touches celpy, built when first needed (for the release `minor`)."""
 
-    def __init__(self):
+    def __init__(self, minor):
         import celpy
         from celpy import celtypes
         from celpy.evaluation import CELEvalError, Evaluator
@@ -253,7 +322,7 @@ class _CelPy:
         self.celpy, self.types, self.error = celpy, celtypes, CELEvalError
         self.empty_map_class = _default_empty_map_class(celtypes)
         self.runner_class = _bind_runner_class(celpy, Evaluator, CELEvalError)
-        self.functions = _functions(self)
+        self.functions = _functions(self, minor)
 
     def environment(self):
         return self.celpy.Environment(runner_class=self.runner_class)
@@ -360,13 +429,25 @@ def _bind_runner_class(celpy, evaluator_base, error_class):
     return BindRunner
 
 
-def _functions(lib):
-    """The functions dict celpy binds: cel-go's equality and ordering, Kubernetes' libraries."""
+def _functions(lib, minor):
+    """The functions dict celpy binds: cel-go's equality and ordering, Kubernetes' libraries. A runtime error of
+    one of them is an error value, as cel-go's are, so that ``false && <error>`` is false and
+    ``true || <error>`` true (CEL's logical operators absorb errors where the other side decides)."""
     functions = _comparisons(lib)
     functions.update(_semver_functions(lib))
     functions.update(_quantity_functions(lib))
-    functions.update(_string_functions(lib))
-    return functions
+    functions.update(_string_functions(lib, minor))
+    return dict((name, _error_value(lib, fn)) for name, fn in functions.items())
+
+
+def _error_value(lib, fn):
+    def call(*args):
+        try:
+            return fn(*args)
+        except SelectorError as exc:
+            return lib.error(str(exc), SelectorError, (str(exc),))
+    call.__name__ = getattr(fn, "__name__", "function")
+    return call
 
 
 def _overload():
@@ -376,10 +457,11 @@ def _overload():
 def _comparisons(lib):
     """Heterogeneous equality (mismatched kinds are unequal, numbers compare across kinds) and ordering."""
     t = lib.types
-    numbers = (t.IntType, t.UintType, t.DoubleType)
+    # celpy gives a plain float for some double arithmetic (2.5 * 2.0): it is a double all the same.
+    numbers = (t.IntType, t.UintType, t.DoubleType, float)
 
     def number(x):
-        return float(x) if isinstance(x, t.DoubleType) else int(x)
+        return float(x) if isinstance(x, float) else int(x)
 
     def equal(a, b):
         for value in (a, b):
@@ -410,13 +492,32 @@ def _comparisons(lib):
                     return value
             bools = isinstance(a, t.BoolType) or isinstance(b, t.BoolType)
             if isinstance(a, numbers) and isinstance(b, numbers) and not bools:
+                if any(isinstance(x, float) and math.isnan(x) for x in (a, b)):
+                    raise SelectorError("NaN values cannot be ordered")
                 return t.BoolType(op(number(a), number(b)))
             if isinstance(a, (Semver, Quantity)) or type(a) is not type(b):
                 raise _overload()
             return t.BoolType(op(a, b))
         return compare
 
-    return {"_==_": equal, "_!=_": not_equal,
+    def divide(a, b):
+        for value in (a, b):
+            if isinstance(value, lib.error):
+                return value
+        if isinstance(a, float) and isinstance(b, float):
+            x, y = float(a), float(b)
+            if y == 0.0:  # IEEE 754, as Go divides doubles; celpy gives inf for 0.0 / 0.0
+                return t.DoubleType(math.nan if x == 0.0 or math.isnan(x) else math.copysign(math.inf, x) *
+                                    math.copysign(1.0, y))
+            return t.DoubleType(x / y)
+        if isinstance(a, (t.IntType, t.UintType)) and type(a) is type(b) and not isinstance(a, t.BoolType):
+            if int(b) == 0:
+                raise SelectorError("division by zero")
+            quotient = abs(int(a)) // abs(int(b))  # Go truncates toward zero
+            return type(a)(quotient if (int(a) < 0) == (int(b) < 0) else -quotient)
+        raise _overload()
+
+    return {"_/_": divide, "_==_": equal, "_!=_": not_equal,
             "_<_": ordering(operator.lt), "_<=_": ordering(operator.le),
             "_>_": ordering(operator.gt), "_>=_": ordering(operator.ge)}
 
@@ -496,19 +597,53 @@ def _quantity_functions(lib):
     return {"quantity": quantity, "isQuantity": is_quantity, "asInteger": of_quantity(as_integer),
             "isInteger": of_quantity(lambda q: t.BoolType(q.value.denominator == 1)),
             "asApproximateFloat": of_quantity(lambda q: t.DoubleType(float(q.value))),
-            "sign": of_quantity(lambda q: t.IntType(_cmp(q.value, 0))),
             "add": of_quantity(arithmetic(1)), "sub": of_quantity(arithmetic(-1))}
 
 
 def _split(text, sep, limit=None):
-    if limit is None or int(limit) < 0:
-        return text.split(sep)
-    return [] if int(limit) == 0 else text.split(sep, int(limit) - 1)
+    """Go's strings.Split / SplitN: an empty separator splits after each character; a limit of 0 gives no
+    parts, a negative one all of them."""
+    limit = -1 if limit is None else int(limit)
+    if limit == 0:
+        return []
+    if sep == "":
+        parts = list(text)
+        if 0 < limit < len(parts):
+            parts = parts[:limit - 1] + ["".join(parts[limit - 1:])]
+        return parts
+    return text.split(sep) if limit < 0 else text.split(sep, limit - 1)
 
 
-def _string_functions(lib):
-    """The string extension functions Kubernetes enables (cel-go ext.Strings)."""
+# From 1.37 (cel-go 0.29) an empty substring's index is checked against the offset (a negative one fails, one past
+# the end gives the length); before, indexOf("", n) and lastIndexOf("", n) give n, whatever it is.
+EMPTY_SUBSTRING_CHECKED_FROM = 37
+
+
+def _index_of(text, sub, offset, minor, last):
+    """cel-go's indexOf(sub, offset) / lastIndexOf(sub, offset) on code points."""
+    if sub == "" and minor < EMPTY_SUBSTRING_CHECKED_FROM:
+        return offset
+    if offset < 0:
+        raise SelectorError("index out of range: %d" % offset)
+    if sub == "":
+        return min(offset, len(text))
+    if offset >= len(text):
+        return -1
+    if last:
+        return text.rfind(sub, 0, min(offset, len(text) - len(sub)) + len(sub))
+    return text.find(sub, offset)
+
+
+def _string_functions(lib, minor):
+    """The string extension functions Kubernetes enables (cel-go ext.Strings, as the release's cel-go has them)."""
     t = lib.types
+
+    def index_of(last):
+        def call(s, sub, *offset):
+            if not offset:
+                return t.IntType(s.rfind(str(sub)) if last else s.find(str(sub)))
+            return t.IntType(_index_of(s, str(sub), int(offset[0]), minor, last))
+        return call
 
     def strings(fn):
         def call(s, *args):
@@ -530,8 +665,8 @@ def _string_functions(lib):
         "replace": strings(replace),
         "split": strings(lambda s, sep, *n: t.ListType([t.StringType(p) for p in _split(s, str(sep), *n)])),
         "substring": strings(lambda s, start, *end: t.StringType(_substring(s, start, end))),
-        "indexOf": strings(lambda s, sub, *start: t.IntType(s.find(str(sub), *(int(x) for x in start)))),
-        "lastIndexOf": strings(lambda s, sub: t.IntType(s.rfind(str(sub)))),
+        "indexOf": strings(index_of(False)),
+        "lastIndexOf": strings(index_of(True)),
         "charAt": strings(lambda s, i: t.StringType(_char_at(s, int(i)))),
         "join": lambda items, *sep: t.StringType((str(sep[0]) if sep else "").join(str(i) for i in items)),
     }
