@@ -37,7 +37,8 @@ SEED = int(os.environ.get("DRA_ORACLE_SEED") or random.SystemRandom().randrange(
 # What the generator covers so far (the rest of issue "the explainer must agree with the real allocator").
 GENERATED = ("node-local pools in one or two slices, incomplete pools, an older generation, a device name twice in "
              "a pool, a pool offered to all nodes, ExactCount and All, class and request selectors (some failing "
-             "with an error), matchAttribute constraints, firstAvailable (where on), devices already allocated")
+             "with an error), matchAttribute and distinctAttribute constraints (on all or named requests), firstAvailable "
+             "(where on), devices already allocated")
 
 GPU, NIC = "gpu.example.com", "nic.example.com"
 MODELS = ("a100", "h100")
@@ -111,7 +112,7 @@ def request_body(draw, classes, prioritized):
 
 
 @st.composite
-def claim_spec(draw, classes, prioritized):
+def claim_spec(draw, classes, prioritized, distinct=False):
     requests = []
     for index in range(draw(st.integers(1, 2))):
         name = f"r{index}"
@@ -121,10 +122,11 @@ def claim_spec(draw, classes, prioritized):
         else:
             requests.append({"name": name, "exactly": request_body(draw, classes, prioritized)})
     spec = {"devices": {"requests": requests}}
-    if len(requests) > 1 and draw(st.integers(0, 2)) == 0:
-        spec["devices"]["constraints"] = [{"requests": [r["name"] for r in requests],
-                                           "matchAttribute": draw(st.sampled_from(
-                                               (f"{GPU}/model", f"{GPU}/index", f"{NIC}/speed")))}]
+    if draw(st.integers(0, 2)) == 0:
+        kind = "distinctAttribute" if distinct and draw(st.booleans()) else "matchAttribute"
+        names = [r["name"] for r in requests] if len(requests) > 1 or draw(st.booleans()) else []
+        spec["devices"]["constraints"] = [dict({kind: draw(st.sampled_from(
+            (f"{GPU}/model", f"{GPU}/index", f"{NIC}/speed")))}, **({"requests": names} if names else {}))]
     return spec
 
 
@@ -149,9 +151,10 @@ def cluster_state(draw, version):
                        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{GPU}"'}},
                                               {"cel": {"expression": SELECTORS[0]}}]}}
     prioritized = "DRAPrioritizedList" in gates_on(version)
+    distinct = "DRAConsumableCapacity" in gates_on(version)  # the gate of distinctAttribute
     claims = [{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
                "metadata": {"name": f"c{i}", "namespace": "default", "uid": f"uid-c{i}"},
-               "spec": draw(claim_spec(classes, prioritized))} for i in range(draw(st.integers(1, 2)))]
+               "spec": draw(claim_spec(classes, prioritized, distinct))} for i in range(draw(st.integers(1, 2)))]
     ids = sorted(set("%s/%s/%s" % (s["spec"]["driver"], s["spec"]["pool"]["name"], d["name"])
                      for s in slices for d in s["spec"]["devices"]))
     allocated = draw(st.lists(st.sampled_from(ids), unique=True, max_size=3)) if ids else []

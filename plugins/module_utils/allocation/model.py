@@ -77,11 +77,16 @@ def claim_requests(claim_spec):
 
 
 def claim_constraints(claim_spec):
-    """[(request names or None for all, attribute)] of matchAttribute constraints; other kinds are returned
-    as (names, None) so the caller can say it does not model them."""
+    """[(request names or None for all, attribute, distinct)] of the claim's constraints: matchAttribute (every
+    device the same value, distinct false) and distinctAttribute (every device another value, distinct true); a
+    kind this model does not know comes as (names, None, False), which no device satisfies."""
     out = []
     for constraint in ((claim_spec or {}).get("devices") or {}).get("constraints") or []:
-        out.append((constraint.get("requests") or None, constraint.get("matchAttribute")))
+        names = constraint.get("requests") or None
+        if constraint.get("distinctAttribute"):
+            out.append((names, constraint["distinctAttribute"], True))
+        else:
+            out.append((names, constraint.get("matchAttribute"), False))
     return out
 
 

@@ -165,6 +165,9 @@ def static_reason(ctx, request, pool, device):
             return reason, None
         if found is not True:
             return found
+    capacity_reason = _capacity_reason(ctx, device)
+    if capacity_reason:
+        return capacity_reason
     if not request.admin and device.key in ctx.allocated:
         return IN_USE, "allocated to claim %s" % ctx.allocated[device.key]
     untolerated = [t for t in ctx.device_taints(device) if t.get("effect") in KEEPS_ALLOCATIONS_OFF
@@ -180,6 +183,11 @@ def _feature_reason(ctx, device):
         return FEATURE_OFF, "the device has binding conditions and %s is off" % model.BINDING_CONDITIONS
     if device.consumes and model.PARTITIONABLE not in ctx.features:
         return FEATURE_OFF, "the device consumes shared counters and %s is off" % model.PARTITIONABLE
+    return None
+
+
+def _capacity_reason(ctx, device):
+    """(reason, detail) for a device the allocator checks for capacity after its selectors, else None."""
     if device.multiple and model.CONSUMABLE_CAPACITY in ctx.features:
         return CANNOT_EVALUATE, "the device allows multiple allocations (consumable capacity is not modelled)"
     return None
@@ -461,17 +469,23 @@ class NodeSearch:
     def _constrain(self, ci, request, device):
         """[(constraint index, previous value)] changed, or None when a constraint does not hold."""
         changed = []
-        for index, (names, attribute) in enumerate(self.claims[ci].constraints):
+        for index, (names, attribute, distinct) in enumerate(self.claims[ci].constraints):
             if names and request.base not in names and request.label not in names:
                 continue
             value = attribute_value(device, attribute) if attribute else None
             current = self.values[ci][index]
-            if value is None or (current is not None and current[0] != value):
+            if distinct:
+                holds = value is not None and value not in (current or ())
+                new_value = tuple(current or ()) + (value,)
+            else:
+                holds = value is not None and (current is None or current[0] == value)
+                new_value = (value, (current or (None, 0))[1] + 1)
+            if not holds:
                 for i, previous in changed:
                     self.values[ci][i] = previous
                 return None
             changed.append((index, current))
-            self.values[ci][index] = (value, (current or (None, 0))[1] + 1)
+            self.values[ci][index] = new_value
         return changed
 
 
