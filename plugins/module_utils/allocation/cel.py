@@ -11,8 +11,10 @@ have gives an empty map. A selector must give a bool; any runtime error (a missi
 makes the scheduler's allocation fail with that error.
 
 What is modelled here: the standard CEL operators and macros (through celpy), ``cel.bind``, the ``semver``
-and ``quantity`` libraries, heterogeneous equality and cross-type numeric ordering, and the string
-extension functions Kubernetes enables. What is not, and is answered "cannot evaluate" (``Unsupported``):
+and ``quantity`` libraries, heterogeneous equality and cross-type numeric ordering, IEEE division of doubles,
+the compile errors of two numeric literal types mixed in one operator, and the string extension functions
+Kubernetes enables, as the release's cel-go has them. Checked against the release's own CEL by
+tests/integration/test_cel_oracle.py. What is not, and is answered "cannot evaluate" (``Unsupported``):
 optional syntax (``.?field``, ``[?key]``, ``orValue``), list-valued attributes (1.36+), every other
 extension library (sets, lists, regex ``find``, ip/cidr, url, format, two-variable comprehensions),
 celpy-only macros Kubernetes does not have, and the compile-time type and cost checks.

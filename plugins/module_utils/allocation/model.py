@@ -181,6 +181,12 @@ def _duplicate_device(device_slices):
     return None
 
 
+def counter_slice(resource_slice, features):
+    """A slice of shared counters, which the allocator keeps apart from the slices of devices (partitionable
+    devices on)."""
+    return PARTITIONABLE in features and bool((resource_slice.get("spec") or {}).get("sharedCounters"))
+
+
 class Pool:
     """A pool as the allocator gathers it for one node: its status (POOL_OK, POOL_INCOMPLETE, POOL_INVALID), the
     devices of its slices for the node (newest generation among them), its shared counters (from every slice of
@@ -193,9 +199,8 @@ class Pool:
         self.complete = complete and status != POOL_INCOMPLETE
         self.allocatable = status == POOL_OK or (status == POOL_INCOMPLETE and not rules["pools_skipped"])
         self.per_pool = rules["counters_per_pool"]
-        counter_slice = (lambda s: PARTITIONABLE in features and (s.get("spec") or {}).get("sharedCounters"))
         self.slices = mine
-        self.devices = [Device(s, e, self.per_pool) for s in mine if not counter_slice(s)
+        self.devices = [Device(s, e, self.per_pool) for s in mine if not counter_slice(s, features)
                         for e in (s.get("spec") or {}).get("devices") or []]
         self.counter_sets = pool_counter_sets(every, self.per_pool)[0]
 
@@ -221,8 +226,7 @@ def node_pool(pool, node_name, labels, features, rules):
         complete = _slice_count(mine[0]) == len(every)
     if not complete and rules["pools_skipped"]:
         return Pool(pool.key, mine, every, POOL_INCOMPLETE, rules, features)  # not looked into further
-    counter_slice = (lambda s: PARTITIONABLE in features and (s.get("spec") or {}).get("sharedCounters"))
-    duplicate = _duplicate_device([s for s in mine if not counter_slice(s)])
+    duplicate = _duplicate_device([s for s in mine if not counter_slice(s, features)])
     if duplicate is not None:  # before 1.35 also in an incomplete pool, and the invalid pool stops the search
         return Pool(pool.key, mine, every, POOL_INVALID, rules, features, "duplicate device name %s" % duplicate,
                     complete)

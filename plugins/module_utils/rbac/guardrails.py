@@ -201,8 +201,8 @@ _CLAIM_PREFIX = ("object.kind + ' ' + object.metadata.namespace + '/' + "
 
 def _claim_request_variables():
     """The variables `devices` and `requests` of a policy on ResourceClaims and ResourceClaimTemplates."""
-    return [{"name": "devices", "expression": "has(%s.devices) ? dyn(%s.devices) : dyn({})" % (_CLAIM_DEVICES,
-                                                                                              _CLAIM_DEVICES)},
+    devices = "has(%s.devices) ? dyn(%s.devices) : dyn({})" % (_CLAIM_DEVICES, _CLAIM_DEVICES)
+    return [{"name": "devices", "expression": devices},
             {"name": "requests", "expression": "has(variables.devices.requests) ? variables.devices.requests : []"}]
 
 
