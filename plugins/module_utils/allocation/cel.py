@@ -436,6 +436,7 @@ def _functions(lib, minor):
     one of them is an error value, as cel-go's are, so that ``false && <error>`` is false and
     ``true || <error>`` true (CEL's logical operators absorb errors where the other side decides)."""
     functions = _comparisons(lib)
+    functions.update(_arithmetic(lib))
     functions.update(_semver_functions(lib))
     functions.update(_quantity_functions(lib))
     functions.update(_string_functions(lib, minor))
@@ -502,6 +503,15 @@ def _comparisons(lib):
             return t.BoolType(op(a, b))
         return compare
 
+    return {"_==_": equal, "_!=_": not_equal,
+            "_<_": ordering(operator.lt), "_<=_": ordering(operator.le),
+            "_>_": ordering(operator.gt), "_>=_": ordering(operator.ge)}
+
+
+def _arithmetic(lib):
+    """Division as cel-go divides: doubles by IEEE 754, ints truncating toward zero (by zero: an error)."""
+    t = lib.types
+
     def divide(a, b):
         for value in (a, b):
             if isinstance(value, lib.error):
@@ -519,9 +529,7 @@ def _comparisons(lib):
             return type(a)(quotient if (int(a) < 0) == (int(b) < 0) else -quotient)
         raise _overload()
 
-    return {"_/_": divide, "_==_": equal, "_!=_": not_equal,
-            "_<_": ordering(operator.lt), "_<=_": ordering(operator.le),
-            "_>_": ordering(operator.gt), "_>=_": ordering(operator.ge)}
+    return {"_/_": divide}
 
 
 def _same_kind(a, b):

@@ -1,0 +1,113 @@
+"""The allocator's rules the oracle found (tests/integration/test_explain_oracle.py, test_cel_oracle.py compare them
+with k8s.io/dynamic-resource-allocation itself on generated input); here each rule on a case of its own, with the
+answer k8s.io/dynamic-resource-allocation gave for that case (v0.37.2, v0.33.13)."""
+import pytest
+
+from ansible_collections.dra.admin.plugins.module_utils.allocation import cel, model, search
+
+GPU = "gpu.example.com"
+CLASSES = {GPU: {"metadata": {"name": GPU}, "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{GPU}"'}}]}}}
+
+
+def slice_(name, pool, devices, generation=1, count=1, **where):
+    spec = dict({"driver": GPU, "pool": {"name": pool, "generation": generation, "resourceSliceCount": count},
+                 "devices": [{"name": d, "attributes": {"index": {"int": i}}} for i, d in enumerate(devices)]},
+                **(where or {"nodeName": "node-0"}))
+    return {"metadata": {"name": name}, "spec": spec}
+
+
+def claim(*requests, constraints=None):
+    """A claim as the API server stores it (allocationMode defaulted to ExactCount)."""
+    spec = {"devices": {"requests": [{"name": f"r{i}", "exactly": dict({"deviceClassName": GPU,
+                                                                        "allocationMode": "ExactCount"}, **r)}
+                                     for i, r in enumerate(requests)]}}
+    if constraints:
+        spec["devices"]["constraints"] = constraints
+    return search.Claim("default/c", spec)
+
+
+def verdict(slices, claims, release, allocated=None, node="node-0"):
+    rules = model.pool_rules(release)
+    ctx = search.Context(cel.Environment(release), CLASSES, model.gather_pools(slices, set(), rules),
+                         dict(allocated or {}), [], set(), rules)
+    return search.node_verdict(ctx, claims, node, {"kubernetes.io/hostname": node})[:2]
+
+
+def test_a_newer_generation_elsewhere_makes_the_nodes_slices_obsolete_from_1_36():
+    slices = [slice_("a", "p", ["d0"], generation=1, count=2), slice_("b", "p", ["d1"], generation=1, count=2,
+                                                                      nodeName="node-1"),
+              slice_("c", "p", ["d2"], generation=2, count=1, nodeName="node-1")]
+    assert verdict(slices, [claim({"count": 1})], 37)[0] == search.DOES_NOT_FIT  # pool left out on node-0
+    assert verdict(slices, [claim({"count": 1})], 33)[0] == search.FITS  # 1.33: incomplete, allocated from
+
+
+def test_a_pool_complete_only_over_all_its_nodes_is_complete_from_1_36():
+    slices = [slice_("a", "p", ["d0"], count=2), slice_("b", "p", ["d1"], count=2, nodeName="node-1")]
+    assert verdict(slices, [claim({"allocationMode": "All"})], 37)[0] == search.FITS
+    kind, detail = verdict(slices, [claim({"allocationMode": "All"})], 33)
+    assert kind == search.ERROR and "being updated" in detail
+
+
+def test_an_invalid_pool_is_skipped_from_1_35_and_stops_the_search_before():
+    slices = [slice_("a", "p", ["d0", "d1"], count=2), slice_("b", "p", ["d1"], count=2)]
+    kind, detail = verdict(slices, [claim({"count": 1})], 37)
+    assert kind == search.DOES_NOT_FIT and "invalid" in detail and "unschedulable" in detail
+    kind, detail = verdict(slices, [claim({"count": 1})], 33)
+    assert kind == search.ERROR and "duplicate device name d1" in detail
+
+
+def test_a_claim_over_32_devices_is_an_error():
+    slices = [slice_("a", "p", ["d%d" % i for i in range(40)])]
+    kind, detail = verdict(slices, [claim({"count": 20}, {"count": 13})], 37)
+    assert kind == search.ERROR and "at least 33 devices, more than the 32" in detail
+
+
+def test_a_constraint_refusing_a_device_of_all_is_an_error_and_distinct_attribute_holds():
+    slices = [slice_("a", "p", ["d0", "d1"])]
+    match = [{"requests": ["r0"], "matchAttribute": f"{GPU}/index"}]
+    kind, detail = verdict(slices, [claim({"allocationMode": "All"}, constraints=match)], 37)
+    assert kind == search.ERROR and "claim constraint would not be satisfied" in detail
+    distinct = [{"distinctAttribute": f"{GPU}/index"}]
+    assert verdict(slices, [claim({"count": 2}, constraints=distinct)], 37)[0] == search.FITS
+    same = [slice_("a", "p", ["d0", "d1"])]
+    for device in same[0]["spec"]["devices"]:
+        device["attributes"]["index"] = {"int": 7}
+    assert verdict(same, [claim({"count": 2}, constraints=distinct)], 37)[0] == search.DOES_NOT_FIT
+
+
+def test_a_failing_selector_is_an_error_only_where_the_search_meets_the_device():
+    failing = {"selectors": [{"cel": {"expression": f'device.attributes["{GPU}"].model == "x"'}}], "count": 1}
+    slices = [slice_("a", "p", ["d0"])]
+    assert verdict(slices, [claim(failing)], 37)[0] == search.ERROR
+    # The device is in use: the allocator skips it before evaluating its selector.
+    assert verdict(slices, [claim(failing)], 37, allocated={(GPU, "p", "d0"): "default/other"})[0] == \
+        search.DOES_NOT_FIT
+
+
+@pytest.mark.parametrize("expression,minor,answer", [
+    ('"abc".split("").size() == 3', 37, True),
+    ('"abc".split("", 2) == ["a", "bc"]', 37, True),
+    ('"abcabc".lastIndexOf("b", 3) == 1', 37, True),
+    ('"abc".indexOf("", 9) == 9', 33, True),
+    ('"abc".indexOf("", 9) == 3', 37, True),
+    ('false && (0.0 / 0.0 < 1.0)', 37, False),
+    ('true || "a".substring(5) == "x"', 37, True),
+    ('1.0 / 0.0 > 1.0', 37, True),
+    ('2.5 * 2.0 == 5.0', 37, True),
+])
+def test_cel_as_the_releases_cel_go(expression, minor, answer):
+    env = cel.Environment(minor)
+    assert env.matches(expression, env.device_activation(GPU, {"attributes": {}, "capacity": {}})) is answer
+
+
+@pytest.mark.parametrize("expression,message", [
+    ("0.0 / 0.0 < 1.0", "NaN values cannot be ordered"),
+    ("1 == 1.0", "found no matching overload for '_==_' applied to '(int, double)'"),
+    ("2.5 * 2 == 5.0", "found no matching overload for '_*_' applied to '(double, int)'"),
+    ('"abc".lastIndexOf("c", -1) == -1', "index out of range: -1"),
+])
+def test_cel_errors_as_the_releases_cel_go(expression, message):
+    env = cel.Environment(37)
+    with pytest.raises(cel.SelectorError) as caught:
+        env.matches(expression, env.device_activation(GPU, {"attributes": {}, "capacity": {}}))
+    assert message in str(caught.value)
