@@ -133,14 +133,20 @@ explanations:
       type: list
       elements: str
     verdict:
-      description: C(fits) (on some node), C(does_not_fit) (on no node), C(cannot_tell).
+      description:
+        - C(fits) (on some node), C(does_not_fit) (on no node), C(cannot_tell).
+        - Judged on the nodes also when every claim is allocated already (the pod's node selection and where its
+          claims are allocated still decide), and C(does_not_fit) while a claim the pod names does not exist or is
+          being deleted (the scheduler waits for it; said in RV(explanations[].problems)).
       type: str
     fits_on:
       description: The nodes where every claim to allocate fits.
       type: list
       elements: str
     cannot_tell_on:
-      description: The nodes where the answer depends on selectors that cannot be evaluated here.
+      description:
+        - The nodes where the answer depends on what cannot be evaluated here (a selector, consumable capacity), or,
+          before Kubernetes 1.36, on the order in which the scheduler goes through the node's pools (random there).
       type: list
       elements: str
     nodes_considered:

@@ -55,10 +55,11 @@ def _label(obj):
 
 
 def pod_claims(pod, claims_by_label, templates_by_label):
-    """(allocated claims, search.Claim list to allocate, problems) of a pod: claims from templates not made
-    yet are taken from their template (the scheduler waits until they exist: a problem)."""
+    """(allocated claims, search.Claim list to allocate, problems, waits) of a pod: claims from templates not made
+    yet are taken from their template (the scheduler waits until they exist: a problem); waits: the problems that
+    keep the pod from any node now (a claim that does not exist, or is being deleted), also among problems."""
     namespace = (pod.get("metadata") or {}).get("namespace")
-    allocated, to_allocate, problems = [], [], []
+    allocated, to_allocate, problems, waits = [], [], [], []
     template_of = dict((r.get("name"), r.get("resourceClaimTemplateName"))
                        for r in (pod.get("spec") or {}).get("resourceClaims") or [])
     for pod_name, claim_name, dummy in pod_claim_refs(pod):
@@ -67,17 +68,17 @@ def pod_claims(pod, claims_by_label, templates_by_label):
         if claim is None:
             template = templates_by_label.get("%s/%s" % (namespace, template_of.get(pod_name)))
             if template is None:
-                problems.append("claim %s does not exist" % (claim_name or pod_name))
+                waits.append("claim %s does not exist: the scheduler waits for it" % (claim_name or pod_name))
                 continue
             problems.append("the claim of %s from template %s is not made yet" % (pod_name, template_of.get(pod_name)))
             to_allocate.append(search.Claim("%s/<%s>" % (namespace, pod_name), (template.get("spec") or {}).get("spec")))
         elif (claim.get("metadata") or {}).get("deletionTimestamp"):
-            problems.append("claim %s is being deleted" % label)
+            waits.append("claim %s is being deleted: the scheduler waits until it is gone" % label)
         elif allocation(claim) is not None:
             allocated.append(claim)
         else:
             to_allocate.append(search.Claim(label, claim.get("spec")))
-    return allocated, to_allocate, problems
+    return allocated, to_allocate, problems + waits, waits
 
 
 def extended_resource_claim(pod, mapping, left_by_owner):
@@ -223,15 +224,18 @@ def _memoized(ctx, to_allocate, allocated, nodes, pod_spec, memo, extended_resou
 
 
 def explain(ctx, subject, to_allocate, allocated, problems, nodes, pod_spec, detail=DETAIL_SUMMARY, memo=None,
-            extended_resources=()):
+            extended_resources=(), waits=()):
     """The explanation of one pod's (or one unused claim's) pending claims; see the module's RETURN. `memo` (a
     dict kept across calls with the same context) shares the searches of pods alike; `extended_resources`: the
     pod's extended resources backed by DRA, whose claim (``extended.claim_spec``) is among `to_allocate` (nodes
-    where a device plugin serves one of them are answered cannot_tell)."""
+    where a device plugin serves one of them are answered cannot_tell). The verdict is the nodes' also when
+    nothing is left to allocate (its node filters and its claims already allocated still decide), and
+    does_not_fit while the pod `waits` for a claim (pod_claims)."""
     outcomes, rows, searched = _memoized(ctx, to_allocate, allocated, nodes, pod_spec, memo, extended_resources)
-    verdict = _verdict(outcomes) if to_allocate else search.FITS
+    verdict = search.DOES_NOT_FIT if waits else _verdict(outcomes)
+    fits_on = [o["name"] for o in outcomes if o["verdict"] == search.FITS] if not waits else []
     result = dict(subject, claims=[c.label for c in to_allocate], verdict=verdict, problems=problems,
-                  fits_on=[o["name"] for o in outcomes if o["verdict"] == search.FITS],
+                  fits_on=fits_on,
                   cannot_tell_on=[o["name"] for o in outcomes if o["verdict"] == search.CANNOT_TELL],
                   nodes_considered=len(outcomes), nodes_searched=searched,
                   nodes_excluded=_count_by(outcomes, "node_reason"),

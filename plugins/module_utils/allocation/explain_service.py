@@ -136,7 +136,7 @@ def explain_subject(ctx, subject, pod, claim_label, claims_by_label, templates, 
                     mapping=None, left_by_owner=None):
     resources = ()
     if pod is not None:
-        allocated, to_allocate, problems = explain.pod_claims(pod, claims_by_label, templates)
+        allocated, to_allocate, problems, waits = explain.pod_claims(pod, claims_by_label, templates)
         if left_by_owner is None:
             left_by_owner = extended.claims_by_owner(cluster["claims"])
         extended_claim, resources, left_over = explain.extended_resource_claim(pod, mapping or {}, left_by_owner)
@@ -148,10 +148,10 @@ def explain_subject(ctx, subject, pod, claim_label, claims_by_label, templates, 
             problems.append("the pod has scheduling gates (%s): the scheduler does not look at it yet" % ", ".join(
                 g.get("name") for g in spec["schedulingGates"]))
     else:
-        allocated, problems, spec = [], [], None
+        allocated, problems, spec, waits = [], [], None, []
         to_allocate = [search.Claim(claim_label, claims_by_label[claim_label].get("spec"))]
     return explain.explain(ctx, subject, to_allocate, allocated, problems, cluster["nodes"], spec, detail, memo,
-                           resources)
+                           resources, waits)
 
 
 def totals(explanations):

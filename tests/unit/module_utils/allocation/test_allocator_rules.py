@@ -111,3 +111,44 @@ def test_cel_errors_as_the_releases_cel_go(expression, message):
     with pytest.raises(cel.SelectorError) as caught:
         env.matches(expression, env.device_activation(GPU, {"attributes": {}, "capacity": {}}))
     assert message in str(caught.value)
+
+
+def nodes(*names):
+    return [{"metadata": {"name": n, "labels": {"kubernetes.io/hostname": n}}} for n in names]
+
+
+def pinned_claim(node):
+    return {"metadata": {"name": "held", "namespace": "default"}, "spec": {}, "status": {"allocation": {
+        "devices": {"results": [{"request": "r0", "driver": GPU, "pool": "p", "device": "d0"}]},
+        "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}}
+
+
+def explained(pod, claims, release=37):
+    from ansible_collections.dra.admin.plugins.module_utils.allocation import explain
+    rules = model.pool_rules(release)
+    ctx = search.Context(cel.Environment(release), CLASSES, model.gather_pools([], set(), rules), {}, [], set(), rules)
+    by_label = dict(("default/%s" % c["metadata"]["name"], c) for c in claims)
+    allocated, to_allocate, problems, waits = explain.pod_claims(pod, by_label, {})
+    return explain.explain(ctx, {"pod": "default/p"}, to_allocate, allocated, problems, nodes("node-0", "node-1"),
+                           pod["spec"], waits=waits)
+
+
+def test_nothing_left_to_allocate_is_still_judged_on_the_nodes():
+    """Issue rule 1: an allocated claim pins the pod to node-0, its own nodeSelector asks for node-1."""
+    pod = {"metadata": {"namespace": "default", "name": "p"},
+           "spec": {"nodeSelector": {"kubernetes.io/hostname": "node-1"}, "containers": [{"name": "c"}],
+                    "resourceClaims": [{"name": "gpu", "resourceClaimName": "held"}]}}
+    result = explained(pod, [pinned_claim("node-0")])
+    assert result["verdict"] == search.DOES_NOT_FIT and result["fits_on"] == []
+    pod["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "node-0"}
+    result = explained(pod, [pinned_claim("node-0")])
+    assert result["verdict"] == search.FITS and result["fits_on"] == ["node-0"]
+
+
+def test_a_claim_that_does_not_exist_keeps_the_pod_off_every_node():
+    pod = {"metadata": {"namespace": "default", "name": "p"},
+           "spec": {"containers": [{"name": "c"}], "resourceClaims": [{"name": "gpu", "resourceClaimName": "gone"}]}}
+    result = explained(pod, [])
+    assert result["verdict"] == search.DOES_NOT_FIT and result["fits_on"] == []
+    assert any("claim gone does not exist: the scheduler waits for it" in p for p in result["problems"])
