@@ -42,12 +42,14 @@ options:
     type: str
   kubelet_root_dir:
     description:
-      - The kubelet's root directory (its C(--root-dir)).
+      - The kubelet's root directory (its C(--root-dir)). It must exist and be a directory, else the module fails
+        before reading anything (a wrong one would make every live claim and socket look gone).
     type: path
     default: /var/lib/kubelet
   cdi_spec_dirs:
     description:
-      - The CDI spec directories the container runtime reads (containerd's C(cdi_spec_dirs)).
+      - The CDI spec directories the container runtime reads (containerd's C(cdi_spec_dirs)). One that does not
+        exist is read as empty; one that exists and is not a directory fails the module before reading anything.
     type: list
     elements: path
     default: [/etc/cdi, /var/run/cdi]
@@ -167,7 +169,8 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.dra.admin.plugins.module_utils.nodes import node_state
-from ansible_collections.dra.admin.plugins.module_utils.nodes.node_state_service import gather
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import fail_result
+from ansible_collections.dra.admin.plugins.module_utils.nodes.node_state_service import NodeStateInputError, gather
 
 
 def argument_spec():
@@ -190,7 +193,10 @@ def find_program(module, program):
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     crictl = find_program(module, module.params["crictl"]) if module.params["containers"] else None
-    state = gather(module.params, lambda argv: module.run_command(argv, environ_update={"LC_ALL": "C"}), crictl)
+    try:
+        state = gather(module.params, lambda argv: module.run_command(argv, environ_update={"LC_ALL": "C"}), crictl)
+    except NodeStateInputError as exc:
+        module.fail_json(**fail_result(exc, changed=False))
     module.exit_json(changed=False, ansible_facts={"dra_node_state": state})
 
 

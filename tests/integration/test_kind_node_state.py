@@ -145,6 +145,7 @@ def test_driver_removed_before_its_claim_pod_the_doctor_names_the_daemonset_to_b
         step = stuck[0]["next_step"]
         assert f"bring driver {DRIVER} back" in step and f"DaemonSet {DRIVER_NAMESPACE}/{DAEMONSET}" in step, step
         assert "does not run on this node" in step and "exclusion label" in step, step
+        assert f"{EXCLUSION_LABEL}=true" in step and f"kubectl label node {node} {EXCLUSION_LABEL}-" in step, step
         assert report["force_delete_safe"] == [] and DRIVER not in report["answering_drivers"], report
         assert not [f for f in report["findings"] if f["repair"]], report
         assert changed_hosts(tasks) == []
@@ -161,6 +162,39 @@ def test_driver_removed_before_its_claim_pod_the_doctor_names_the_daemonset_to_b
                f"the kubelet to drop claim {claim_uid} from its checkpoint")
     assert_clean_second_run(c, tmp_path, node)
     c.kubectl("delete", "namespace", ns, "--wait=false")
+
+
+def failed_results(tasks):
+    return dict((host, r) for hosts in tasks.values() for host, r in hosts.items() if r.get("failed"))
+
+
+def test_wrong_paths_and_a_node_the_cluster_does_not_know_are_refused_before_any_finding(
+        kind_cluster, kind_driver, tmp_path):
+    """On the real workers: a kubelet root directory that does not exist, and a CDI directory that is a file (made
+    on the node), fail the node's read naming the option; a node name the cluster does not know fails the
+    comparison naming the node. None of them reports a finding or repairs anything, asked to repair or not."""
+    c = kind_cluster
+    node = c.nodes[-1]
+    write_node_file(c, node, "/tmp/dra-admin-not-a-dir", "x")
+    # The CDI path is a file on `node` only (absent on the other worker, which is read as having no specs).
+    for extra, option, hosts in (
+            ({"dra_node_doctor_kubelet_root_dir": "/var/lib/no-kubelet"}, "kubelet_root_dir", set(c.nodes[1:])),
+            ({"dra_node_doctor_cdi_spec_dirs": ["/etc/cdi", "/tmp/dra-admin-not-a-dir"]}, "cdi_spec_dirs", {node})):
+        rc, tasks, dummy = run_doctor(c, tmp_path, dict(extra, dra_node_doctor_repair=True))
+        assert rc != 0, json.dumps(tasks, indent=1)[:3000]
+        failed = failed_results(tasks)
+        assert set(failed) == hosts, failed
+        assert all(option in r["msg"] for r in failed.values()), failed
+        compared = [r for r in tasks.get("Compare every node's state with the API, read once", {}).values()
+                    if "nodes" in r]
+        assert not any(n["node"] in hosts for r in compared for n in r["nodes"]), compared
+        assert changed_hosts(tasks) == []
+    rc, tasks, dummy = run_doctor(c, tmp_path, {"dra_node_doctor_node_name": "no-such-node",
+                                                "dra_node_doctor_repair": True})
+    assert rc != 0, json.dumps(tasks, indent=1)[:3000]
+    failed = failed_results(tasks)
+    assert any("no-such-node" in r["msg"] and "not nodes of this cluster" in r["msg"] for r in failed.values()), failed
+    assert changed_hosts(tasks) == []
 
 
 def test_cdi_spec_left_after_its_claim_was_deleted_is_moved_to_the_backup_directory(

@@ -27,6 +27,7 @@ from ansible_collections.dra.admin.plugins.module_utils.claims.claims import all
 from ansible_collections.dra.admin.plugins.module_utils.claims.slices import node_publishers
 from ansible_collections.dra.admin.plugins.module_utils.common.times import epoch_seconds
 from ansible_collections.dra.admin.plugins.module_utils.drivers.nodes import select_nodes_for_daemonset
+from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import daemonset_excludes
 from ansible_collections.dra.admin.plugins.module_utils.upgrade.checks import driver_accounts
 
 STALE_CHECKPOINT_CLAIM = "stale_checkpoint_claim"
@@ -101,9 +102,17 @@ def bring_back_step(driver, node_obj, daemonsets_of_driver):
         name = "%s/%s" % (meta.get("namespace"), meta.get("name"))
         dummy, excluded = select_nodes_for_daemonset([node_obj], ds) if node_obj else ([], {})
         why = list(excluded.values())
-        if why:
-            steps.append("DaemonSet %s (driver %s) does not run on this node: %s; make it run here again (for the "
-                         "drain's exclusion label: remove it from the node)" % (name, driver, why[0]))
+        labels = ((node_obj or {}).get("metadata") or {}).get("labels") or {}
+        keys = sorted(k for k, v in labels.items() if v == "true" and daemonset_excludes(ds, k))
+        node_name = ((node_obj or {}).get("metadata") or {}).get("name")
+        if why and keys:
+            steps.append("DaemonSet %s (driver %s) does not run on this node: it carries the label %s=true, which "
+                         "the DaemonSet's node affinity excludes (the drain's exclusion label): remove it with "
+                         "`kubectl label node %s %s-` (or return the node to service with the drain role)"
+                         % (name, driver, keys[0], node_name, keys[0]))
+        elif why:
+            steps.append("DaemonSet %s (driver %s) does not run on this node: %s; make it run here again"
+                         % (name, driver, why[0]))
         else:
             steps.append("DaemonSet %s (driver %s) selects this node but its pod is not running there: look at "
                          "`kubectl -n %s get pods -o wide` and the DaemonSet's events"

@@ -37,11 +37,39 @@ def _small_node(node):
             "spec": {"taints": (node.get("spec") or {}).get("taints") or []}}
 
 
+def unknown_nodes_error(states, node_names):
+    """InputError when a node state names a node the cluster does not know (a wrong node_name, or a state gathered
+    on another cluster's node): judged against this cluster, its live claims would look stale."""
+    unknown = sorted(set(s["node"] for s in states) - set(node_names))
+    if unknown:
+        return InputError("node(s) %s of node_states are not nodes of this cluster (its nodes: %s): gather each "
+                          "state on a node of the cluster, with dra.admin.dra_node_state_info's node_name set to "
+                          "the node's name where its hostname differs" % (", ".join(unknown), ", ".join(
+                              sorted(node_names)[:10]) + (", ..." if len(node_names) > 10 else "")))
+    return None
+
+
+def state_errors(states):
+    """InputError when a node state was gathered with errors (directories it could not read): nothing gathered
+    from an unreadable path may make a finding or a repair."""
+    failed = [(s["node"], s.get("errors")) for s in states if s.get("errors")]
+    if failed:
+        return InputError("the state of %s was gathered with errors (%s): fix the paths or permissions given to "
+                          "dra.admin.dra_node_state_info and gather it again" % (
+                              ", ".join(n for n, dummy in failed), "; ".join(e for dummy, errs in failed
+                                                                            for e in errs)))
+    return None
+
+
 def read_cluster(api, states):
-    """The cluster facts node_check compares with, read once."""
+    """The cluster facts node_check compares with, read once; InputError (before any other read) for a node
+    state of a node the cluster does not know."""
     version = api.resource_api_version()
     nodes = [_small_node(n) for n in api.list_items("/api/v1/nodes")]
     labels = dict((n["metadata"]["name"], n["metadata"]["labels"]) for n in nodes)
+    problem = unknown_nodes_error(states, labels)
+    if problem:
+        raise problem
     wanted = set(s["node"] for s in states)
     claims_path = api.resource_path("resourceclaims", version=version)
     claims = [node_check.compact_claim(c, labels) for c in api.list_items(claims_path)]
@@ -56,6 +84,9 @@ def read_cluster(api, states):
 
 def run_check(api, node_states, now=None):
     states = validate_states(node_states)
+    problem = state_errors(states)
+    if problem:
+        raise problem
     version, cluster = read_cluster(api, states)
     report = node_check.check(states, cluster, time.time() if now is None else now)
     report["resource_api_version"] = version

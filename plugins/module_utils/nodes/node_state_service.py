@@ -16,6 +16,7 @@ import os
 import socket
 import stat
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import InputError
 from ansible_collections.dra.admin.plugins.module_utils.common.files import move_to_backup, read_text
 from ansible_collections.dra.admin.plugins.module_utils.nodes import node_state
 
@@ -181,8 +182,32 @@ def kubelet_running(proc_dir="/proc"):
     return False
 
 
+class NodeStateInputError(InputError):
+    """A path given to read the node's state from is not what it must be; nothing is read."""
+
+
+def path_errors(params):
+    """The paths the state is read from that cannot be right, each naming the option and the fix: the kubelet's
+    root directory must be a directory that exists (a wrong one would make every live claim and socket look
+    gone); a CDI spec directory may be missing (nothing is there yet), but not be something else."""
+    errors = []
+    root = params["kubelet_root_dir"]
+    if not os.path.isdir(root):
+        errors.append("kubelet_root_dir %s %s: give the kubelet's --root-dir (default /var/lib/kubelet)" % (
+            root, "is not a directory" if os.path.exists(root) else "does not exist"))
+    for directory in params["cdi_spec_dirs"]:
+        if os.path.exists(directory) and not os.path.isdir(directory):
+            errors.append("cdi_spec_dirs: %s is not a directory: give the container runtime's CDI spec "
+                          "directories (default /etc/cdi and /var/run/cdi)" % directory)
+    return errors
+
+
 def gather(params, run, crictl):
-    """The node's DRA state (the module's ``dra_node_state`` fact)."""
+    """The node's DRA state (the module's ``dra_node_state`` fact); NodeStateInputError before reading anything
+    when a path given cannot be right (path_errors)."""
+    problems = path_errors(params)
+    if problems:
+        raise NodeStateInputError("; ".join(problems))
     root = params["kubelet_root_dir"]
     errors = []
     cdi = read_cdi(params["cdi_spec_dirs"], errors)
