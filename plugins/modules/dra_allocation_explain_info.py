@@ -24,12 +24,16 @@ description:
     device with C(perDeviceNodeSelection)), it is not allocated to another claim (admin access may share it), its
     taints (its own and the DeviceTaintRules' selecting it) with effect C(NoSchedule) or C(NoExecute) are
     tolerated by the request, and its pool's shared counters have room (partitionable devices); C(matchAttribute)
-    constraints hold across the requests they name; C(allocationMode=All) takes every matching device and fails on
-    an incomplete pool.
+    constraints hold across the requests they name (C(distinctAttribute) ones differ); C(allocationMode=All) takes
+    every matching device and fails on any pool being updated or invalid on the node; a claim over 32 devices
+    fails. Pools are gathered per node as the cluster's release does it (generations, incomplete and invalid
+    pools); before 1.36, where the scheduler's random pool order can change the answer, it is C(cannot_tell)
+    unless every order gives the same.
   - A node is searched only when the pod may run there as the scheduler's node filters see it - the pod's
     C(nodeName), C(nodeSelector) and required node affinity, the node's taints against the pod's tolerations, a
-    cordoned node - and when it admits the pod's claims already allocated. CPU, memory, ports and volumes are not
-    checked.
+    cordoned node - and when it admits the pod's claims already allocated. CPU, memory, ports, volumes, required
+    inter-pod (anti-)affinity, topology spread constraints, a ResourceQuota on claims and devices with binding
+    conditions (which the pod waits for in PreBind) are not checked.
   - Extended resources backed by DRA (C(DRAExtendedResource), GA in 1.37) - a container asking for a resource a
     DeviceClass names in C(spec.extendedResourceName), or C(deviceclass.resource.kubernetes.io/<class>) - are
     explained with the claim the scheduler would make for them (labelled C(<namespace>/<extended-resources>)) -

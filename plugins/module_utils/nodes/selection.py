@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import re
 
 from ansible_collections.dra.admin.plugins.module_utils.common.names import qualified_name_error
 from ansible_collections.dra.admin.plugins.module_utils.common.tolerations import tolerates
@@ -39,12 +40,24 @@ def requirement_matches(requirement, present, value):
     if operator == "DoesNotExist":
         return not present
     if operator in ("Gt", "Lt") and present and values:
-        try:
-            number, bound = int(value), int(values[0])
-        except (TypeError, ValueError):
+        number, bound = go_parse_int(value), go_parse_int(values[0])
+        if number is None or bound is None:
             return False
         return number > bound if operator == "Gt" else number < bound
     return False
+
+
+_GO_INT = re.compile(r"^[+-]?[0-9]+$")
+
+
+def go_parse_int(text):
+    """The int64 Go's strconv.ParseInt(text, 10, 64) reads (as kube-scheduler reads Gt/Lt), else None: decimal
+    digits with an optional sign, nothing else (no underscores, no spaces, as Python's int() allows), within
+    int64."""
+    if not isinstance(text, str) or not _GO_INT.match(text):
+        return None
+    number = int(text)
+    return number if -2 ** 63 <= number < 2 ** 63 else None
 
 
 def term_matches(term, name, labels):

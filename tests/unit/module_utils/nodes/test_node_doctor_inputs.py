@@ -11,9 +11,10 @@ from ansible_collections.dra.admin.plugins.module_utils.common.errors import Inp
 from ansible_collections.dra.admin.plugins.module_utils.nodes import node_check
 from ansible_collections.dra.admin.plugins.module_utils.nodes import node_check_service as service
 from ansible_collections.dra.admin.plugins.module_utils.nodes import node_state_service as reader
+from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import DEFAULT_EXCLUSION_LABEL
 from conftest import FIXTURES
 
-LABEL = "dra.admin/driver-excluded"
+LABEL = DEFAULT_EXCLUSION_LABEL
 
 
 def recorded():

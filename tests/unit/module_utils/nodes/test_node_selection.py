@@ -196,3 +196,15 @@ def test_daemonset_selection_is_pod_refusal_with_the_controllers_tolerations():
     assert excluded["node-000002"].startswith(ns.AFFINITY_REFUSAL)
     assert [ns.pod_refusal(n, spec) for n in nodes] == [
         None, "the node is cordoned (unschedulable)", ns.AFFINITY_REFUSAL]
+
+
+@pytest.mark.parametrize("text,number", [("10", 10), ("+7", 7), ("-3", -3), ("1_000", None), (" 5", None),
+                                         ("5 ", None), ("0x10", None), ("9223372036854775808", None), ("", None)])
+def test_gt_and_lt_read_numbers_as_gos_parse_int(text, number):
+    assert ns.go_parse_int(text) == number
+
+
+def test_a_label_python_reads_as_a_number_and_go_does_not_matches_no_gt():
+    requirement = {"key": "gpus", "operator": "Gt", "values": ["4"]}
+    assert ns.requirement_matches(requirement, True, "8") is True
+    assert ns.requirement_matches(requirement, True, "1_000") is False
