@@ -176,19 +176,19 @@ def test_wrong_paths_and_a_node_the_cluster_does_not_know_are_refused_before_any
     c = kind_cluster
     node = c.nodes[-1]
     write_node_file(c, node, "/tmp/dra-admin-not-a-dir", "x")
-    # The CDI path is a file on `node` only (absent on the other worker, which is read as having no specs).
-    for extra, option, hosts in (
-            ({"dra_node_doctor_kubelet_root_dir": "/var/lib/no-kubelet"}, "kubelet_root_dir", set(c.nodes[1:])),
-            ({"dra_node_doctor_cdi_spec_dirs": ["/etc/cdi", "/tmp/dra-admin-not-a-dir"]}, "cdi_spec_dirs", {node})):
-        rc, tasks, dummy = run_doctor(c, tmp_path, dict(extra, dra_node_doctor_repair=True))
-        assert rc != 0, json.dumps(tasks, indent=1)[:3000]
-        failed = failed_results(tasks)
-        assert set(failed) == hosts, failed
-        assert all(option in r["msg"] for r in failed.values()), failed
-        compared = [r for r in tasks.get("Compare every node's state with the API, read once", {}).values()
-                    if "nodes" in r]
-        assert not any(n["node"] in hosts for r in compared for n in r["nodes"]), compared
-        assert changed_hosts(tasks) == []
+    # One run with both wrong: the kubelet root on every worker, the CDI path a file on `node` only (absent on
+    # the other worker, which reads it as having no specs).
+    rc, tasks, dummy = run_doctor(c, tmp_path, {"dra_node_doctor_kubelet_root_dir": "/var/lib/no-kubelet",
+                                                "dra_node_doctor_cdi_spec_dirs": ["/etc/cdi", "/tmp/dra-admin-not-a-dir"],
+                                                "dra_node_doctor_repair": True})
+    assert rc != 0, json.dumps(tasks, indent=1)[:3000]
+    failed = failed_results(tasks)
+    assert set(failed) == set(c.nodes[1:]), failed
+    assert all("kubelet_root_dir /var/lib/no-kubelet does not exist" in r["msg"] for r in failed.values()), failed
+    assert [h for h, r in failed.items() if "cdi_spec_dirs: /tmp/dra-admin-not-a-dir is not a directory" in r["msg"]] \
+        == [node], failed
+    assert not any("nodes" in r for r in tasks.get("Compare every node's state with the API, read once", {}).values())
+    assert changed_hosts(tasks) == []
     rc, tasks, dummy = run_doctor(c, tmp_path, {"dra_node_doctor_node_name": "no-such-node",
                                                 "dra_node_doctor_repair": True})
     assert rc != 0, json.dumps(tasks, indent=1)[:3000]
