@@ -53,12 +53,12 @@ def state_errors(states):
     """InputError when a node state was gathered with errors (directories it could not read): nothing gathered
     from an unreadable path may make a finding or a repair."""
     failed = [(s["node"], s.get("errors")) for s in states if s.get("errors")]
-    if failed:
-        return InputError("the state of %s was gathered with errors (%s): fix the paths or permissions given to "
-                          "dra.admin.dra_node_state_info and gather it again" % (
-                              ", ".join(n for n, dummy in failed), "; ".join(e for dummy, errs in failed
-                                                                            for e in errs)))
-    return None
+    if not failed:
+        return None
+    nodes = ", ".join(n for n, dummy in failed)
+    errors = "; ".join(e for dummy, errs in failed for e in errs)
+    return InputError("the state of %s was gathered with errors (%s): fix the paths or permissions given to "
+                      "dra.admin.dra_node_state_info and gather it again" % (nodes, errors))
 
 
 def read_cluster(api, states):
