@@ -188,6 +188,16 @@ def namespace(cluster, request):
 
 
 # Real nodes (test_kind_*.py but the README test, which brings up its own cluster of the default release).
+@pytest.fixture(scope="module", params=VERSIONS)
+def release_oracle(request):
+    """The allocation oracle of one pinned release (hack/oracle, tests/integration/oracle.py), serving a module's
+    differential tests."""
+    from oracle import Oracle  # pylint: disable=import-outside-toplevel
+    oracle = Oracle(request.param)
+    yield oracle
+    oracle.close()
+
+
 @pytest.fixture(scope="session", params=VERSIONS)
 def kind_cluster(request):
     """One kind cluster per pinned release for every real-node test of the session."""

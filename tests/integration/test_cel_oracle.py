@@ -13,20 +13,17 @@ import os
 import random
 import sys
 
-import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
 import clusterlib  # noqa: E402  pylint: disable=wrong-import-position
-from oracle import Oracle  # noqa: E402  pylint: disable=wrong-import-position
 
 clusterlib.collection_on_path()
 from ansible_collections.dra.admin.plugins.module_utils.allocation import cel  # noqa: E402
 from ansible_collections.dra.admin.plugins.module_utils.claims.slices import device_fields  # noqa: E402
 
-VERSIONS = clusterlib.supported_k8s_versions()
 CASES = int(os.environ.get("DRA_ORACLE_CASES", "400"))
 SEED = int(os.environ.get("DRA_ORACLE_SEED") or random.SystemRandom().randrange(2 ** 32))
 D = "gpu.example.com"
@@ -124,22 +121,16 @@ def compare(oracle, env, expressions, counts):
                 f"{where}: the oracle says {answer['matches']}, the explainer {kind} {value}")
 
 
-@pytest.fixture(scope="module", params=VERSIONS)
-def release_oracle(request):
-    oracle = Oracle(request.param)
-    yield oracle
-    oracle.close()
-
-
-def test_the_corpus_agrees_with_the_release_cel(release_oracle):
+def test_the_corpus_agrees_with_the_release_cel(release_oracle, capsys):
     env = cel.Environment(int(release_oracle.version.split(".")[1]))
     counts = collections.Counter()
     compare(release_oracle, env, CORPUS, counts)
-    print(f"\n{release_oracle.version}: {len(CORPUS)} expressions x {len(DEVICES)} devices: {dict(counts)}")
+    with capsys.disabled():
+        print(f"\n{release_oracle.version}: {len(CORPUS)} expressions x {len(DEVICES)} devices: {dict(counts)}")
     assert counts["match"] > len(CORPUS), counts
 
 
-def test_generated_expressions_agree_with_the_release_cel(release_oracle):
+def test_generated_expressions_agree_with_the_release_cel(release_oracle, capsys):
     env = cel.Environment(int(release_oracle.version.split(".")[1]))
     counts = collections.Counter()
 
@@ -152,5 +143,7 @@ def test_generated_expressions_agree_with_the_release_cel(release_oracle):
         compare(release_oracle, env, [expr], counts)
 
     check()
-    print(f"\n{release_oracle.version}: seed {SEED}, {counts['expressions']} generated expressions: {dict(counts)}")
+    with capsys.disabled():
+        print(f"\n{release_oracle.version}: seed {SEED}, {counts['expressions']} generated expressions: "
+              f"{dict(counts)}")
     assert counts["expressions"] >= min(CASES, 50)
