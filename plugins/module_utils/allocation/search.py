@@ -34,6 +34,7 @@ from ansible_collections.dra.admin.plugins.module_utils.claims import capacity
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.common.tolerations import tolerates
 from ansible_collections.dra.admin.plugins.module_utils.devices.taints import KEEPS_ALLOCATIONS_OFF
+from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import ALLOCATION_RESULTS_MAX_SIZE
 
 FITS = "fits"
 DOES_NOT_FIT = "does_not_fit"
@@ -58,8 +59,6 @@ REASONS = (POOL_INCOMPLETE, POOL_INVALID, FEATURE_OFF, CLASS_SELECTOR, REQUEST_S
            NOT_ON_NODE, IN_USE, TAINTED, AVAILABLE)
 UNCERTAIN = (SELECTOR_ERROR, CANNOT_EVALUATE)
 MAX_STEPS = 200000
-# The most devices one claim's allocation may hold (resourceapi.AllocationResultsMaxSize).
-ALLOCATION_RESULTS_MAX_SIZE = 32
 # The usual DeviceClass selector, answered without CEL (the same answer: a device's driver is always a string).
 DRIVER_ONLY = re.compile(r'^\s*device\.driver\s*==\s*"([^"\\]+)"\s*$')
 
@@ -502,7 +501,10 @@ def node_verdict(ctx, claims, node_name, labels):
     invalid under a request for all devices, a failing selector or a claim constraint refusing a device of a
     request for all devices where its search meets them), which fails the pod's whole scheduling attempt.
     Before 1.36 the allocator goes through the node's pools in a random order (a Go map's): where the answer
-    may depend on it, the search is run in every order and a verdict is only given when all agree."""
+    may depend on it, the search is run in every order and a verdict is only given when all agree.
+    ``search.may_error``: cannot tell here, and the allocator may stop with an error on this node (a selector
+    it meets that this environment cannot evaluate, or an order that errs), which would fail the whole attempt
+    even where another node fits."""
     search = NodeSearch(ctx, claims, node_name, labels)
     search.may_error = False
     if search.errors:
@@ -514,6 +516,7 @@ def node_verdict(ctx, claims, node_name, labels):
         return CANNOT_TELL, "; ".join(search.unmodelled), search
     unknown = [c.all_unknown for c in search.candidates.values() if c.all_unknown]
     if unknown:
+        search.may_error = True
         return CANNOT_TELL, "a request for all devices meets a selector this environment cannot evaluate: %s" % (
             unknown[0]), search
     if ctx.pool_rules["pools_in_order"] or len(search.pools) < 2 or not search.order_matters():
@@ -528,6 +531,7 @@ def node_verdict(ctx, claims, node_name, labels):
         outcomes.append((_searched_once(ctx, one), one))
     kinds = set(verdict for (verdict, dummy), dummy2 in outcomes)
     if len(kinds) > 1:
+        search.may_error = ERROR in kinds or any(one.may_error for dummy, one in outcomes)
         return CANNOT_TELL, ("the answer depends on the order in which the scheduler goes through the node's pools, "
                              "which is random on this release (%s)" % ", ".join(sorted(kinds))), search
     (verdict, detail), one = outcomes[0]
@@ -535,8 +539,10 @@ def node_verdict(ctx, claims, node_name, labels):
 
 
 def _searched_once(ctx, search):
-    """(verdict, detail) of one search in its pools' order."""
+    """(verdict, detail) of one search in its pools' order (``search.may_error`` set where it meets a selector
+    this environment cannot evaluate)."""
     invalid = [p for p in search.pools if p.status == model.POOL_INVALID]
+    search.may_error = False
     try:
         chosen = search.run()
     except SearchLimit:
@@ -544,6 +550,7 @@ def _searched_once(ctx, search):
     except AllocatorStops as exc:
         return ERROR, str(exc)
     if search.reached_unknown:
+        search.may_error = True
         return CANNOT_TELL, ("the scheduler's search meets a selector this environment cannot evaluate: %s"
                              % search.reached_unknown)
     if chosen is not None:

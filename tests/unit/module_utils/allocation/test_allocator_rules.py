@@ -152,3 +152,22 @@ def test_a_claim_that_does_not_exist_keeps_the_pod_off_every_node():
     result = explained(pod, [])
     assert result["verdict"] == search.DOES_NOT_FIT and result["fits_on"] == []
     assert any("claim gone does not exist: the scheduler waits for it" in p for p in result["problems"])
+
+
+def test_a_node_where_the_search_meets_what_cannot_be_evaluated_keeps_another_nodes_fit_uncertain():
+    """The allocator may stop with an error on node-0 (its device allows multiple allocations: consumable
+    capacity, not modelled), which would fail the whole attempt although node-1 fits."""
+    from ansible_collections.dra.admin.plugins.module_utils.allocation import explain
+    features = {model.CONSUMABLE_CAPACITY}
+    shared = slice_("a", "p0", ["d0"])
+    shared["spec"]["devices"][0]["allowMultipleAllocations"] = True
+    slices = [shared, slice_("b", "p1", ["d0"], nodeName="node-1")]
+    rules = model.pool_rules(37)
+    ctx = search.Context(cel.Environment(37), CLASSES, model.gather_pools(slices, features, rules), {}, [], features,
+                         rules)
+    result = explain.explain(ctx, {"pod": "default/p"}, [claim({"count": 1})], [], [], nodes("node-0", "node-1"),
+                             {"containers": [{"name": "c"}]}, detail=explain.DETAIL_NODES)
+    by_node = dict((n["name"], n) for n in result["nodes"])
+    assert by_node["node-0"]["verdict"] == search.CANNOT_TELL and by_node["node-0"].get("may_error") is True
+    assert by_node["node-1"]["verdict"] == search.FITS
+    assert result["verdict"] == search.CANNOT_TELL and result["fits_on"] == ["node-1"]
