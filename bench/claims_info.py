@@ -285,7 +285,7 @@ def main():
                                   "claims": result["totals"]["total"] if args.suite == "claims" else None,
                                   "explained": explained(key, result)})
         baseline_wall, baseline_rss, _ = child_peak([sys.executable, "-c",
-                                                     "import ansible_collections.dra.admin.plugins.module_utils.common.api"],
+                                                     "import ansible_collections.dra.admin.plugins.module_utils.access.api"],
                                                     env, out)
     finally:
         if kcm_pid:

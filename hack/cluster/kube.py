@@ -1,6 +1,6 @@
 """The API client and the wait helper of the test suite, the benchmarks and hack/.
 
-(The collection itself talks to clusters only through plugins/module_utils/common/api.py.)
+(The collection itself talks to clusters only through plugins/module_utils/access/api.py.)
 
 - `Api`: REST requests with the kubeconfig's credentials (client certificate as files or inline
   data, or a bearer token).

@@ -2,7 +2,7 @@
 # Copyright: dra.admin contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """The backup options of the modules that change a file or an object (their argument spec:
-plugins/module_utils/common/files.backup_options; the defaults: NODE_BACKUP_DIR, CONTROLLER_BACKUP_DIR)."""
+plugins/module_utils/access/files.backup_options; the defaults: NODE_BACKUP_DIR, CONTROLLER_BACKUP_DIR)."""
 
 from __future__ import absolute_import, division, print_function
 

@@ -135,10 +135,10 @@ api_requests:
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError, fail_result
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import fails_on_error, raise_input_errors
 from ansible_collections.dra.admin.plugins.module_utils.control_plane.component_metrics import component_state, wanted_gates
-from ansible_collections.dra.admin.plugins.module_utils.metrics.diagnosis import ParseError
-from ansible_collections.dra.admin.plugins.module_utils.common.http import Http, SourceError
+from ansible_collections.dra.admin.plugins.module_utils.kube.prometheus_text import ParseError
+from ansible_collections.dra.admin.plugins.module_utils.access.http import Http, SourceError
 from ansible_collections.dra.admin.plugins.module_utils.common.waits import wait_parameter_errors
 
 
@@ -173,15 +173,11 @@ def read(params, http):
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    errors = wait_parameter_errors(module.params, timeouts=("timeout",), intervals=())
-    if errors:
-        module.fail_json(msg="; ".join(errors))
-    try:
+    with fails_on_error(module):
+        raise_input_errors(wait_parameter_errors(module.params, timeouts=("timeout",), intervals=()))
         wanted_gates(module.params["feature_gates"])
-    except DraAdminError as exc:
-        module.fail_json(**fail_result(exc))
-    http = Http(module.params["timeout"])
-    result = read(module.params, http)
+        http = Http(module.params["timeout"])
+        result = read(module.params, http)
     module.exit_json(changed=False, api_requests=http.requests, **result)
 
 

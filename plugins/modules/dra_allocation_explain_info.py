@@ -238,8 +238,8 @@ device_taint_rules:
 
 from ansible_collections.dra.admin.plugins.module_utils.allocation.explain import DETAIL_SUMMARY, DETAILS
 from ansible_collections.dra.admin.plugins.module_utils.allocation.explain_service import explain_all
-from ansible_collections.dra.admin.plugins.module_utils.common.api import AnsibleK8SModule, DraApi, auth_argument_spec
-from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError, fail_result
+from ansible_collections.dra.admin.plugins.module_utils.access.api import AnsibleK8SModule, DraApi, auth_argument_spec
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import fails_on_error, raise_input_errors
 from ansible_collections.dra.admin.plugins.module_utils.common.names import dns_label_error, subdomain_error
 
 
@@ -250,11 +250,12 @@ def argument_spec():
     return spec
 
 
+REQUIRED_BY = {"name": "namespace", "pod": "namespace"}  # the namespace of the claim or pod; Ansible checks it
+
+
 def input_errors(params):
     """Every problem of the parameters, each naming the option and the fix; checked before any request."""
     errors = []
-    if (params["name"] or params["pod"]) and not params["namespace"]:
-        errors.append("namespace is required with name or pod (the namespace of the claim or pod)")
     if params["namespace"]:
         errors.append(dns_label_error("namespace", params["namespace"]))
     for field in ("name", "pod"):
@@ -264,16 +265,13 @@ def input_errors(params):
 
 
 def main():
-    module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
-    errors = input_errors(module.params)
-    if errors:
-        module.fail_json(msg="; ".join(errors))
-    api = DraApi(module)
-    try:
+    module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True, required_by=REQUIRED_BY)
+    with fails_on_error(module) as failure:
+        raise_input_errors(input_errors(module.params))
+        api = DraApi(module)
+        failure.keep(api_requests=lambda: api.requests)
         result = explain_all(api, namespace=module.params["namespace"], claim=module.params["name"],
                              pod=module.params["pod"], detail=module.params["detail"])
-    except DraAdminError as exc:
-        module.fail_json(**fail_result(exc, api_requests=api.requests))
     module.exit_json(changed=False, api_requests=api.requests, **result)
 
 

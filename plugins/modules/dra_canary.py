@@ -245,12 +245,12 @@ api_requests:
 
 from ansible_collections.dra.admin.plugins.module_utils.canary.canary import DEFAULT_EXPECT_ENV, template_errors
 from ansible_collections.dra.admin.plugins.module_utils.canary.canary_service import run_canary
-from ansible_collections.dra.admin.plugins.module_utils.common.api import (
+from ansible_collections.dra.admin.plugins.module_utils.access.api import (
     AnsibleK8SModule, DraApi, auth_argument_spec,
 )
-from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError, fail_result
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import fails_on_error, raise_input_errors
 from ansible_collections.dra.admin.plugins.module_utils.common.names import dns_label_error, subdomain_error
-from ansible_collections.dra.admin.plugins.module_utils.common.tolerations import toleration_errors
+from ansible_collections.dra.admin.plugins.module_utils.kube.tolerations import toleration_errors
 from ansible_collections.dra.admin.plugins.module_utils.common.waits import wait_parameter_errors
 
 TIMEOUTS = ("allocation_timeout", "prepare_timeout", "unprepare_timeout")
@@ -309,16 +309,13 @@ def options(params):
 
 def main():
     module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
-    errors = input_errors(module.params)
-    if errors:
-        module.fail_json(msg="; ".join(errors) + "; nothing was created")
-    api = DraApi(module)
     params = module.params
-    try:
+    with fails_on_error(module) as failure:
+        raise_input_errors(input_errors(params), "; nothing was created")
+        api = DraApi(module)
+        failure.keep(api_requests=lambda: api.requests)
         report = run_canary(api, options(params), params["drivers"], params["pools"], params["device_classes"],
                             check_mode=module.check_mode, skip_waited_pools=params["skip_waited_pools"])
-    except DraAdminError as exc:
-        module.fail_json(**fail_result(exc, api_requests=api.requests))
     left = [r for r in report["results"] if not r["phases"].get("unprepare", {}).get("ok")]
     module.exit_json(changed=bool(left), api_requests=api.requests, **report)
 

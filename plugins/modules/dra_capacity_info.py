@@ -243,8 +243,8 @@ api_requests:
   type: int
 """
 
-from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
-from ansible_collections.dra.admin.plugins.module_utils.common.api import (
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import fails_on_error, raise_input_errors
+from ansible_collections.dra.admin.plugins.module_utils.access.api import (
     AnsibleK8SModule, DraApi, auth_argument_spec,
 )
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import gather_capacity
@@ -270,15 +270,12 @@ def input_errors(params, spec=None):
 def main():
     spec = argument_spec()
     module = AnsibleK8SModule(argument_spec=spec, supports_check_mode=True)
-    errors = input_errors(module.params, spec)
-    if errors:
-        module.fail_json(msg="; ".join(errors))
-    api = DraApi(module)
-    try:
+    with fails_on_error(module) as failure:
+        raise_input_errors(input_errors(module.params, spec))
+        api = DraApi(module)
+        failure.keep(api_requests=lambda: api.requests)
         report = gather_capacity(api, driver=module.params["driver"], pool_status=module.params["pool_status"],
                                  timeout=module.params["wait_timeout"], check_mode=module.check_mode)
-    except DraAdminError as exc:
-        module.fail_json(msg=str(exc), api_requests=api.requests)
     module.exit_json(
         changed=False, resource_api_version=report["version"], totals=report["totals"],
         by_driver=report["by_driver"], by_pool=report["by_pool"], by_node=report["by_node"],

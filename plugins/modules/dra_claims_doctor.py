@@ -39,6 +39,7 @@ extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - dra.admin.attributes
   - dra.admin.attributes.actiongroup_k8s
+  - dra.admin.wait
 attributes:
   check_mode:
     support: full
@@ -73,14 +74,8 @@ options:
     type: bool
     default: false
   wait_timeout:
-    description:
-      - Seconds to wait with O(wait=true); a finite number above 0.
-    type: int
     default: 60
   wait_sleep:
-    description:
-      - Seconds between looks with O(wait=true); a finite number above 0.
-    type: float
     default: 1.0
 requirements:
   - kubernetes >= 24.2.0
@@ -181,8 +176,8 @@ api_requests:
   type: int
 """
 
-from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
-from ansible_collections.dra.admin.plugins.module_utils.common.api import (
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import fails_on_error, raise_input_errors
+from ansible_collections.dra.admin.plugins.module_utils.access.api import (
     AnsibleK8SModule, DraApi, auth_argument_spec,
 )
 from ansible_collections.dra.admin.plugins.module_utils.claims.doctor_run_service import treat
@@ -214,14 +209,11 @@ def main():
     spec = argument_spec()
     module = AnsibleK8SModule(argument_spec=spec, supports_check_mode=True)
     params = module.params
-    errors = input_errors(params, spec)
-    if errors:
-        module.fail_json(msg="; ".join(errors) + "; nothing was changed", changed=False)
-    api = DraApi(module)
-    try:
+    with fails_on_error(module) as failure:
+        raise_input_errors(input_errors(params, spec), "; nothing was changed")
+        api = DraApi(module)
+        failure.keep(api_requests=lambda: api.requests)
         result, diffs, warnings = treat(api, params, module.check_mode)
-    except DraAdminError as exc:
-        module.fail_json(msg=str(exc), api_requests=api.requests)
     for text in warnings:
         module.warn(text)
     result["api_requests"] = api.requests

@@ -210,8 +210,8 @@ api_requests:
   type: int
 """
 
-from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
-from ansible_collections.dra.admin.plugins.module_utils.common.api import (
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError, fails_on_error
+from ansible_collections.dra.admin.plugins.module_utils.access.api import (
     AnsibleK8SModule, DraApi, auth_argument_spec,
 )
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import gather_claim_views
@@ -238,29 +238,27 @@ def claim_keys(views):
 
 
 def main():
-    module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
+    module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True,
+                              required_if=[("fail_if_any_on_node", True, ["node"])])
     params = module.params
-    if params["fail_if_any_on_node"] and not params["node"]:
-        module.fail_json(msg="fail_if_any_on_node needs node: name the node whose claims must all be released")
-    api = DraApi(module)
-    try:
+    with fails_on_error(module) as failure:
+        api = DraApi(module)
+        failure.keep(api_requests=lambda: api.requests)
         gathered = gather_claim_views(
             api, node=params["node"], namespaces=params["namespaces"], driver=params["driver"],
             label_selector=params["label_selector"])
-    except DraAdminError as exc:
-        module.fail_json(msg=str(exc), api_requests=api.requests)
-    views, blocking = gathered["views"], gathered["blocking"]
-    result = dict(
-        changed=False, resource_api_version=gathered["version"],
-        claims=views if params["include_claims"] else [],
-        summary=summarize_by_node(views), totals=claim_totals(views),
-        blocking=claim_keys(blocking), daemonset_claims=claim_keys(gathered["daemonset_claims"]),
-        non_pod_claims=claim_keys(gathered["non_pod_claims"]),
-        api_requests=api.requests,
-    )
-    if params["fail_if_any_on_node"] and blocking:
-        result["claims"] = blocking if not params["include_claims"] else result["claims"]
-        module.fail_json(msg=blocking_message(params["node"], blocking), **result)
+        views, blocking = gathered["views"], gathered["blocking"]
+        result = dict(
+            changed=False, resource_api_version=gathered["version"],
+            claims=views if params["include_claims"] else [],
+            summary=summarize_by_node(views), totals=claim_totals(views),
+            blocking=claim_keys(blocking), daemonset_claims=claim_keys(gathered["daemonset_claims"]),
+            non_pod_claims=claim_keys(gathered["non_pod_claims"]),
+            api_requests=api.requests,
+        )
+        if params["fail_if_any_on_node"] and blocking:
+            result["claims"] = blocking if not params["include_claims"] else result["claims"]
+            raise DraAdminError(blocking_message(params["node"], blocking), result)
     module.exit_json(**result)
 
 

@@ -138,8 +138,8 @@ api_requests:
   type: int
 """
 
-from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
-from ansible_collections.dra.admin.plugins.module_utils.common.api import (
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import fails_on_error
+from ansible_collections.dra.admin.plugins.module_utils.access.api import (
     AnsibleK8SModule, DraApi, auth_argument_spec,
 )
 from ansible_collections.dra.admin.plugins.module_utils.claims.slice_reports_service import cluster_info
@@ -156,11 +156,10 @@ def argument_spec():
 
 def main():
     module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
-    api = DraApi(module)
-    try:
+    with fails_on_error(module) as failure:
+        api = DraApi(module)
+        failure.keep(api_requests=lambda: api.requests)
         result = cluster_info(api, module.params["require_dra"], module.params["node_selector"])
-    except DraAdminError as exc:
-        module.fail_json(msg=str(exc), api_requests=api.requests)
     module.exit_json(changed=False, api_requests=api.requests, **result)
 
 

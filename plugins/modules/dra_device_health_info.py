@@ -229,8 +229,8 @@ api_requests:
   type: int
 """
 
-from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
-from ansible_collections.dra.admin.plugins.module_utils.common.api import (
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError, fails_on_error
+from ansible_collections.dra.admin.plugins.module_utils.access.api import (
     AnsibleK8SModule, DraApi, auth_argument_spec,
 )
 from ansible_collections.dra.admin.plugins.module_utils.devices.health_service import gather_device_health
@@ -260,17 +260,16 @@ def listed(devices, which):
 def main():
     module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
     params = module.params
-    api = DraApi(module)
-    try:
+    with fails_on_error(module) as failure:
+        api = DraApi(module)
+        failure.keep(api_requests=lambda: api.requests)
         result = gather_device_health(api, driver=params["driver"], first_seen=params["first_seen"],
                                       unknown_after=params["unknown_after"])
-    except DraAdminError as exc:
-        module.fail_json(msg=str(exc), api_requests=api.requests)
-    result["devices"] = listed(result["devices"], params["list_devices"])
-    result["api_requests"] = api.requests
-    if params["fail_on_problems"] and result["problems"]:
-        count = len(result["problems"])
-        module.fail_json(msg="%d device health problem(s): %s" % (count, "; ".join(result["problems"])), **result)
+        result["devices"] = listed(result["devices"], params["list_devices"])
+        result["api_requests"] = api.requests
+        if params["fail_on_problems"] and result["problems"]:
+            count = len(result["problems"])
+            raise DraAdminError("%d device health problem(s): %s" % (count, "; ".join(result["problems"])), result)
     module.exit_json(changed=False, **result)
 
 

@@ -44,6 +44,7 @@ extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - dra.admin.attributes
   - dra.admin.attributes.actiongroup_k8s
+  - dra.admin.wait
 attributes:
   check_mode:
     support: full
@@ -111,12 +112,8 @@ options:
         RV(elapsed) and O(wait_timeout) count from it. Default is the call's own start.
     type: float
   wait_timeout:
-    description: Seconds to wait for the eviction with O(effect=NoExecute); a finite number above 0.
-    type: int
     default: 300
   wait_sleep:
-    description: Seconds between reads of a rule while waiting; a finite number above 0.
-    type: float
     default: 2.0
     aliases: [poll_interval]
 notes:
@@ -272,8 +269,8 @@ api_requests:
   type: int
 """
 
-from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError, fail_result
-from ansible_collections.dra.admin.plugins.module_utils.common.api import (
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import fails_on_error, raise_input_errors
+from ansible_collections.dra.admin.plugins.module_utils.access.api import (
     AnsibleK8SModule, DraApi, auth_argument_spec,
 )
 from ansible_collections.dra.admin.plugins.module_utils.devices.remediation_service import remediate
@@ -318,20 +315,16 @@ def main():
     spec = argument_spec()
     module = AnsibleK8SModule(argument_spec=spec, supports_check_mode=True)
     params = module.params
-    errors = input_errors(params, spec)
-    if errors:
-        module.fail_json(msg="; ".join(errors) + "; nothing was changed", changed=False)
-    api = DraApi(module)
-    try:
+    # a bad input (a ValueError) is refused before any request; a RemediationFailure says what it changed
+    with fails_on_error(module, changed=False, refused_suffix="; nothing was changed") as failure:
+        raise_input_errors(input_errors(params, spec))
+        api = DraApi(module)
+        failure.keep(api_requests=lambda: api.requests)
         result, changed, diff = remediate(api, params["effect"], params["healthy_for"], driver=params["driver"],
                                           wait_timeout=params["wait_timeout"], poll_interval=params["wait_sleep"],
                                           check_mode=module.check_mode, wait=params["wait"], since=params["since"],
                                           allow_absent_driver=params["allow_absent_driver"],
                                           dead_drivers=params["dead_drivers"])
-    except DraAdminError as exc:
-        refused = isinstance(exc, ValueError)  # bad input: refused before any request
-        module.fail_json(**fail_result(exc, changed=getattr(exc, "changed", False), api_requests=api.requests,
-                                       msg_suffix="; nothing was changed" if refused else ""))
     module.exit_json(changed=changed, api_requests=api.requests, diff=diff, **result)
 
 

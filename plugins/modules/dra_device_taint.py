@@ -69,6 +69,7 @@ extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - dra.admin.attributes
   - dra.admin.attributes.actiongroup_k8s
+  - dra.admin.wait
 attributes:
   check_mode:
     support: full
@@ -160,7 +161,8 @@ options:
     description:
       - With O(state=tainted) and V(NoExecute), wait until eviction is finished (kube-controller-manager's report
         on the rule); with V(Evict), until every wave is evicted and the claims are released. O(state=dry_run) never
-        waits.
+        waits. After O(wait_timeout) the rule stays in place and the module fails listing the pods still using the
+        devices (with V(Evict), those not evicted and why).
       - With V(Evict) and V(false), each call evicts the pods of the first wave not gone yet, one request per pod (a
         refusal by a PodDisruptionBudget is retried by the next call, and named in RV(not_evicted)), and returns
         what is still waited for; a role calls it in an C(until) loop (not in check mode, since it evicts) until
@@ -179,14 +181,8 @@ options:
         RV(elapsed) and O(wait_timeout) count from it. Default is the call's own start.
     type: float
   wait_timeout:
-    description:
-      - Seconds to wait; a finite number above 0. On timeout the rule stays in place and the module fails listing
-        the pods still using the devices (with V(Evict), those not evicted and why).
-    type: int
     default: 300
   wait_sleep:
-    description: Seconds between reads of the rule while waiting; a finite number above 0.
-    type: float
     default: 2.0
     aliases: [poll_interval]
 notes:
@@ -460,8 +456,8 @@ api_requests:
   type: int
 """
 
-from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError, fail_result
-from ansible_collections.dra.admin.plugins.module_utils.common.api import (
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import fails_on_error, raise_input_errors
+from ansible_collections.dra.admin.plugins.module_utils.access.api import (
     AnsibleK8SModule, DraApi, auth_argument_spec,
 )
 from ansible_collections.dra.admin.plugins.module_utils.devices.taints_service import (
@@ -495,12 +491,18 @@ def argument_spec():
     return spec
 
 
+# Option relations Ansible checks before main() (its message names the option and what is missing): the driver
+# selects the devices of states tainted and dry_run, the rule of state absent is found by its name or its selector,
+# and device names are unique only within a pool.
+REQUIRED_IF = [("state", TAINTED, ["driver"]), ("state", DRY_RUN, ["driver"]),
+               ("state", ABSENT, ["name", "driver"], True)]
+REQUIRED_BY = {"device": "pool"}
+
+
 def parameter_errors(params):
     effect = NO_SCHEDULE if params["effect"] == EVICT else params["effect"]  # Evict writes a NoSchedule rule
     checked = dict(params, effect=EFFECT_NONE if params["state"] == DRY_RUN else effect)
     errors = input_errors(checked)
-    if params["state"] == ABSENT and params["name"]:
-        errors = [e for e in errors if not e.startswith("driver is required")]
     if params.get("preview") and params["state"] != DRY_RUN:
         errors.append("preview is for state=dry_run (it says where the evicted workloads would go; it writes nothing)")
     if params.get("since") is not None and not params["since"] >= 0:
@@ -510,16 +512,14 @@ def parameter_errors(params):
 
 
 def main():
-    module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
-    errors = parameter_errors(module.params)
-    if errors:
-        module.fail_json(msg="; ".join(errors) + "; nothing was changed")
-    api = DraApi(module)
-    run = DeviceTaint(api, module.params, check_mode=module.check_mode)
-    try:
+    module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True, required_if=REQUIRED_IF,
+                              required_by=REQUIRED_BY)
+    with fails_on_error(module) as failure:
+        raise_input_errors(parameter_errors(module.params), "; nothing was changed")
+        api = DraApi(module)
+        run = DeviceTaint(api, module.params, check_mode=module.check_mode)
+        failure.keep(changed=lambda: run.changed, api_requests=lambda: api.requests, diff=lambda: run.diff)
         result = run.run()
-    except DraAdminError as exc:
-        module.fail_json(**fail_result(exc, changed=run.changed, api_requests=api.requests, diff=run.diff))
     module.exit_json(changed=run.changed, api_requests=api.requests, diff=run.diff, **result)
 
 

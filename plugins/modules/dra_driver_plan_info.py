@@ -176,13 +176,13 @@ rendered_problems: {description: Problems of the DaemonSet in O(rendered)., retu
 api_requests: {description: Number of API requests the module made., returned: always, type: int}
 """
 
-from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError, fail_result
-from ansible_collections.dra.admin.plugins.module_utils.common.api import (
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError, fails_on_error
+from ansible_collections.dra.admin.plugins.module_utils.access.api import (
     AnsibleK8SModule, DraApi, auth_argument_spec,
 )
 from ansible_collections.dra.admin.plugins.module_utils.drivers.plan_service import plan
 from ansible_collections.dra.admin.plugins.module_utils.drivers.inputs import DriverInputError
-from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import DEFAULT_EXCLUSION_LABEL, exclusion_label_error
+from ansible_collections.dra.admin.plugins.module_utils.kube.selection import DEFAULT_EXCLUSION_LABEL, exclusion_label_error
 
 
 def argument_spec():
@@ -230,21 +230,27 @@ def argument_spec():
     return spec
 
 
+def invalid_settings(problems):
+    """Settings that cannot make a working driver: refused, naming every problem."""
+    return DraAdminError("invalid driver settings, nothing was installed: %s" % "; ".join(problems),
+                         {"problems": list(problems)})
+
+
 def main():
     module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
-    label_error = exclusion_label_error(module.params["exclusion_label"])
-    if label_error:
-        module.fail_json(msg="invalid driver settings, nothing was installed: %s" % label_error, problems=[label_error])
-    api = DraApi(module)
-    try:
-        result = plan(api, module.params, module.warn)
-    except DraAdminError as exc:
-        if isinstance(exc, DriverInputError):
-            module.fail_json(msg="invalid driver settings, nothing was installed: %s" % exc, problems=exc.problems)
-        module.fail_json(**fail_result(exc, api_requests=api.requests))
-    if result.get("rendered_problems"):
-        module.fail_json(msg="the chart's DaemonSet is not safe to install, nothing was installed: %s"
-                         % "; ".join(result["rendered_problems"]), **result)
+    with fails_on_error(module) as failure:
+        label_error = exclusion_label_error(module.params["exclusion_label"])
+        if label_error:
+            raise invalid_settings([label_error])
+        api = DraApi(module)
+        failure.keep(api_requests=lambda: api.requests)
+        try:
+            result = plan(api, module.params, module.warn)
+        except DriverInputError as exc:
+            raise invalid_settings(exc.problems)
+        if result.get("rendered_problems"):
+            raise DraAdminError("the chart's DaemonSet is not safe to install, nothing was installed: %s"
+                                % "; ".join(result["rendered_problems"]), result)
     module.exit_json(changed=False, api_requests=api.requests, **result)
 
 

@@ -28,6 +28,7 @@ extends_documentation_fragment:
   - dra.admin.attributes
   - dra.admin.attributes.info_module
   - dra.admin.attributes.actiongroup_k8s
+  - dra.admin.wait
 options:
   driver: {description: Driver name in the ResourceSlices., type: str, required: true}
   namespace: {description: Namespace of the DaemonSet., type: str, required: true}
@@ -40,8 +41,8 @@ options:
   require_startup_probe: {description: Also require a gRPC startup probe on each health port., type: bool, default: false}
   expected_strategy: {description: The updateStrategy the DaemonSet must have., type: dict}
   wait: {description: Wait for the rollout and the slices., type: bool, default: false}
-  wait_timeout: {description: Seconds to wait; a finite number above 0., type: int, default: 300, aliases: [timeout]}
-  wait_sleep: {description: Seconds between polls; a finite number above 0., type: float, default: 2.0, aliases: [poll_interval]}
+  wait_timeout: {default: 300, aliases: [timeout]}
+  wait_sleep: {default: 2.0, aliases: [poll_interval]}
   since:
     description:
       - When the wait started (seconds since the epoch, RV(started) of an earlier call), for a role that waits in an
@@ -103,13 +104,13 @@ pending:
 api_requests: {description: Number of API requests the module made., returned: always, type: int}
 """
 
-from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
-from ansible_collections.dra.admin.plugins.module_utils.common.api import (
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError, fails_on_error, raise_input_errors
+from ansible_collections.dra.admin.plugins.module_utils.access.api import (
     AnsibleK8SModule, DraApi, auth_argument_spec,
 )
 from ansible_collections.dra.admin.plugins.module_utils.drivers.status_service import run
 from ansible_collections.dra.admin.plugins.module_utils.drivers.status import failure, input_errors
-from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import DEFAULT_EXCLUSION_LABEL
+from ansible_collections.dra.admin.plugins.module_utils.kube.selection import DEFAULT_EXCLUSION_LABEL
 from ansible_collections.dra.admin.plugins.module_utils.common.waits import wait_options
 
 
@@ -134,17 +135,14 @@ def argument_spec():
 def main():
     spec = argument_spec()
     module = AnsibleK8SModule(argument_spec=spec, supports_check_mode=True)
-    errors = input_errors(module.params, spec)
-    if errors:
-        module.fail_json(msg="; ".join(errors))
-    api = DraApi(module)
-    try:
+    with fails_on_error(module) as failing:
+        raise_input_errors(input_errors(module.params, spec))
+        api = DraApi(module)
+        failing.keep(api_requests=lambda: api.requests)
         result = run(api, module.params)
-    except DraAdminError as exc:
-        module.fail_json(msg=str(exc), api_requests=api.requests)
-    message = failure(module.params, result)
-    if message and module.params["fail_on_problems"]:
-        module.fail_json(msg=message, api_requests=api.requests, **result)
+        message = failure(module.params, result)
+        if message and module.params["fail_on_problems"]:
+            raise DraAdminError(message, result)
     module.exit_json(changed=False, api_requests=api.requests, **result)
 
 

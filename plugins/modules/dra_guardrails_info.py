@@ -47,6 +47,7 @@ extends_documentation_fragment:
   - dra.admin.attributes
   - dra.admin.attributes.info_module
   - dra.admin.attributes.actiongroup_k8s
+  - dra.admin.wait
 options:
   broad_device_taint:
     description: Render the broad-device-taint guardrail.
@@ -86,12 +87,8 @@ options:
     type: bool
     default: false
   wait_timeout:
-    description: Seconds the wait may take.
-    type: int
     default: 60
   wait_sleep:
-    description: Seconds between looks.
-    type: float
     default: 1.0
 requirements:
   - kubernetes >= 24.2.0
@@ -185,8 +182,8 @@ api_requests:
   type: int
 """
 
-from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError, fail_result
-from ansible_collections.dra.admin.plugins.module_utils.common.api import (
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import fails_on_error, raise_input_errors
+from ansible_collections.dra.admin.plugins.module_utils.access.api import (
     AnsibleK8SModule, DraApi, auth_argument_spec,
 )
 from ansible_collections.dra.admin.plugins.module_utils.common.waits import wait_options, wait_parameter_errors
@@ -212,14 +209,11 @@ def argument_spec():
 def main():
     spec = argument_spec()
     module = AnsibleK8SModule(argument_spec=spec, supports_check_mode=True)
-    errors = wait_parameter_errors(module.params, spec=spec)
-    if errors:
-        module.fail_json(msg="; ".join(errors))
-    api = DraApi(module)
-    try:
+    with fails_on_error(module) as failure:
+        raise_input_errors(wait_parameter_errors(module.params, spec=spec))
+        api = DraApi(module)
+        failure.keep(api_requests=lambda: api.requests)
         result = run(api, module.params)
-    except DraAdminError as exc:
-        module.fail_json(**fail_result(exc, api_requests=api.requests))
     module.exit_json(changed=False, api_requests=api.requests, **result)
 
 

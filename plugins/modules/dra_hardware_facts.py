@@ -295,6 +295,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import InputError, fails_on_error
 from ansible_collections.dra.admin.plugins.module_utils.nodes.hardware import (
     NVIDIA_SMI_ARGS, SECTIONS, discover, nvidia_report,
 )
@@ -348,15 +349,16 @@ def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True,
                            required_by={"compare_slices": "node_name"})
     params = module.params
-    if not os.path.isdir(params["root"]):
-        module.fail_json(msg="root %s is not a directory: give the directory that holds the node's sys/ and proc/ "
+    with fails_on_error(module):
+        if not os.path.isdir(params["root"]):
+            raise InputError("root %s is not a directory: give the directory that holds the node's sys/ and proc/ "
                              "(/ on the node itself)" % params["root"])
-    nvidia = run_nvidia_smi(module, params["nvidia_smi"]) if "nvidia" in params["include"] else None
-    facts = discover(params["root"], params["include"], nvidia)
-    result = {"dra_hardware": facts}
-    if params["compare_slices"] is not None:
-        result["dra_hardware_drift"] = compare_node(facts, params["compare_slices"], params["node_name"],
-                                                    params["drivers"])
+        nvidia = run_nvidia_smi(module, params["nvidia_smi"]) if "nvidia" in params["include"] else None
+        facts = discover(params["root"], params["include"], nvidia)
+        result = {"dra_hardware": facts}
+        if params["compare_slices"] is not None:
+            result["dra_hardware_drift"] = compare_node(facts, params["compare_slices"], params["node_name"],
+                                                        params["drivers"])
     module.exit_json(changed=False, ansible_facts=result)
 
 

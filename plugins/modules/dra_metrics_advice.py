@@ -272,9 +272,10 @@ api_requests:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import fails_on_error, raise_input_errors
 from ansible_collections.dra.admin.plugins.module_utils.metrics import diagnosis
 from ansible_collections.dra.admin.plugins.module_utils.metrics.advice import input_error
-from ansible_collections.dra.admin.plugins.module_utils.common.http import Http
+from ansible_collections.dra.admin.plugins.module_utils.access.http import Http
 from ansible_collections.dra.admin.plugins.module_utils.metrics.prometheus_service import advise
 
 
@@ -308,11 +309,10 @@ def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True,
                            mutually_exclusive=[("prometheus_url", "scrape")],
                            required_one_of=[("prometheus_url", "scrape")])
-    error = input_error(module.params)
-    if error:
-        module.fail_json(msg=error)
-    http = Http(module.params["timeout"])
-    result = advise(module.params, http)
+    with fails_on_error(module):
+        raise_input_errors([input_error(module.params)])
+        http = Http(module.params["timeout"])
+        result = advise(module.params, http)
     module.exit_json(changed=False, api_requests=http.requests, **result)
 
 

@@ -67,6 +67,7 @@ extends_documentation_fragment:
   - kubernetes.core.k8s_auth_options
   - dra.admin.attributes
   - dra.admin.attributes.actiongroup_k8s
+  - dra.admin.wait
 options:
   node:
     description: The node to drain or return to service.
@@ -120,20 +121,15 @@ options:
     type: str
     default: dra.admin/driver-excluded
   wait_timeout:
-    description:
-      - Seconds the whole operation may take; a finite number above 0.
-    type: int
     default: 600
     aliases: [timeout]
   wait_sleep:
-    description:
-      - Seconds between polls of pods and claims; a finite number above 0.
-    type: float
     default: 1.0
     aliases: [poll_interval]
   wait:
     description:
-      - V(true) runs the whole drain in this one call, waiting between the phases (until O(wait_timeout)).
+      - V(true) runs the whole drain in this one call, waiting between the phases (until O(wait_timeout), which
+        bounds the whole operation; O(wait_sleep) apart, the looks at pods and claims).
       - V(false) (O(state=drained) of the node drain only) does the writes of the next phase whose waits are over
         and returns at once, with what the drain still waits for (RV(waiting_for), RV(pending)) as read before
         them; run it again after each wait. The writes are those of O(wait=true) in the same order - cordon and
@@ -401,14 +397,14 @@ api_requests:
   type: int
 """
 
-from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
-from ansible_collections.dra.admin.plugins.module_utils.common.api import (
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import fails_on_error, raise_input_errors
+from ansible_collections.dra.admin.plugins.module_utils.access.api import (
     AnsibleK8SModule, DraApi, auth_argument_spec,
 )
 from ansible_collections.dra.admin.plugins.module_utils.devices.taints_service import drain_devices
 from ansible_collections.dra.admin.plugins.module_utils.nodes.drain_service import NodeDrain
 from ansible_collections.dra.admin.plugins.module_utils.nodes.drain_inputs import input_errors
-from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import DEFAULT_EXCLUSION_LABEL
+from ansible_collections.dra.admin.plugins.module_utils.kube.selection import DEFAULT_EXCLUSION_LABEL
 from ansible_collections.dra.admin.plugins.module_utils.common.waits import wait_options
 
 
@@ -438,35 +434,32 @@ def argument_spec():
     return spec
 
 
+REQUIRED_BY = {"device_pool": "device_driver", "device": "device_driver"}  # the driver whose devices to drain
+
+
 def device_mode(module, api, params):
     """One pool or device of the node through a NoExecute DeviceTaintRule (module_utils.device_taints)."""
-    try:
-        result = drain_devices(api, params["node"], params["state"], params["device_driver"], params["device_pool"],
-                               params["device"], params["wait_timeout"], params["wait_sleep"], module.check_mode)
-    except DraAdminError as exc:
-        module.fail_json(msg=str(exc), api_requests=api.requests, details=exc.details)
+    result = drain_devices(api, params["node"], params["state"], params["device_driver"], params["device_pool"],
+                           params["device"], params["wait_timeout"], params["wait_sleep"], module.check_mode)
     module.exit_json(node=params["node"], api_requests=api.requests, **result)
 
 
 def main():
     spec = argument_spec()
-    module = AnsibleK8SModule(argument_spec=spec, supports_check_mode=True)
+    module = AnsibleK8SModule(argument_spec=spec, supports_check_mode=True, required_by=REQUIRED_BY)
     params = module.params
-    errors = input_errors(params, spec)
-    if errors:
-        module.fail_json(msg="; ".join(errors) + "; nothing was changed", changed=False)
-    api = DraApi(module)
-    if params["device_driver"]:
-        device_mode(module, api, params)
-    drain = NodeDrain(api, params, check_mode=module.check_mode)
-    try:
+    with fails_on_error(module, details_key="details") as failure:  # RV(details): what blocks the drain
+        raise_input_errors(input_errors(params, spec), "; nothing was changed")
+        api = DraApi(module)
+        failure.keep(api_requests=lambda: api.requests)
+        if params["device_driver"]:
+            device_mode(module, api, params)
+        drain = NodeDrain(api, params, check_mode=module.check_mode)
+        failure.keep(changed=lambda: drain.changed, events=lambda: drain.events, phases=lambda: drain.phases)
         if params["state"] == "drained":
             result = drain.drain()
         else:
             result = drain.return_to_service()
-    except DraAdminError as exc:
-        module.fail_json(msg=str(exc), details=exc.details, changed=drain.changed,
-                         events=drain.events, phases=drain.phases, api_requests=api.requests)
     for warning in drain.warnings:
         module.warn(warning)
     result.pop("would_change", None)

@@ -111,10 +111,10 @@ api_requests:
   type: int
 """
 
-from ansible_collections.dra.admin.plugins.module_utils.common.api import (
+from ansible_collections.dra.admin.plugins.module_utils.access.api import (
     AnsibleK8SModule, DraApi, auth_argument_spec,
 )
-from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError, fail_result
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import fails_on_error
 from ansible_collections.dra.admin.plugins.module_utils.nodes.node_check_service import run_check
 
 
@@ -126,12 +126,10 @@ def argument_spec():
 
 def main():
     module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
-    api = None
-    try:
+    with fails_on_error(module, api_requests=0) as failure:
         api = DraApi(module)
+        failure.keep(api_requests=lambda: api.requests)
         report = run_check(api, module.params["node_states"])
-    except DraAdminError as exc:
-        module.fail_json(**fail_result(exc, api_requests=api.requests if api else 0))
     module.exit_json(changed=False, api_requests=api.requests, **report)
 
 

@@ -169,8 +169,8 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.dra.admin.plugins.module_utils.nodes import node_state
-from ansible_collections.dra.admin.plugins.module_utils.common.errors import fail_result
-from ansible_collections.dra.admin.plugins.module_utils.nodes.node_state_service import NodeStateInputError, gather
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import fails_on_error
+from ansible_collections.dra.admin.plugins.module_utils.nodes.node_state_service import gather
 
 
 def argument_spec():
@@ -193,10 +193,8 @@ def find_program(module, program):
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     crictl = find_program(module, module.params["crictl"]) if module.params["containers"] else None
-    try:
+    with fails_on_error(module, changed=False):
         state = gather(module.params, lambda argv: module.run_command(argv, environ_update={"LC_ALL": "C"}), crictl)
-    except NodeStateInputError as exc:
-        module.fail_json(**fail_result(exc, changed=False))
     module.exit_json(changed=False, ansible_facts={"dra_node_state": state})
 
 

@@ -106,8 +106,8 @@ refused:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError, InputError, fail_result
-from ansible_collections.dra.admin.plugins.module_utils.common.files import NODE_BACKUP_DIR
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import InputError, fails_on_error
+from ansible_collections.dra.admin.plugins.module_utils.access.files import NODE_BACKUP_DIR
 from ansible_collections.dra.admin.plugins.module_utils.nodes import node_state
 from ansible_collections.dra.admin.plugins.module_utils.nodes.node_state_service import gather, repair
 
@@ -143,15 +143,12 @@ def after_line(moved, backup_dir):
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     params = dict(module.params, node_name=None, containers=True)
-    try:
+    host_error = "moving a stale file into %s or removing a dead socket failed: {error}" % params["backup_dir"]
+    with fails_on_error(module, host_error=host_error, changed=False):
         validate(params["repairs"])
         crictl = module.get_bin_path(params["crictl"]) if "/" not in params["crictl"] else params["crictl"]
         fresh = gather(params, lambda argv: module.run_command(argv, environ_update={"LC_ALL": "C"}), crictl)
         moved, refused = repair(params["repairs"], fresh, params["backup_dir"], module.check_mode)
-    except DraAdminError as exc:
-        module.fail_json(**fail_result(exc, changed=False))
-    except (OSError, IOError) as exc:
-        module.fail_json(msg="moving a stale file into %s or removing a dead socket failed: %s" % (params["backup_dir"], exc), changed=False)
     diff = {"before": "".join("%s\n" % m["path"] for m in moved),
             "after": "".join(after_line(m, params["backup_dir"]) for m in moved)}
     module.exit_json(changed=bool(moved), moved=moved, refused=refused, diff=diff)

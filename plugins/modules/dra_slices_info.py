@@ -105,8 +105,8 @@ api_requests:
   type: int
 """
 
-from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
-from ansible_collections.dra.admin.plugins.module_utils.common.api import (
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError, fails_on_error
+from ansible_collections.dra.admin.plugins.module_utils.access.api import (
     AnsibleK8SModule, DraApi, auth_argument_spec,
 )
 from ansible_collections.dra.admin.plugins.module_utils.claims.slice_reports_service import slices_info
@@ -126,14 +126,13 @@ def argument_spec():
 
 def main():
     module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
-    api = DraApi(module)
-    try:
+    with fails_on_error(module) as failure:
+        api = DraApi(module)
+        failure.keep(api_requests=lambda: api.requests)
         result = slices_info(api, module.params)
-    except DraAdminError as exc:
-        module.fail_json(msg=str(exc), api_requests=api.requests)
-    result["api_requests"] = api.requests
-    if module.params["fail_on_problems"] and (result["incomplete_pools"] or result["nodes_without_slices"]):
-        module.fail_json(msg=problems_message(result, module.params["driver"]), **result)
+        result["api_requests"] = api.requests
+        if module.params["fail_on_problems"] and (result["incomplete_pools"] or result["nodes_without_slices"]):
+            raise DraAdminError(problems_message(result, module.params["driver"]), result)
     module.exit_json(changed=False, **result)
 
 

@@ -191,8 +191,8 @@ api_requests:
   type: int
 """
 
-from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
-from ansible_collections.dra.admin.plugins.module_utils.common.api import AnsibleK8SModule, DraApi, auth_argument_spec
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError, fails_on_error
+from ansible_collections.dra.admin.plugins.module_utils.access.api import AnsibleK8SModule, DraApi, auth_argument_spec
 from ansible_collections.dra.admin.plugins.module_utils.upgrade.checks import SEVERITIES
 from ansible_collections.dra.admin.plugins.module_utils.upgrade.checks_service import check
 
@@ -210,17 +210,16 @@ def argument_spec():
 
 def main():
     module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
-    api = DraApi(module)
-    try:
+    with fails_on_error(module) as failure:
+        api = DraApi(module)
+        failure.keep(api_requests=lambda: api.requests)
         result = check(api, module.params["target_version"], module.params["schedulers"],
                        module.params["kubelet_gates"])
-    except DraAdminError as exc:
-        module.fail_json(msg=str(exc), api_requests=api.requests)
-    failing = [f for f in result["findings"] if f["severity"] in module.params["fail_on"]]
-    if failing:
-        module.fail_json(msg="%d finding(s) of severity %s for an upgrade to %s: %s" % (
-            len(failing), " or ".join(module.params["fail_on"]), module.params["target_version"],
-            "; ".join("%s: %s" % (f["subject"], f["message"]) for f in failing)), api_requests=api.requests, **result)
+        failing = [f for f in result["findings"] if f["severity"] in module.params["fail_on"]]
+        if failing:
+            raise DraAdminError("%d finding(s) of severity %s for an upgrade to %s: %s" % (
+                len(failing), " or ".join(module.params["fail_on"]), module.params["target_version"],
+                "; ".join("%s: %s" % (f["subject"], f["message"]) for f in failing)), result)
     module.exit_json(changed=False, api_requests=api.requests, **result)
 
 

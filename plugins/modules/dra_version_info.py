@@ -106,7 +106,7 @@ device_taint_rules:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError, fails_on_error
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import (
     default_served_api_versions, device_taint_rule_support, dra_settings, require_supported, resource_api_versions,
 )
@@ -136,13 +136,11 @@ def version_info(version, extra_gates):
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    try:
+    with fails_on_error(module):
         info = version_info(module.params["kubernetes_version"], module.params["extra_gates"])
-    except DraAdminError as exc:
-        module.fail_json(msg=str(exc))
-    errors = info.pop("errors")
-    if errors:
-        module.fail_json(msg="; ".join(errors), **info)
+        errors = info.pop("errors")
+        if errors:
+            raise DraAdminError("; ".join(errors), info)
     module.exit_json(changed=False, **info)
 
 

@@ -116,12 +116,10 @@ api_requests:
   type: int
 """
 
-from ansible.module_utils.common.text.converters import to_native
-
-from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
-from ansible_collections.dra.admin.plugins.module_utils.common.files import CONTROLLER_BACKUP_DIR, backup_options
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError, fails_on_error
+from ansible_collections.dra.admin.plugins.module_utils.access.files import CONTROLLER_BACKUP_DIR, backup_options
 from ansible_collections.dra.admin.plugins.module_utils.control_plane.manifest import HAS_YAML
-from ansible_collections.dra.admin.plugins.module_utils.common.api import (
+from ansible_collections.dra.admin.plugins.module_utils.access.api import (
     AnsibleK8SModule, DraApi, auth_argument_spec,
 )
 from ansible_collections.dra.admin.plugins.module_utils.control_plane.kubeadm_config_service import skipped_volume_warnings, update
@@ -139,18 +137,16 @@ def argument_spec():
 
 def main():
     module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True)
-    if not HAS_YAML:
-        module.fail_json(msg="PyYAML is required (pip install PyYAML)")
     params = module.params
-    api = DraApi(module)
-    result = dict(changed=False, found=False, cluster_configuration={}, skipped_volumes={})
-    try:
+    host_error = ("saving the backup into %s failed: {error} (nothing written; set backup_dir to a writable "
+                  "directory)" % params["backup_dir"])
+    with fails_on_error(module, host_error=host_error) as failure:
+        if not HAS_YAML:
+            raise DraAdminError("PyYAML is required (pip install PyYAML)")
+        api = DraApi(module)
+        result = dict(changed=False, found=False, cluster_configuration={}, skipped_volumes={})
+        failure.keep(result, api_requests=lambda: api.requests)
         update(api, params, result, module.check_mode, module._diff)
-    except DraAdminError as exc:
-        module.fail_json(msg=to_native(exc), api_requests=api.requests, **result)
-    except (IOError, OSError) as exc:
-        module.fail_json(msg="saving the backup into %s failed: %s (nothing written; set backup_dir to a writable "
-                             "directory)" % (params["backup_dir"], to_native(exc)), api_requests=api.requests, **result)
     for warning in skipped_volume_warnings(result["skipped_volumes"]):
         module.warn(warning)
     module.exit_json(api_requests=api.requests, **result)

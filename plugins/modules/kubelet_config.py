@@ -137,10 +137,9 @@ backup_file:
 """
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
-from ansible_collections.dra.admin.plugins.module_utils.common.files import NODE_BACKUP_DIR, backup_options
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError, fails_on_error
+from ansible_collections.dra.admin.plugins.module_utils.access.files import NODE_BACKUP_DIR, backup_options
 from ansible_collections.dra.admin.plugins.module_utils.control_plane import kubelet_config
 from ansible_collections.dra.admin.plugins.module_utils.control_plane import manifest as manifest_rules
 from ansible_collections.dra.admin.plugins.module_utils.control_plane.kubelet_config_service import plan, write
@@ -159,19 +158,16 @@ def argument_spec():
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    if not manifest_rules.HAS_YAML:
-        module.fail_json(msg=missing_required_lib("PyYAML"))
     path = module.params["path"]
-    try:
+    with fails_on_error(module, host_error="writing %s failed: {error}" % path) as failure:
+        if not manifest_rules.HAS_YAML:
+            raise DraAdminError(missing_required_lib("PyYAML"))
+        failure.keep(path=path, changed=False)
         planned = plan(module.params)
-    except DraAdminError as exc:
-        module.fail_json(msg=to_native(exc), path=path, changed=False)
-    result = kubelet_config.result(planned, path, module._diff)
-    if result["changed"] and not module.check_mode:
-        try:
+        result = kubelet_config.result(planned, path, module._diff)
+        failure.keep(result)
+        if result["changed"] and not module.check_mode:
             write(module, module.params, planned[1], result)
-        except (IOError, OSError) as exc:
-            module.fail_json(msg="writing %s failed: %s" % (path, to_native(exc)), **result)
     module.exit_json(**result)
 
 

@@ -29,6 +29,7 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
 import clusterlib  # noqa: E402
+import cluster_harness  # noqa: E402  (tests/integration/cluster_harness.py: running modules, reading results)
 import kind_nodes  # noqa: E402  (tests/integration/kind_nodes.py: the real-node clusters' helpers)
 from kube import Kubectl, wait_for  # noqa: E402  (hack/cluster/kube.py: the one wait helper of tests, bench and hack/)
 
@@ -83,24 +84,9 @@ class Cluster:
 
     # --- ansible -------------------------------------------------------
     def run_module(self, module, args=None, check=False, expect_failure=False):
-        """Run one module ad hoc against the cluster; return its result dict."""
-        cmd = ["ansible", "localhost", "-i", os.path.join(ROOT, "inventory", "kwok.yml"), "-m", module]
-        if args:
-            cmd += ["-a", json.dumps(args)]
-        if check:
-            cmd.append("--check")
-        env = dict(self.env, ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="json")
-        res = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT, check=False)
-        try:
-            out = json.loads(res.stdout)
-            result = out["plays"][0]["tasks"][0]["hosts"]["localhost"]
-        except (ValueError, KeyError, IndexError):
-            raise AssertionError(f"cannot read result of {module}: rc={res.returncode}\n{res.stdout}\n{res.stderr}")
-        failed = bool(result.get("failed"))
-        if failed != expect_failure:
-            raise AssertionError(f"{module} {'succeeded' if expect_failure else 'failed'} unexpectedly: "
-                                 f"{json.dumps(result, indent=1)[:4000]}")
-        return result
+        """Run one module ad hoc against the cluster; return its result dict (cluster_harness.run_module)."""
+        return cluster_harness.run_module(self.env, os.path.join(ROOT, "inventory", "kwok.yml"), module, args, check,
+                                          expect_failure)
 
     def run_playbook(self, playbook, *extra, env=None):
         cmd = ["ansible-playbook", "-i", os.path.join(ROOT, "inventory", "kwok.yml"),

@@ -9,7 +9,7 @@ import clusterlib  # noqa: E402  pylint: disable=wrong-import-position
 
 clusterlib.collection_on_path()
 # EXCLUSION_LABEL is re-exported for the tests and the drain benchmark.
-from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import (  # noqa: E402  pylint: disable=unused-import
+from ansible_collections.dra.admin.plugins.module_utils.kube.selection import (  # noqa: E402  pylint: disable=unused-import
     DEFAULT_EXCLUSION_LABEL as EXCLUSION_LABEL,
 )
 

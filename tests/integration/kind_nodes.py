@@ -15,6 +15,7 @@ import yaml
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
 import clusterlib  # noqa: E402
+import cluster_harness  # noqa: E402
 import kindlib  # noqa: E402
 from dra_objects import DRIVER  # noqa: E402
 from kube import Kubectl, wait_for  # noqa: E402
@@ -87,14 +88,8 @@ class KindCluster:
         return str(inventory)
 
     def run_module(self, module, args, tmp_path):
-        """One module ad hoc on localhost against the cluster; its result dict."""
-        env = dict(self.env, ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="json")
-        res = subprocess.run(["ansible", "localhost", "-i", self.local_inventory(tmp_path), "-m", module,
-                              "-a", json.dumps(args)], env=env, capture_output=True, text=True, cwd=ROOT, check=False)
-        try:
-            return json.loads(res.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
-        except (ValueError, KeyError, IndexError):
-            raise AssertionError(f"cannot read result of {module}: rc={res.returncode}\n{res.stdout}\n{res.stderr}")
+        """One module ad hoc on localhost against the cluster; its result dict (cluster_harness.run_module)."""
+        return cluster_harness.run_module(self.env, self.local_inventory(tmp_path), module, args)
 
     def role_command(self, role, tmp_path, extra_vars):
         """ansible-playbook argv running one role on localhost with extra_vars."""

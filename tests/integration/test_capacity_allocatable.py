@@ -25,6 +25,7 @@ import sys
 
 import pytest
 
+from cluster_harness import record
 from conftest import own_cluster
 from dra_objects import pod
 
@@ -133,25 +134,18 @@ def scheduler_answer(cluster, namespace, claim_name, pod_name):
     return None
 
 
-def record(cluster):
-    """With DRA_IT_RECORD=<dir>, save what gather_capacity reads, keyed as test_claims_doctor's ReplayApi wants."""
-    target = os.environ.get("DRA_IT_RECORD")
-    if not target:
-        return
+def capacity_paths(cluster):
+    """The API paths gather_capacity reads: record saves the server's answers keyed by them (partitionable-<version>),
+    as test_claims_doctor's ReplayApi wants."""
     v = cluster.resource_version
-    out = {}
     paths = ["/version", "/apis/resource.k8s.io"]
     for version in [e["version"] for e in json.loads(cluster.kubectl("get", "--raw", paths[1]).stdout)["versions"]]:
         paths.append(f"/apis/resource.k8s.io/{version}")
         served = json.loads(cluster.kubectl("get", "--raw", paths[-1]).stdout)["resources"]
         if any(r["name"] == "devicetaintrules" for r in served):
             paths.append(f"/apis/resource.k8s.io/{version}/devicetaintrules")
-    paths += [f"/apis/resource.k8s.io/{v}/{plural}" for plural in ("resourceslices", "resourceclaims", "deviceclasses")]
-    for path in paths:
-        out[path] = json.loads(cluster.kubectl("get", "--raw", path).stdout)
-    os.makedirs(target, exist_ok=True)
-    with open(os.path.join(target, f"partitionable-{cluster.version}.json"), "w") as fh:
-        json.dump(out, fh, indent=1, sort_keys=True)
+    return paths + [f"/apis/resource.k8s.io/{v}/{plural}"
+                    for plural in ("resourceslices", "resourceclaims", "deviceclasses")]
 
 
 def test_free_devices_are_what_the_scheduler_allocates(part_cluster):
@@ -180,7 +174,7 @@ def test_free_devices_are_what_the_scheduler_allocates(part_cluster):
     assert set(answers.values()) == {"allocated"}, answers
 
     out = cluster.run_module(MODULE, {"driver": DRIVER})
-    record(cluster)
+    record(cluster, "partitionable", paths=capacity_paths)
     by_pool = dict((p, out["by_pool"][f"{DRIVER}/{p}"]) for p in pools)
     assert out["allocator"]["release"] == gate_catalog.parse_minor(cluster.version)
     # What the rules say for these pools (the scheduler is asked below).

@@ -1,4 +1,4 @@
-"""The explainer's CEL layer (allocation.cel) against k8s.io/dynamic-resource-allocation's own CEL environment, per
+"""The explainer's CEL layer (kube.cel) against k8s.io/dynamic-resource-allocation's own CEL environment, per
 pinned release (the oracle: hack/oracle), no cluster.
 
 A corpus of device selectors over the DRA CEL library (the device variable, the string, list, regex, semver,
@@ -21,8 +21,8 @@ sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
 import clusterlib  # noqa: E402  pylint: disable=wrong-import-position
 
 clusterlib.collection_on_path()
-from ansible_collections.dra.admin.plugins.module_utils.allocation import cel  # noqa: E402
-from ansible_collections.dra.admin.plugins.module_utils.claims.slices import device_fields  # noqa: E402
+from ansible_collections.dra.admin.plugins.module_utils.kube import cel  # noqa: E402
+from ansible_collections.dra.admin.plugins.module_utils.kube.slices import device_fields  # noqa: E402
 
 CASES = int(os.environ.get("DRA_ORACLE_CASES", "400"))
 SEED = int(os.environ.get("DRA_ORACLE_SEED") or random.SystemRandom().randrange(2 ** 32))

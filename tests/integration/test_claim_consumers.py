@@ -17,13 +17,13 @@
 With DRA_IT_RECORD=<dir>, the objects are saved for the unit tests (extended-resource-<version>.json,
 workload-claims-<version>.json).
 """
-import json
 import os
 import signal
 
 import pytest
 import yaml
 
+from cluster_harness import record
 from conftest import own_cluster
 from dra_objects import DEVICE_CLASS, DRIVER, EXCLUSION_LABEL, claim, device_class
 # The drain tests' driver DaemonSet and node fixtures (driver, drain_node) are used here too.
@@ -41,19 +41,6 @@ WORKLOAD_GATES = "GenericWorkload=true,DRAWorkloadResourceClaims=true"
 
 def release(cluster):
     return "1.%d" % cluster.minor
-
-
-def record(cluster, name, namespace, *kinds):
-    target = os.environ.get("DRA_IT_RECORD")
-    if not target:
-        return
-    api = cluster.resource_version
-    items = cluster.get_json(f"resourceclaims.{api}.resource.k8s.io,pods", "-n", namespace)["items"]
-    for kind in kinds:
-        items += cluster.get_json(kind, *(["-n", namespace] if "podgroups" in kind else []))["items"]
-    os.makedirs(target, exist_ok=True)
-    with open(os.path.join(target, f"{name}-{cluster.version}.json"), "w") as fh:
-        json.dump({"apiVersion": "v1", "kind": "List", "items": items}, fh, indent=1, sort_keys=True)
 
 
 def controller_manager_pid(cluster):
@@ -157,7 +144,7 @@ def test_extended_resource_pod_is_a_claim_workload_everywhere(cluster, namespace
     stored = cluster.get_json(f"resourceclaims.{api}.resource.k8s.io", "-n", namespace, claim_name)
     assert [r["uid"] for r in stored["status"]["reservedFor"]] == [pod_uid]
     device = stored["status"]["allocation"]["devices"]["results"][0]
-    record(cluster, "extended-resource", namespace, "deviceclasses")
+    record(cluster, "extended-resource", ("resourceclaims,pods", "-n", namespace), "deviceclasses")
 
     # The claims report: reserved, the pod as consumer, on the pod's node.
     info = claims_of(cluster.run_module("dra.admin.dra_claims_info", {"namespaces": [namespace]}))[claim_name]
@@ -299,7 +286,7 @@ def test_a_pod_group_consumer_is_shown_not_orphaned_and_named_by_the_drain(workl
     stored = wc.wait_until(reserved_for_group, 60, "the claim reserved")
     assert stored["status"]["reservedFor"] == [
         {"apiGroup": "scheduling.k8s.io", "resource": "podgroups", "name": "gang", "uid": group_uid}]
-    record(wc, "workload-claims", namespace, "podgroups.scheduling.k8s.io")
+    record(wc, "workload-claims", ("resourceclaims,pods,podgroups.scheduling.k8s.io", "-n", namespace))
 
     info = claims_of(wc.run_module("dra.admin.dra_claims_info", {"namespaces": [namespace]}))["gang-gpu"]
     assert info["state"] == "reserved" and info["orphaned"] is False and info["nodes"] == [node]

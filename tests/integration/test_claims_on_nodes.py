@@ -12,10 +12,10 @@ The made-up drivers below have no kubelet plugin: the scheduler allocates from a
 published slice and a KWOK node "runs" any pod, which is all these checks need.
 """
 import json
-import os
 
 import yaml
 
+from cluster_harness import record
 from dra_objects import claim, claim_template, device_class, hostname_selector, pod, resource_slice
 from test_drain import (  # noqa: F401  pylint: disable=unused-import
     DRIVER_DS, DRIVER_NS, EXCLUSION, TOLERATE_KWOK, drain_args, drain_node, driver, node_state, pods_on, running_count,
@@ -24,26 +24,18 @@ from test_drain import (  # noqa: F401  pylint: disable=unused-import
 from kubernetes import config
 
 from ansible_collections.dra.admin.plugins.module_utils.releases import catalog  # noqa: E402  (path set by dra_objects)
-from ansible_collections.dra.admin.plugins.module_utils.common.api import TABLE_ACCEPT, DraApi  # noqa: E402
+from ansible_collections.dra.admin.plugins.module_utils.access.api import TABLE_ACCEPT, DraApi  # noqa: E402
 
 GATE_MODULE = "dra.admin.dra_claims_info"
 
 
-def record(cluster, scenario, namespace, *cluster_kinds):
-    """With DRA_IT_RECORD=<dir>, save the scenario's objects (and the pods as the server's Table) for unit tests."""
-    target = os.environ.get("DRA_IT_RECORD")
-    if not target:
-        return
-    api = cluster.resource_version
-    items = cluster.get_json(f"resourceclaims.{api}.resource.k8s.io,pods", "-n", namespace)["items"]
-    for kind in cluster_kinds:
-        items += cluster.get_json(f"{kind}.{api}.resource.k8s.io")["items"]
-    items += cluster.get_json("nodes")["items"]
-    raw = DraApi(api_client=config.new_client_from_config(config_file=cluster.kubeconfig))
-    items.append(raw.get(f"/api/v1/namespaces/{namespace}/pods", {"includeObject": "Metadata"}, accept=TABLE_ACCEPT))
-    os.makedirs(target, exist_ok=True)
-    with open(os.path.join(target, f"{scenario}-{cluster.version}.json"), "w") as fh:
-        json.dump({"apiVersion": "v1", "kind": "List", "items": items}, fh, indent=1, sort_keys=True)
+def scenario_objects(namespace, *cluster_kinds):
+    """What record saves of a scenario: the namespace's claims and pods, the cluster-wide kinds named, the nodes,
+    and the namespace's pods as the server's Table."""
+    def pods_table(cluster):
+        raw = DraApi(api_client=config.new_client_from_config(config_file=cluster.kubeconfig))
+        return [raw.get(f"/api/v1/namespaces/{namespace}/pods", {"includeObject": "Metadata"}, accept=TABLE_ACCEPT)]
+    return (("resourceclaims,pods", "-n", namespace),) + cluster_kinds + ("nodes", pods_table)
 
 
 def node_names(cluster):
@@ -91,7 +83,7 @@ def test_network_attached_claim_gates_the_node_of_its_pod(cluster, namespace, cl
     allocation = get_claim(cluster, namespace, "nic")["status"]["allocation"]
     assert not allocation.get("nodeSelector"), "network-attached: the allocator writes no node selector"
 
-    record(cluster, "network-attached", namespace, "resourceslices", "deviceclasses")
+    record(cluster, "network-attached", *scenario_objects(namespace, "resourceslices", "deviceclasses"))
     failed = gate(cluster, namespace, here, expect_failure=True)
     assert failed["blocking"] == [f"{namespace}/nic"]
     assert f"pods/uses-nic on {here}" in failed["msg"]
@@ -122,7 +114,7 @@ def test_drain_leaves_a_claim_shared_with_a_pod_on_another_node(cluster, namespa
     running_count(cluster, namespace, a, 1, "app=on-a")
     on_b = running_count(cluster, namespace, b, 1, "app=on-b")[0]
     assert len(get_claim(cluster, namespace, "shared")["status"]["reservedFor"]) == 2
-    record(cluster, "shared-pool", namespace, "resourceslices")
+    record(cluster, "shared-pool", *scenario_objects(namespace, "resourceslices"))
 
     for node in (a, b):
         assert gate(cluster, namespace, node, expect_failure=True)["blocking"] == [f"{namespace}/shared"]
@@ -159,7 +151,7 @@ def test_daemonset_pods_keep_their_claims_and_do_not_hold_the_drain(cluster, nam
     cluster.apply([claim_template(api, namespace, "one-gpu"), daemonset_with_claims(namespace, "agent", node, "one-gpu")])
     agent = running_count(cluster, namespace, node, 1, "app=agent")[0]
     claim_name = agent["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
-    record(cluster, "daemonset", namespace)
+    record(cluster, "daemonset", *scenario_objects(namespace))
 
     ok = gate(cluster, namespace, node)
     assert ok["blocking"] == [] and ok["daemonset_claims"] == [f"{namespace}/{claim_name}"]
@@ -214,6 +206,6 @@ def test_per_device_node_selection_counts_under_the_nodes_its_devices_name(clust
     cluster.apply([claim(api, namespace, "part", device_class=drv),
                    pod(namespace, "uses-part", claim_name="part", node=n1)])
     running(cluster, namespace, "uses-part")
-    record(cluster, "per-device", namespace, "resourceslices")
+    record(cluster, "per-device", *scenario_objects(namespace, "resourceslices"))
     view = cluster.run_module(GATE_MODULE, {"namespaces": [namespace]})["claims"][0]
     assert view["nodes"] == [n1] and view["problems"] == [], json.dumps(view)

@@ -11,11 +11,11 @@ without effect None or a status, and the module refuses effect Evict as every ot
 
 With DRA_IT_RECORD=<dir> the objects are saved for the unit tests (tests/unit/fixtures/recorded/).
 """
-import json
 import os
 import sys
 
 from api_recorder import ApiRecorder
+from cluster_harness import record
 from dra_objects import claim, device_class, pod, resource_slice
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -75,18 +75,11 @@ def rules(cluster):
     return cluster.get_json("devicetaintrules.resource.k8s.io")["items"]
 
 
-def record(cluster, name, namespace):
-    """With DRA_IT_RECORD=<dir>, save the namespace's pods, claims and budgets and the driver's slices."""
-    target = os.environ.get("DRA_IT_RECORD")
-    if not target:
-        return
-    api = cluster.resource_version
-    items = cluster.get_json(f"resourceclaims.{api}.resource.k8s.io,pods,poddisruptionbudgets", "-n", namespace)["items"]
-    items += [s for s in cluster.get_json(f"resourceslices.{api}.resource.k8s.io")["items"]
-              if s["spec"]["driver"] == DRIVER]
-    os.makedirs(target, exist_ok=True)
-    with open(os.path.join(target, f"device-eviction-{name}-{cluster.version}.json"), "w") as fh:
-        json.dump({"apiVersion": "v1", "kind": "List", "items": items}, fh, indent=1, sort_keys=True)
+def eviction_objects(namespace):
+    """What record saves of a scenario (device-eviction-<name>): the namespace's pods, claims and budgets and the
+    driver's slices."""
+    return (("resourceclaims,pods,poddisruptionbudgets", "-n", namespace),
+            ("resourceslices", "--field-selector", f"spec.driver={DRIVER}"))
 
 
 def first_nodes(cluster):
@@ -132,7 +125,7 @@ def test_evict_goes_wave_by_wave_and_waits_for_the_budget(cluster, namespace, cl
     cluster_objects([resource_slice(api, DRIVER, "spare", ["spare-%d" % i for i in range(6)], nodeName=other)])
     shared = [f"{ns}/s1", f"{ns}/s2"]
     train, web = live(cluster, ns, "train"), live(cluster, ns, "web")
-    record(cluster, "three-waves", ns)
+    record(cluster, "device-eviction-three-waves", *eviction_objects(ns))
 
     # The role (effect Evict by default) in check mode: the waves named, nothing written or evicted.
     role = cluster.run_role("dra.admin.device_maintenance", tmp_path, {
@@ -199,7 +192,7 @@ def test_evict_held_by_a_budget_fails_naming_it_and_keeps_the_pod(cluster, names
     budget_in_force(cluster, ns, "precious", 1, 0)
     [precious] = live(cluster, ns, "precious")
     uid = cluster.get_json("pod", "-n", ns, precious.split("/")[1])["metadata"]["uid"]
-    record(cluster, "held", ns)
+    record(cluster, "device-eviction-held", *eviction_objects(ns))
 
     failed = cluster.run_module(MODULE, dict(base, state="tainted", effect="Evict"), expect_failure=True)
     message = "The disruption budget precious needs 1 healthy pods and has 1 currently"

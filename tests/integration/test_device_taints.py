@@ -29,6 +29,7 @@ import time
 
 import pytest
 
+from cluster_harness import recap, record, results
 from conftest import own_cluster
 from dra_objects import claim, device_class, pod, resource_slice
 
@@ -46,18 +47,10 @@ KEY = "dra.admin/maintenance"
 TOLERATION_SECONDS = 20
 
 
-def record(cluster, name, namespace):
-    """With DRA_IT_RECORD=<dir>, save the claims and pods of the namespace, the slices and the rules."""
-    target = os.environ.get("DRA_IT_RECORD")
-    if not target:
-        return
-    api = cluster.resource_version
-    items = cluster.get_json(f"resourceclaims.{api}.resource.k8s.io,pods", "-n", namespace)["items"]
-    items += cluster.get_json(f"resourceslices.{api}.resource.k8s.io")["items"]
-    items += cluster.get_json("devicetaintrules.resource.k8s.io")["items"]
-    os.makedirs(target, exist_ok=True)
-    with open(os.path.join(target, f"device-taints-{name}-{cluster.version}.json"), "w") as fh:
-        json.dump({"apiVersion": "v1", "kind": "List", "items": items}, fh, indent=1, sort_keys=True)
+def taint_objects(namespace):
+    """What record saves of a scenario (device-taints-<name>): the claims and pods of the namespace, the slices
+    and the rules."""
+    return ("resourceclaims,pods", "-n", namespace), "resourceslices", "devicetaintrules.resource.k8s.io"
 
 
 def test_device_taint_rules_as_served_by_default(cluster):
@@ -154,15 +147,7 @@ def run_tasks(cluster, tmp_path, *tasks, module=MODULE):
     path = tmp_path / ("tasks-%d.yml" % len(list(tmp_path.iterdir())))
     path.write_text(json.dumps(book))
     res = cluster.run_playbook(str(path), env={"ANSIBLE_STDOUT_CALLBACK": "json", "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1"})
-    try:
-        return [task["hosts"]["localhost"] for task in json.loads(res.stdout)["plays"][0]["tasks"]]
-    except (ValueError, KeyError, IndexError):
-        raise AssertionError(f"cannot read the playbook's results: rc={res.returncode}\n{res.stdout}\n{res.stderr}")
-
-
-def recap(res):
-    line = [ln for ln in res.stdout.splitlines() if ln.startswith("localhost")][-1]
-    return dict(part.split("=") for part in line.split(":", 1)[1].split())
+    return results(res, "the playbook")
 
 
 def rules(cluster):
@@ -184,7 +169,7 @@ def assert_dry_runs_leave_the_rule(cluster, tmp_path, base, name, effect):
         assert result["name"] == name and result["rule"]["taint"]["effect"] == effect, result["rule"]
     role = cluster.run_role("dra.admin.device_maintenance", tmp_path, {"dra_device_maintenance_driver": base["driver"],
                                                                        "dra_device_maintenance_pool": base["pool"]})
-    assert role.returncode == 0 and recap(role)["changed"] == "0", role.stdout[-4000:]
+    assert role.returncode == 0 and recap(role)["changed"] == 0, role.stdout[-4000:]
     assert rule_versions(cluster) == versions
     assert cluster.get_json("devicetaintrules.resource.k8s.io", name)["spec"]["taint"]["effect"] == effect
 
@@ -232,7 +217,7 @@ def test_device_maintenance_dry_run_taint_evict_and_lift(taint_cluster, tmp_path
                                   "toleration_seconds": TOLERATION_SECONDS, "until": None}]
     assert sorted(d["device"] for d in dry["devices"]) == ["dev-0", "dev-1", "dev-2"]
     assert all(pod_phase(cluster, ns, n) == "Running" for n in ("a1", "a2", "t", "o"))
-    record(cluster, "dry-run", ns)
+    record(cluster, "device-taints-dry-run", *taint_objects(ns))
 
     # NoSchedule: running pods stay, a new claim on the pool cannot be allocated.
     tainted = cluster.run_module(MODULE, dict(base, state="tainted", effect="NoSchedule"))
@@ -253,7 +238,7 @@ def test_device_maintenance_dry_run_taint_evict_and_lift(taint_cluster, tmp_path
                                       "toleration_seconds": TOLERATION_SECONDS, "until": until}]
     cluster.wait_until(lambda: pod_phase(cluster, ns, "a1") is None and pod_phase(cluster, ns, "a2") is None,
                        60, "a1 and a2 evicted")
-    record(cluster, "noexecute-pending", ns)
+    record(cluster, "device-taints-noexecute-pending", *taint_objects(ns))
 
     # The same request again, waiting: nothing to change; it returns once the tolerating pod is gone too.
     done, again = run_tasks(cluster, tmp_path, (dict(base, state="tainted", effect="NoExecute"), False),
@@ -264,7 +249,7 @@ def test_device_maintenance_dry_run_taint_evict_and_lift(taint_cluster, tmp_path
     assert pod_phase(cluster, ns, "t") is None
     assert done["rule"]["condition"]["current"] and not done["rule"]["condition"]["eviction_in_progress"]
     assert again["evicted"] == [] and again["would_evict"] == []
-    record(cluster, "noexecute-done", ns)
+    record(cluster, "device-taints-noexecute-done", *taint_objects(ns))
     evictions = eviction_times(cluster, ns)
     assert sorted(evictions) == ["a1", "a2", "t"], evictions
     assert evictions["t"] >= added + datetime.timedelta(seconds=TOLERATION_SECONDS), (evictions, added)
@@ -283,10 +268,10 @@ def test_device_maintenance_dry_run_taint_evict_and_lift(taint_cluster, tmp_path
     role_vars = {"dra_device_maintenance_driver": DRIVER, "dra_device_maintenance_pool": POOL,
                  "dra_device_maintenance_state": "absent"}
     lifted = cluster.run_role("dra.admin.device_maintenance", tmp_path, role_vars)
-    assert lifted.returncode == 0 and recap(lifted)["changed"] == "1", lifted.stdout[-4000:]
+    assert lifted.returncode == 0 and recap(lifted)["changed"] == 1, lifted.stdout[-4000:]
     assert rules(cluster) == []
     again = cluster.run_role("dra.admin.device_maintenance", tmp_path, role_vars)
-    assert again.returncode == 0 and recap(again)["changed"] == "0", again.stdout[-4000:]
+    assert again.returncode == 0 and recap(again)["changed"] == 0, again.stdout[-4000:]
     cluster.apply([claim(api, ns, "back", device_class=DRIVER), pod(ns, "returned", claim_name="back", node=node)])
     cluster.wait_until(lambda: pod_phase(cluster, ns, "returned") == "Running", 90,
                        "a new pod Running on the pool once the rule is gone")
@@ -319,7 +304,7 @@ def test_drain_device_mode_evicts_one_device_and_releases_its_claim(taint_cluste
     role_vars = {"dra_drain_node": node, "dra_drain_state": "in_service", "dra_drain_device_driver": "gpu.example.com",
                  "dra_drain_device": "gpu-5", "dra_drain_timeout": 120}
     lifted = cluster.run_role("dra.admin.drain", tmp_path, role_vars)
-    assert lifted.returncode == 0 and recap(lifted)["changed"] == "1", lifted.stdout[-4000:]
+    assert lifted.returncode == 0 and recap(lifted)["changed"] == 1, lifted.stdout[-4000:]
     assert f"{node} in_service, DeviceTaintRule {drained['name']}:" in lifted.stdout and "lifted True" in lifted.stdout
     assert rules(cluster) == []
 
@@ -364,7 +349,7 @@ def test_maintenance_rule_and_device_drain_on_the_same_device_coexist(taint_clus
     role_vars = {"dra_drain_node": node, "dra_drain_state": "in_service", "dra_drain_device_driver": "gpu.example.com",
                  "dra_drain_device": "gpu-7", "dra_drain_timeout": 120}
     back = cluster.run_role("dra.admin.drain", tmp_path, role_vars)
-    assert back.returncode == 0 and recap(back)["changed"] == "1", back.stdout[-4000:]
+    assert back.returncode == 0 and recap(back)["changed"] == 1, back.stdout[-4000:]
     assert f"lifted True, other rules keeping the devices out of service: {ours}" in back.stdout, back.stdout[-4000:]
     assert rule_versions(cluster) == {ours: versions[ours]}
     index = 'device.attributes["gpu.example.com"].index == 7'
@@ -406,18 +391,10 @@ def remedy_slice(api, node, tainted, driver=REMEDY_DRIVER):
     return obj
 
 
-def record_remediation(cluster, name):
-    """With DRA_IT_RECORD=<dir>, save what the remediation reads: slices, claims, pods and DeviceTaintRules."""
-    target = os.environ.get("DRA_IT_RECORD")
-    if not target:
-        return
-    api = cluster.resource_version
-    items = cluster.get_json(f"resourceslices.{api}.resource.k8s.io")["items"]
-    items += cluster.get_json(f"resourceclaims.{api}.resource.k8s.io,pods", "-n", "device-remediation")["items"]
-    items += cluster.get_json("devicetaintrules.resource.k8s.io")["items"]
-    os.makedirs(target, exist_ok=True)
-    with open(os.path.join(target, f"device-remediation-{name}-{cluster.version}.json"), "w") as fh:
-        json.dump({"apiVersion": "v1", "kind": "List", "items": items}, fh, indent=1, sort_keys=True)
+# What record saves of a remediation scenario (device-remediation-<name>): what the remediation reads, slices,
+# claims, pods and DeviceTaintRules.
+REMEDIATION_OBJECTS = ("resourceslices", ("resourceclaims,pods", "-n", "device-remediation"),
+                       "devicetaintrules.resource.k8s.io")
 
 
 def test_remediation_taints_an_unhealthy_device_and_lifts_its_own_taint_after_the_period(taint_cluster, tmp_path):
@@ -457,10 +434,10 @@ def test_remediation_taints_an_unhealthy_device_and_lifts_its_own_taint_after_th
     extra = ["-e", json.dumps({"dra_device_maintenance_remediate_healthy_for": HEALTHY_FOR,
                                "dra_device_maintenance_poll_interval": 0.5})]
     first = cluster.run_playbook(book, *extra)
-    assert first.returncode == 0 and recap(first)["changed"] == "1", first.stdout[-4000:]
+    assert first.returncode == 0 and recap(first)["changed"] == 1, first.stdout[-4000:]
     assert f"tainted: {REMEDY_DRIVER}/{REMEDY_POOL}/dev-0" in first.stdout
     again = cluster.run_playbook(book, *extra)
-    assert again.returncode == 0 and recap(again)["changed"] == "0", again.stdout[-4000:]
+    assert again.returncode == 0 and recap(again)["changed"] == 0, again.stdout[-4000:]
     rule = cluster.get_json("devicetaintrules.resource.k8s.io", REMEDY_RULE)
     assert rule["spec"]["deviceSelector"] == {"driver": REMEDY_DRIVER, "pool": REMEDY_POOL, "device": "dev-0"}
     assert rule["spec"]["taint"]["key"] == "dra.admin/unhealthy" and rule["spec"]["taint"]["effect"] == "NoSchedule"
@@ -468,7 +445,7 @@ def test_remediation_taints_an_unhealthy_device_and_lifts_its_own_taint_after_th
                                           "dra.admin/purpose": "device-health-remediation"}
     assert "remedy.example.com/unhealthy=ecc:NoSchedule" in rule["metadata"]["annotations"]["dra.admin/reason"]
     assert pod_phase(cluster, ns, "user") == "Running"  # NoSchedule leaves the pod using the device alone
-    record_remediation(cluster, "tainted")
+    record(cluster, "device-remediation-tainted", *REMEDIATION_OBJECTS)
 
     # The driver clears its taint: the first run marks the rule, the next one (a second later) waits.
     cluster.apply([remedy_slice(api, node, tainted=False)])
@@ -479,7 +456,7 @@ def test_remediation_taints_an_unhealthy_device_and_lifts_its_own_taint_after_th
     since = cluster.get_json("devicetaintrules.resource.k8s.io", REMEDY_RULE)["metadata"]["annotations"][
         "dra.admin/healthy-since"]
     assert since == marked["now"]
-    record_remediation(cluster, "marked")
+    record(cluster, "device-remediation-marked", *REMEDIATION_OBJECTS)
 
     # Once the rule's own healthy-since is HEALTHY_FOR seconds old (the API server's clock is the host's):
     # lifted, and only it.
@@ -668,7 +645,7 @@ def test_role_waits_for_the_eviction_naming_the_pods_still_to_go(taint_cluster, 
     assert single["step"].get("skipped") and single["wait"].get("skipped")
     lifted = cluster.run_role("dra.admin.device_maintenance", tmp_path,
                               dict(role_vars, dra_device_maintenance_state="absent"))
-    assert lifted.returncode == 0 and recap(lifted)["changed"] == "1", lifted.stdout[-4000:]
+    assert lifted.returncode == 0 and recap(lifted)["changed"] == 1, lifted.stdout[-4000:]
     cluster.kubectl("delete", f"resourceclaims.{api}.resource.k8s.io", "-n", ns, "held", "slow", "--wait=true")
 
     # Phase by phase, the same workload again.
@@ -700,7 +677,7 @@ def test_role_waits_for_the_eviction_naming_the_pods_still_to_go(taint_cluster, 
     assert re.search(r"localhost\s+: ok=\d+\s+changed=1\s", again.stdout), again.stdout[-2000:]
     # Check mode: nothing written, nothing waited for.
     checked = cluster.run_role("dra.admin.device_maintenance", tmp_path, role_vars, check=True)
-    assert checked.returncode == 0 and recap(checked)["changed"] == "0", checked.stdout[-4000:]
+    assert checked.returncode == 0 and recap(checked)["changed"] == 0, checked.stdout[-4000:]
     cluster.kubectl("delete", "namespace", ns, "--wait=false")
     cluster.run_role("dra.admin.device_maintenance", tmp_path, dict(role_vars, dra_device_maintenance_state="absent"))
     cluster.kubectl("delete", f"deviceclasses.{api}.resource.k8s.io", PROGRESS_DRIVER)

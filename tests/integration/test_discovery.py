@@ -31,7 +31,7 @@ import clusterlib  # noqa: E402
 
 clusterlib.collection_on_path()
 from ansible_collections.dra.admin.plugins.module_utils.nodes import drift  # noqa: E402
-from ansible_collections.dra.admin.plugins.module_utils.claims import slices as slice_rules
+from ansible_collections.dra.admin.plugins.module_utils.kube import slices as slice_rules
 
 PLAYBOOK = """
 - name: Discovery

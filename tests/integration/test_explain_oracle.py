@@ -26,7 +26,8 @@ import clusterlib  # noqa: E402  pylint: disable=wrong-import-position
 from oracle import allocator_features  # noqa: E402  pylint: disable=wrong-import-position
 
 clusterlib.collection_on_path()
-from ansible_collections.dra.admin.plugins.module_utils.allocation import cel, model, search  # noqa: E402
+from ansible_collections.dra.admin.plugins.module_utils.kube import cel  # noqa: E402
+from ansible_collections.dra.admin.plugins.module_utils.allocation import model, search  # noqa: E402
 from ansible_collections.dra.admin.plugins.module_utils.claims.capacity import allocator_rules  # noqa: E402
 
 CATALOG = clusterlib.catalog()

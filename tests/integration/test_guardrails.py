@@ -26,6 +26,7 @@ import time
 import pytest
 import yaml
 
+from cluster_harness import recap
 from conftest import own_cluster
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -34,7 +35,7 @@ import clusterlib  # noqa: E402  pylint: disable=wrong-import-position
 
 clusterlib.collection_on_path()
 from ansible_collections.dra.admin.plugins.module_utils.rbac import guardrails  # noqa: E402
-from ansible_collections.dra.admin.plugins.module_utils.upgrade.checks import admin_access_label  # noqa: E402
+from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import admin_access_label  # noqa: E402
 
 ROLE = "dra.admin.guardrails"
 VERSIONS = clusterlib.supported_k8s_versions()
@@ -49,11 +50,6 @@ BROAD = guardrails.policy_name(guardrails.BROAD_DEVICE_TAINT)
 ADMIN = guardrails.policy_name(guardrails.ADMIN_ACCESS)
 OVERRIDE = guardrails.OVERRIDE_ANNOTATION
 WAIT = 60
-
-
-def recap(res):
-    line = [ln for ln in res.stdout.splitlines() if ln.startswith("localhost")][-1]
-    return dict((k, int(v)) for k, v in (part.split("=") for part in line.split(":", 1)[1].split()))
 
 
 def role(c, tmp_path, extra=None, check=False):

@@ -21,7 +21,7 @@ from kind_nodes import (is_ready, live_driver_pods, node_slices, role_task_resul
 
 clusterlib.collection_on_path()
 from ansible_collections.dra.admin.plugins.module_utils.canary import canary  # noqa: E402
-from ansible_collections.dra.admin.plugins.module_utils.metrics.diagnosis import parse_text  # noqa: E402
+from ansible_collections.dra.admin.plugins.module_utils.kube.prometheus_text import parse_text  # noqa: E402
 
 NAMESPACE = "itk-canary"
 PHASES = ["allocation", "prepare", "device", "unprepare"]

@@ -8,6 +8,8 @@ import json
 
 import pytest
 
+from cluster_harness import recap
+
 
 DRIVER = "it-rbac.example.com"
 OTHER_DRIVER = "someone-else.example.com"
@@ -127,11 +129,6 @@ def run_role(cluster, tmp_path, extra_vars, check=False):
     return cluster.run_role("dra.admin.rbac", tmp_path, extra_vars, check)
 
 
-def recap(res):
-    line = [ln for ln in res.stdout.splitlines() if ln.startswith("localhost")][-1]
-    return dict(part.split("=") for part in line.split(":", 1)[1].split())
-
-
 def served_resources(cluster):
     out = cluster.kubectl("api-resources", "--api-group=resource.k8s.io", "-o", "name").stdout
     return {line.split(".")[0] for line in out.split()}
@@ -170,7 +167,7 @@ def test_second_run_changes_nothing(cluster, personas, tmp_path):
     assert first.returncode == 0, first.stdout[-3000:]
     second = run_role(cluster, tmp_path, PERSONAS)
     assert second.returncode == 0, second.stdout[-3000:]
-    assert recap(second)["changed"] == "0", second.stdout[-3000:]
+    assert recap(second)["changed"] == 0, second.stdout[-3000:]
 
 
 def test_check_mode_and_prune_of_removed_namespace(cluster, personas, tmp_path):
@@ -181,7 +178,7 @@ def test_check_mode_and_prune_of_removed_namespace(cluster, personas, tmp_path):
 
     planned = run_role(cluster, tmp_path, moved, check=True)
     assert planned.returncode == 0, planned.stdout[-3000:]
-    assert int(recap(planned)["changed"]) >= 1
+    assert recap(planned)["changed"] >= 1
     assert cluster.kubectl("get", "rolebinding", "-n", TEAM_B, "dra-operator", check=False).returncode != 0, \
         "check mode created a RoleBinding"
     assert ask(cluster, operator_row) == [True], "check mode removed access"

@@ -1,22 +1,12 @@
 """playbooks/site.yml end to end on the real cluster: converge, idempotence, check mode, report."""
-import re
-
-
-def recap(output):
-    """{host: {ok, changed, failed, ...}} from ansible-playbook's PLAY RECAP."""
-    hosts = {}
-    for line in output.split("PLAY RECAP")[-1].splitlines():
-        match = re.match(r"^(\S+)\s+:\s+(.*)$", line.strip())
-        if match:
-            hosts[match.group(1)] = dict((k, int(v)) for k, v in re.findall(r"(\w+)=(\d+)", match.group(2)))
-    return hosts
+from cluster_harness import recap
 
 
 def run_site(cluster, *extra):
     # Rule files, whatever CRDs other tests left behind on the shared cluster.
     res = cluster.run_playbook("playbooks/site.yml", "-e", "dra_monitoring_delivery=files", *extra)
     assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-3000:]
-    return res.stdout, recap(res.stdout)["localhost"]
+    return res.stdout, recap(res)
 
 
 def test_site_converges_idempotent_and_check_mode_changes_nothing(cluster):

@@ -4,7 +4,7 @@
 """Why a claim is pending: per pod (or per claim without a pod), per node and per request, what the
 scheduler's allocator finds (``allocation.search``), summed up in a few numbers and one sentence.
 
-A pod's claims are allocated together on one node: the nodes the pod can run on (``nodes/selection.pod_refusal``) and
+A pod's claims are allocated together on one node: the nodes the pod can run on (``kube/selection.pod_refusal``) and
 that admit its claims already allocated are searched; the verdict is ``fits`` on the nodes where a fit is
 proven, ``cannot_tell`` where a selector cannot be evaluated here, ``does_not_fit`` otherwise. A claim no
 pod uses yet is explained on every node.
@@ -22,7 +22,7 @@ import re
 from ansible_collections.dra.admin.plugins.module_utils.allocation import extended, model, search
 from ansible_collections.dra.admin.plugins.module_utils.claims.capacity import allocator_rules
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims import allocation, pod_claim_refs
-from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import pod_refusal
+from ansible_collections.dra.admin.plugins.module_utils.kube.selection import pod_refusal
 
 DETAIL_SUMMARY = "summary"
 DETAIL_NODES = "nodes"

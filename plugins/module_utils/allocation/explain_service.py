@@ -13,16 +13,15 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.dra.admin.plugins.module_utils.allocation import explain, extended, model, search
-from ansible_collections.dra.admin.plugins.module_utils.allocation.cel import Environment
+from ansible_collections.dra.admin.plugins.module_utils.kube.cel import Environment
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims import allocation, pod_claim_refs
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import (
-    device_taint_rules, served_versions_by_resource,
+    device_taint_rules,
 )
-from ansible_collections.dra.admin.plugins.module_utils.common.api import DraApiError
+from ansible_collections.dra.admin.plugins.module_utils.access.api import DraApiError
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
-from ansible_collections.dra.admin.plugins.module_utils.control_plane.component_metrics import enabled_gates
-from ansible_collections.dra.admin.plugins.module_utils.devices.taints import RESOURCE as TAINT_RULES
-from ansible_collections.dra.admin.plugins.module_utils.metrics.diagnosis import parse_text
+from ansible_collections.dra.admin.plugins.module_utils.kube.taint_rules import RESOURCE as TAINT_RULES
+from ansible_collections.dra.admin.plugins.module_utils.kube.prometheus_text import enabled_gates, parse_text
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import (
     effective_gates, graduated_removed_gates, parse_minor,
 )
@@ -51,7 +50,7 @@ def read_cluster(api, namespace, with_pods=True):
     """Every object the explainer reads (see the module text); the pods only `with_pods`."""
     version = api.resource_api_version()
     server_version = (api.server_version() or {}).get("gitVersion")
-    rules, rules_read = device_taint_rules(api, served_versions_by_resource(api).get(TAINT_RULES))
+    rules, rules_read = device_taint_rules(api, api.versions_by_resource().get(TAINT_RULES))
     pods_path = "/api/v1/namespaces/%s/pods" % namespace if namespace else "/api/v1/pods"
     templates_path = api.resource_path("resourceclaimtemplates", namespace=namespace, version=version)
     return {

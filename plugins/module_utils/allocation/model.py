@@ -19,11 +19,11 @@ from ansible_collections.dra.admin.plugins.module_utils.claims.capacity import (
     POOL_WIDE_COUNTERS_FROM, device_consumption, pool_counter_sets,
 )
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims import allocation
-from ansible_collections.dra.admin.plugins.module_utils.claims.slices import (
+from ansible_collections.dra.admin.plugins.module_utils.kube.slices import (
     device_entry_offered_to, device_fields, holder_offers, pool_key,
 )
-from ansible_collections.dra.admin.plugins.module_utils.common.tolerations import tolerates
-from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import selector_matches
+from ansible_collections.dra.admin.plugins.module_utils.kube.tolerations import tolerates
+from ansible_collections.dra.admin.plugins.module_utils.kube.selection import selector_matches
 
 # Scheduler features that change allocation (gate names of releases.catalog).
 ADMIN_ACCESS = "DRAAdminAccess"
@@ -295,7 +295,7 @@ def allocated_devices(claims, besides=()):
     return out
 
 
-# ---- nodes (which nodes a pod may run on: nodes/selection.pod_refusal) -------------------------------------
+# ---- nodes (which nodes a pod may run on: kube/selection.pod_refusal) -------------------------------------
 
 def allocation_admits(claim, node_name, labels):
     """Whether an allocated claim can be used on the node (its allocation's nodeSelector; none: any node)."""

@@ -17,7 +17,7 @@ a device that matches no selector is reported so even when it is also allocated)
 with an error, or that this environment cannot evaluate, makes the verdict "cannot tell" unless no fit
 exists even if every such device were usable; a fit is only reported when proven.
 
-Pure: no Ansible, no network (CEL through ``allocation.cel``).
+Pure: no Ansible, no network (CEL through ``kube.cel``).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -29,11 +29,11 @@ import json
 import re
 
 from ansible_collections.dra.admin.plugins.module_utils.allocation import model
-from ansible_collections.dra.admin.plugins.module_utils.allocation.cel import SelectorError, Unsupported
+from ansible_collections.dra.admin.plugins.module_utils.kube.cel import SelectorError, Unsupported
 from ansible_collections.dra.admin.plugins.module_utils.claims import capacity
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
-from ansible_collections.dra.admin.plugins.module_utils.common.tolerations import tolerates
-from ansible_collections.dra.admin.plugins.module_utils.devices.taints import KEEPS_ALLOCATIONS_OFF
+from ansible_collections.dra.admin.plugins.module_utils.kube.tolerations import tolerates
+from ansible_collections.dra.admin.plugins.module_utils.kube.taint_rules import KEEPS_ALLOCATIONS_OFF, rule_selects
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import ALLOCATION_RESULTS_MAX_SIZE
 
 FITS = "fits"
@@ -134,14 +134,10 @@ class Context:
         return taints
 
     def _rule_selects(self, rule, device):
-        sel = (rule.get("spec") or {}).get("deviceSelector") or {}
-        for field, value in (("driver", device.driver), ("pool", device.pool), ("device", device.name)):
-            if sel.get(field) and sel[field] != value:
-                return False
-        expressions = [(s.get("cel") or {}).get("expression") for s in sel.get("selectors") or []]
-        if sel.get("deviceClassName"):
-            expressions = class_selectors(self.classes.get(sel["deviceClassName"])) + expressions
-        return self.selectors_match(expressions, device) is not False
+        """kube.taint_rules.rule_selects as kube-scheduler reads the rule; a selector that errs or cannot be
+        evaluated here counts as selecting (the tracker fails on an error: the device is not offered)."""
+        return rule_selects(rule, device.driver, device.pool, device.name, classes=self.classes,
+                            evaluate=lambda expressions: self.selectors_match(expressions, device) is not False)
 
 
 def class_selectors(device_class):

@@ -22,7 +22,7 @@ __metaclass__ = type
 import copy
 
 from ansible_collections.dra.admin.plugins.module_utils.allocation import explain, search
-from ansible_collections.dra.admin.plugins.module_utils.nodes.drain import controller_of, pod_key
+from ansible_collections.dra.admin.plugins.module_utils.kube.pods import controller_of, pod_key
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims import (
     SOURCE_TEMPLATE, allocation, pod_claim_refs, reserved_for,
 )

@@ -9,7 +9,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.dra.admin.plugins.module_utils.allocation import explain, whatif
-from ansible_collections.dra.admin.plugins.module_utils.allocation.cel import Environment
+from ansible_collections.dra.admin.plugins.module_utils.kube.cel import Environment
 from ansible_collections.dra.admin.plugins.module_utils.allocation.explain_service import read_cluster, scheduler_features
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import parse_minor
 

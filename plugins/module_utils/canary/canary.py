@@ -26,11 +26,12 @@ from ansible_collections.dra.admin.plugins.module_utils.claims.capacity import (
     allocator_rules, class_drivers, judged_devices, request_classes,
 )
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims import SOURCE_EXTENDED_RESOURCE, pod_claim_refs
-from ansible_collections.dra.admin.plugins.module_utils.claims.locations import is_marker
-from ansible_collections.dra.admin.plugins.module_utils.claims.slices import (
+from ansible_collections.dra.admin.plugins.module_utils.kube.locations import is_marker
+from ansible_collections.dra.admin.plugins.module_utils.kube.slices import (
     current_slices, device_fields, device_location, pool_key,
 )
 from ansible_collections.dra.admin.plugins.module_utils.common.names import MANAGED_BY, MANAGED_BY_LABEL
+from ansible_collections.dra.admin.plugins.module_utils.kube.prometheus_text import labels_text
 
 PHASES = ("allocation", "prepare", "device", "unprepare")
 
@@ -558,13 +559,6 @@ def probe_result(probe, state):
 
 # --- results ------------------------------------------------------------------------------------
 
-def _label(value):
-    return '"%s"' % str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-
-def _labels(**values):
-    return "{%s}" % ",".join("%s=%s" % (k, _label(v)) for k, v in sorted(values.items()))
-
 
 def metrics_text(results, skipped, now):
     """The run in the Prometheus text format (node-exporter's textfile collector): per driver, pool and phase
@@ -576,14 +570,14 @@ def metrics_text(results, skipped, now):
                "# TYPE %s gauge" % METRIC_SUCCESS]
     for result in results:
         for phase, entry in result["phases"].items():
-            labels_ = _labels(driver=result["driver"], pool=result["pool"], phase=phase)
+            labels_ = labels_text(driver=result["driver"], pool=result["pool"], phase=phase)
             if entry["seconds"] is not None:
                 lines.append("%s%s %s" % (METRIC_PHASE_SECONDS, labels_, entry["seconds"]))
             success.append("%s%s %d" % (METRIC_SUCCESS, labels_, 1 if entry["ok"] else 0))
     lines += success
     lines += ["# HELP %s Pools the DRA canary did not probe (no free device, cordoned node, ...)." % METRIC_SKIPPED,
               "# TYPE %s gauge" % METRIC_SKIPPED]
-    lines += ["%s%s 1" % (METRIC_SKIPPED, _labels(driver=s["driver"], pool=s["pool"])) for s in skipped]
+    lines += ["%s%s 1" % (METRIC_SKIPPED, labels_text(driver=s["driver"], pool=s["pool"])) for s in skipped]
     lines += ["# HELP %s When the DRA canary last ran (Unix time)." % METRIC_LAST_RUN,
               "# TYPE %s gauge" % METRIC_LAST_RUN, "%s %d" % (METRIC_LAST_RUN, int(now))]
     return "\n".join(lines) + "\n"

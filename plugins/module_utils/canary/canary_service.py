@@ -20,9 +20,9 @@ from ansible_collections.dra.admin.plugins.module_utils.canary.canary import (
     device_class_errors, waiting_pods,
 )
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import (
-    device_taint_rules, served_versions_by_resource,
+    device_taint_rules,
 )
-from ansible_collections.dra.admin.plugins.module_utils.common.api import DraApiError
+from ansible_collections.dra.admin.plugins.module_utils.access.api import DraApiError
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import InputError
 
 TAINT_RULES = "devicetaintrules"
@@ -35,7 +35,7 @@ def read_plan(api, drivers=(), pools=(), classes=None, skip_waited_pools=True):
     for are skipped (one more LIST: the Pending pods)."""
     version = api.resource_api_version()
     server_version = (api.server_version() or {}).get("gitVersion")
-    rules, _read = device_taint_rules(api, served_versions_by_resource(api).get(TAINT_RULES))
+    rules, _read = device_taint_rules(api, api.versions_by_resource().get(TAINT_RULES))
     slices = list(api.list_items(api.resource_path("resourceslices", version=version)))
     claims = list(api.list_items(api.resource_path("resourceclaims", version=version)))
     classes_listed = list(api.list_items(api.resource_path("deviceclasses", version=version)))

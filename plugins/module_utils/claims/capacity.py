@@ -6,7 +6,7 @@ per driver, pool, node and DeviceClass; per pool its shared counters (capacity, 
 with consumable capacity (``allowMultipleAllocations``) each capacity's total, used and left.
 
 Pure functions over the JSON the API returns (v1 and v1beta2 keep a device's fields on the device, v1beta1 under
-``basic``: ``claims.slices.device_fields``). Only slices of each pool's newest generation count (``claims.slices``).
+``basic``: ``kube.slices.device_fields``). Only slices of each pool's newest generation count (``kube.slices``).
 
 Free means the scheduler can allocate the device now to one more claim that asks for a whole device (no capacity
 request), as kube-scheduler's allocator (k8s.io/dynamic-resource-allocation/structured) decides it:
@@ -15,7 +15,7 @@ request), as kube-scheduler's allocator (k8s.io/dynamic-resource-allocation/stru
   (admin access does not take the device); a device shared through consumable capacity counts once however
   many claims share it.
 - tainted: the device carries a taint with effect ``NoSchedule`` or ``NoExecute`` in its slice, or a
-  DeviceTaintRule with such an effect selects it (by driver, pool and device: ``devices.taints.selector_matches``).
+  DeviceTaintRule with such an effect selects it as kube-scheduler reads the rule (``kube.taint_rules``).
 - free: not tainted; its pool is allocatable (complete, and valid); not allocated, or shared with every
   capacity still holding what a claim without a capacity request takes (``requestPolicy.default``, else the
   whole capacity); and every counter it consumes (``consumesCounters``) still has at least that much left after
@@ -44,45 +44,22 @@ __metaclass__ = type
 import re
 from fractions import Fraction
 
-from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.common.names import MANAGED_BY, MANAGED_BY_LABEL
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import (
     VersionError, gate_api_versions, gate_info, parse_minor,
 )
-from ansible_collections.dra.admin.plugins.module_utils.devices.taints import selector_matches
-from ansible_collections.dra.admin.plugins.module_utils.claims.slices import (
+from ansible_collections.dra.admin.plugins.module_utils.kube.quantity import QuantityError, quantity
+from ansible_collections.dra.admin.plugins.module_utils.kube.taint_rules import (
+    KEEPS_ALLOCATIONS_OFF, keeps_allocations_off, rule_selects,
+)
+from ansible_collections.dra.admin.plugins.module_utils.kube.slices import (
     current_slices, device_fields, device_location, pool_key, summarize_pools,
 )
+from ansible_collections.dra.admin.plugins.module_utils.kube.prometheus_text import labels_text
 
-BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 # From this release kube-scheduler shares counter sets across a pool's slices and skips incomplete pools.
 POOL_WIDE_COUNTERS_FROM = 35
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+)([eE][+-]?[0-9]+|[a-zA-Z]*)$")
-_SUFFIX = {"": 1, "n": Fraction(1, 10 ** 9), "u": Fraction(1, 10 ** 6), "m": Fraction(1, 1000),
-           "k": 10 ** 3, "M": 10 ** 6, "G": 10 ** 9, "T": 10 ** 12, "P": 10 ** 15, "E": 10 ** 18,
-           "Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40, "Pi": 2 ** 50, "Ei": 2 ** 60}
 _DRIVER_SELECTOR = re.compile(r'^\s*device\.driver\s*==\s*"([^"]+)"\s*$')
-
-
-class QuantityError(DraAdminError, ValueError):
-    pass
-
-
-def quantity(text):
-    """A Kubernetes quantity (``80Gi``, ``100``, ``500m``, ``1e3``) as a Fraction."""
-    match = _QUANTITY.match(str(text).strip())
-    if not match:
-        raise QuantityError("not a quantity: %r" % (text,))
-    number, suffix = match.groups()
-    try:
-        value = Fraction(number)
-    except ValueError:
-        raise QuantityError("not a quantity: %r" % (text,))
-    if suffix[:1] in ("e", "E"):
-        return value * Fraction(10) ** int(suffix[1:])
-    if suffix not in _SUFFIX:
-        raise QuantityError("unknown quantity suffix %r in %r" % (suffix, text))
-    return value * _SUFFIX[suffix]
 
 
 def plain(value):
@@ -152,28 +129,19 @@ def device_consumption(resource_slice, device, per_pool):
 
 
 def tainted(device):
-    return any(t.get("effect") in BLOCKING_EFFECTS for t in device_fields(device).get("taints") or [])
+    return any(t.get("effect") in KEEPS_ALLOCATIONS_OFF for t in device_fields(device).get("taints") or [])
 
 
 def blocking_rules(taint_rules):
-    """The DeviceTaintRules that keep the scheduler off the devices they select: effect NoSchedule or NoExecute,
-    selecting by driver, pool and device (1.33's alpha rules that also name a DeviceClass or CEL selectors are
-    not evaluated here and left out)."""
-    out = []
-    for rule in taint_rules or ():
-        spec = rule.get("spec") or {}
-        sel = spec.get("deviceSelector")
-        if (spec.get("taint") or {}).get("effect") not in BLOCKING_EFFECTS:
-            continue
-        if sel is not None and (sel.get("deviceClassName") or sel.get("selectors")):
-            continue
-        out.append(rule)
-    return out
+    """The DeviceTaintRules that keep the scheduler off the devices they select (kube.taint_rules)."""
+    return [rule for rule in taint_rules or () if keeps_allocations_off(rule)]
 
 
 def tainted_by_rules(rules, driver, pool, name):
-    """Whether one of `rules` (blocking_rules) selects the device (devices.taints.selector_matches)."""
-    return any(selector_matches((r.get("spec") or {}).get("deviceSelector"), driver, pool, name) for r in rules)
+    """Whether one of `rules` (blocking_rules) selects the device as kube-scheduler reads them
+    (kube.taint_rules.rule_selects: a rule without selector selects every device). A 1.33/1.34 rule that also
+    names a DeviceClass or CEL selectors is not evaluated here: it does not count (the explainer evaluates it)."""
+    return any(rule_selects(r, driver, pool, name) for r in rules)
 
 
 def published_devices(slices, rules=None, taint_rules=()):
@@ -721,14 +689,6 @@ METRIC_DISAGREEMENTS = "dra_admin_pool_status_disagreements"
 DEVICE_STATES = ("total", "allocated", "tainted", "free")
 
 
-def _label(value):
-    return '"%s"' % str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-
-def _labels(**labels):
-    return "{%s}" % ",".join("%s=%s" % (k, _label(v)) for k, v in sorted(labels.items()))
-
-
 def metrics_text(report, disagreements=None):
     """The report's per-pool counts in the Prometheus text exposition format (for a node-exporter textfile
     collector): devices per driver, pool and state; consumable capacity per driver, pool, capacity and kind (base
@@ -739,10 +699,10 @@ def metrics_text(report, disagreements=None):
     for key, entry in sorted(report["by_pool"].items()):
         driver, pool = key.split("/", 1)
         for state in DEVICE_STATES:
-            lines.append("%s%s %d" % (METRIC_DEVICES, _labels(driver=driver, pool=pool, state=state), entry[state]))
+            lines.append("%s%s %d" % (METRIC_DEVICES, labels_text(driver=driver, pool=pool, state=state), entry[state]))
         for name, cap in sorted(entry["capacity"].items()):
             for kind in ("total", "used", "left"):
-                labels = _labels(driver=driver, pool=pool, capacity=name, kind=kind)
+                labels = labels_text(driver=driver, pool=pool, capacity=name, kind=kind)
                 capacity.append("%s%s %s" % (METRIC_CAPACITY, labels, cap[kind]))
     if capacity:
         lines += ["# HELP %s Consumable capacity of shared DRA devices per driver, pool, capacity and kind "

@@ -31,10 +31,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.dra.admin.plugins.module_utils.claims.locations import (
+from ansible_collections.dra.admin.plugins.module_utils.kube.locations import (
     CLAIM_CLUSTER_WIDE, CLAIM_PINNED, CLAIM_SELECTOR, CLAIM_UNALLOCATED, claim_marker, is_marker,
 )
-from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import matching_nodes, pinned_nodes
+from ansible_collections.dra.admin.plugins.module_utils.kube.selection import matching_nodes, pinned_nodes
 
 PENDING = "pending"
 ALLOCATED = "allocated"
@@ -229,7 +229,7 @@ def claim_nodes(local_nodes, consumer_list):
 def slice_cross_check(devices, scope, local_nodes, slice_index):
     """Problems found when comparing a claim's allocation with the slices of its devices.
 
-    slice_index: (device locations, published pools) from claims.slices.device_index.
+    slice_index: (device locations, published pools) from kube.slices.device_index.
     """
     locations, pools = slice_index
     problems = []
@@ -349,7 +349,7 @@ def is_orphaned(state, consumer_list):
 def claim_view(claim, node_labels, pods, slice_index, others=None, listed=None):
     """Everything the reports say about one claim.
 
-    node_labels: {node: labels}; pods: {uid: pod_ref}; slice_index: claims.slices.device_index(slices);
+    node_labels: {node: labels}; pods: {uid: pod_ref}; slice_index: kube.slices.device_index(slices);
     others: the index of consumers that are not pods, listed: {(namespace, claim name): [consumer reference]}
     of the PodGroups listing claims (see consumers).
     """

@@ -13,7 +13,7 @@ import time
 
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import RESOURCE_GROUP
-from ansible_collections.dra.admin.plugins.module_utils.common.api import DraApiError
+from ansible_collections.dra.admin.plugins.module_utils.access.api import DraApiError
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims import (
     CONSUMER_POD, POD_GROUP_API_GROUP, POD_GROUP_RESOURCE, allocation, blocks_node, claim_selected, claim_view,
     claims_listed_by_groups, claims_used_by, consumer_kind, consumer_resource, daemonset_claims, non_pod_claims,
@@ -23,8 +23,8 @@ from ansible_collections.dra.admin.plugins.module_utils.claims.capacity import (
     capacity_report, metrics_text, pool_status_answer, pool_status_comparison, pool_status_computed,
     pool_status_request, pool_status_support, summary_lines,
 )
-from ansible_collections.dra.admin.plugins.module_utils.devices.taints import RESOURCE as TAINT_RULES
-from ansible_collections.dra.admin.plugins.module_utils.claims.slices import device_index
+from ansible_collections.dra.admin.plugins.module_utils.kube.taint_rules import RESOURCE as TAINT_RULES
+from ansible_collections.dra.admin.plugins.module_utils.kube.slices import device_index
 
 POD_NODE_COLUMN = "Node"
 POOL_STATUS_RESOURCE = "resourcepoolstatusrequests"
@@ -155,17 +155,6 @@ def gather_claim_views(api, node=None, namespaces=(), driver=None, label_selecto
             "non_pod_claims": non_pod_claims(views, node, used) if on_node else []}
 
 
-def served_versions_by_resource(api):
-    """{resource name: resource.k8s.io versions serving it, newest first}: one discovery GET per served version
-    (what api.versions_serving answers for one resource, for every resource at once)."""
-    out = {}
-    for version in api.served_resource_versions():
-        listing = api.get_or_none("/apis/%s/%s" % (RESOURCE_GROUP, version)) or {}
-        for resource in listing.get("resources") or []:
-            out.setdefault(resource.get("name"), []).append(version)
-    return out
-
-
 def device_taint_rules(api, served):
     """(the cluster's DeviceTaintRules from the first of the `served` versions, how they were read: "read",
     "not served", or "forbidden" when these credentials may not list them, then none is counted)."""
@@ -190,7 +179,7 @@ def gather_capacity(api, driver=None, pool_status=False, timeout=30, check_mode=
     (created, read until the controller answers, deleted) and the differences from the computed counts."""
     version = api.resource_api_version()
     server_version = (api.server_version() or {}).get("gitVersion")
-    by_resource = served_versions_by_resource(api)
+    by_resource = api.versions_by_resource()
     taint_rules, rules_read = device_taint_rules(api, by_resource.get(TAINT_RULES))
     slices = list(api.list_items(api.resource_path("resourceslices", version=version)))
     claims = list(api.list_items(api.resource_path("resourceclaims", version=version)))

@@ -21,7 +21,7 @@ Pure functions. Findings (``KINDS``):
 
 A driver is gone from a node only when nothing of it still publishes for the node: no
 current slice of it covers the node by ``nodeName``, ``allNodes`` or a ``nodeSelector``
-(at slice level or per device), as ``claims.slices.drivers_for_node`` decides with the Node's
+(at slice level or per device), as ``kube.slices.drivers_for_node`` decides with the Node's
 labels.
 - ``missing_devices``: an allocated device that no current ResourceSlice publishes.
 """
@@ -32,7 +32,7 @@ __metaclass__ = type
 
 
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims import PENDING, RESERVED
-from ansible_collections.dra.admin.plugins.module_utils.claims.slices import (
+from ansible_collections.dra.admin.plugins.module_utils.kube.slices import (
     device_index, drivers_for_node, node_publishers, publishing_drivers,
 )
 from ansible_collections.dra.admin.plugins.module_utils.common.times import epoch_seconds
@@ -58,7 +58,7 @@ FORCE_RISK = (
 
 
 def drivers_present(publishers, node_labels):
-    """A function node name -> set of drivers publishing for it (claims.slices.drivers_for_node), each node
+    """A function node name -> set of drivers publishing for it (kube.slices.drivers_for_node), each node
     looked up once. node_labels: {name: labels}; a node not in it (deleted) is matched by name only."""
     known = {}
 
@@ -72,7 +72,7 @@ def drivers_present(publishers, node_labels):
 def gone_drivers(view, present, anywhere):
     """[(node, driver)] of the claim's drivers that publish nothing for a node the claim is on.
 
-    present: drivers_present(...); anywhere: claims.slices.publishing_drivers. Claims on nodes are
+    present: drivers_present(...); anywhere: kube.slices.publishing_drivers. Claims on nodes are
     checked on each of them; a claim on no node (network-attached, no live pod) is checked
     against every node: its driver is gone when it publishes for none.
     """
@@ -86,7 +86,7 @@ def gone_drivers(view, present, anywhere):
 
 
 def missing_devices(view, locations):
-    """Allocated devices no current slice publishes (locations: claims.slices.device_index(...)[0])."""
+    """Allocated devices no current slice publishes (locations: kube.slices.device_index(...)[0])."""
     return [d for d in view["devices"] if (d["driver"], d["pool"], d["device"]) not in locations]
 
 

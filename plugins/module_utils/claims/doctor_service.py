@@ -15,9 +15,9 @@ from ansible_collections.dra.admin.plugins.module_utils.claims.claims import cla
 from ansible_collections.dra.admin.plugins.module_utils.claims.doctor import (
     DELETE, REMOVE_FINALIZERS, RESYNC, RESYNC_ANNOTATION, diagnose, pod_info,
 )
-from ansible_collections.dra.admin.plugins.module_utils.claims.slices import device_index
+from ansible_collections.dra.admin.plugins.module_utils.kube.slices import device_index
 from ansible_collections.dra.admin.plugins.module_utils.common.times import format_time
-from ansible_collections.dra.admin.plugins.module_utils.common.api import MERGE_PATCH, DraApiError
+from ansible_collections.dra.admin.plugins.module_utils.access.api import MERGE_PATCH, DraApiError
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import (
     POD_NODE_COLUMN, claim_items, node_label_index, non_pod_consumer_index,
 )

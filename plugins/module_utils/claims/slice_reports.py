@@ -9,8 +9,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.dra.admin.plugins.module_utils.claims.locations import is_marker
-from ansible_collections.dra.admin.plugins.module_utils.claims.slices import (
+from ansible_collections.dra.admin.plugins.module_utils.kube.locations import is_marker
+from ansible_collections.dra.admin.plugins.module_utils.kube.slices import (
     devices_by_node, drivers_by_node, node_publishers, nodes_without_slices, summarize_pools,
 )
 

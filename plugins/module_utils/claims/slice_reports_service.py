@@ -10,8 +10,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.dra.admin.plugins.module_utils.claims import slice_reports
-from ansible_collections.dra.admin.plugins.module_utils.common.api import DraNotServedError
-from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import node_label_map
+from ansible_collections.dra.admin.plugins.module_utils.access.api import DraNotServedError
+from ansible_collections.dra.admin.plugins.module_utils.kube.selection import node_label_map
 
 
 def cluster_info(api, require_dra, node_selector):

@@ -13,7 +13,7 @@ import os
 from ansible_collections.dra.admin.plugins.module_utils.control_plane import command_line
 from ansible_collections.dra.admin.plugins.module_utils.control_plane import component_flags
 from ansible_collections.dra.admin.plugins.module_utils.control_plane import manifest as manifest_rules
-from ansible_collections.dra.admin.plugins.module_utils.common.files import (
+from ansible_collections.dra.admin.plugins.module_utils.access.files import (
     NODE_BACKUP_DIR, backup_file, read_regular_file, read_text, write_atomically,
 )
 from ansible_collections.dra.admin.plugins.module_utils.control_plane.component_metrics import procfs_start_time

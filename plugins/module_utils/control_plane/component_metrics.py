@@ -8,7 +8,7 @@ Every Kubernetes component exposes ``process_start_time_seconds`` (its process's
 feature gate). A change counts as taken when the process started at or after the time noted before the
 change and every wanted gate has the wanted value.
 
-Pure: parsing through `metrics.diagnosis.parse_text`; no Ansible, no network.
+Pure: parsing through `kube.prometheus_text.parse_text`; no Ansible, no network.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -17,10 +17,9 @@ __metaclass__ = type
 
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import InputError
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import gate_value
-from ansible_collections.dra.admin.plugins.module_utils.metrics.diagnosis import parse_text, select
+from ansible_collections.dra.admin.plugins.module_utils.kube.prometheus_text import enabled_gates, parse_text, select
 
 START_TIME = "process_start_time_seconds"
-FEATURE_ENABLED = "kubernetes_feature_enabled"
 # prometheus/procfs divides a process's start ticks by 100, whatever the kernel's CONFIG_HZ.
 USER_HZ = 100.0
 
@@ -51,11 +50,6 @@ def start_time(samples):
     """The process's start time (seconds since the epoch), or None when the metric is not there."""
     found = [s.value for s in select(samples, START_TIME) if not s.labels]
     return found[0] if found else None
-
-
-def enabled_gates(samples):
-    """{gate: bool} from kubernetes_feature_enabled."""
-    return dict((s.labels.get("name"), s.value == 1) for s in select(samples, FEATURE_ENABLED) if s.labels.get("name"))
 
 
 def component_state(text, wanted=None, started_after=None):

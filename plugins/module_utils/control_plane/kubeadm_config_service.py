@@ -12,8 +12,8 @@ __metaclass__ = type
 import copy
 
 from ansible_collections.dra.admin.plugins.module_utils.control_plane import kubeadm_config as kc
-from ansible_collections.dra.admin.plugins.module_utils.common.api import DraApiError
-from ansible_collections.dra.admin.plugins.module_utils.common.files import backup_text
+from ansible_collections.dra.admin.plugins.module_utils.access.api import DraApiError
+from ansible_collections.dra.admin.plugins.module_utils.access.files import backup_text
 
 PATH = "/api/v1/namespaces/%s/configmaps/%s" % (kc.CONFIG_MAP_NAMESPACE, kc.CONFIG_MAP_NAME)
 WHERE = "%s/%s %s" % (kc.CONFIG_MAP_NAMESPACE, kc.CONFIG_MAP_NAME, kc.DATA_KEY)

@@ -10,7 +10,7 @@ __metaclass__ = type
 
 from ansible_collections.dra.admin.plugins.module_utils.control_plane import kubelet_config
 from ansible_collections.dra.admin.plugins.module_utils.control_plane import manifest
-from ansible_collections.dra.admin.plugins.module_utils.common.files import backup_file, read_regular_file, write_atomically
+from ansible_collections.dra.admin.plugins.module_utils.access.files import backup_file, read_regular_file, write_atomically
 
 
 def read_kubelet_config(path):

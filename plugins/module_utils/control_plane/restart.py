@@ -10,6 +10,8 @@ Pure functions; no IO:
   /configz and its health path) from its flags after the change and kubeadm's defaults;
 * ``tuning_written``: from component_flags' result for a QPS/Burst change, what kubeadm-config
   must carry (extraArgs, the config file's hostPath volume) and the files a rollback puts back.
+* ``manifest_image``, ``image_tag``: the image of a static Pod's container and its tag (the kube-apiserver's
+  version when nothing else gives it).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -19,6 +21,7 @@ __metaclass__ = type
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER
 from ansible_collections.dra.admin.plugins.module_utils.control_plane.tuning import SCHEDULER_CONFIG_VOLUME
+from ansible_collections.dra.admin.plugins.module_utils.control_plane.manifest import find_container, load_manifest
 
 # Addresses that mean "every interface": the component is then reached on the endpoint host.
 _ANY_ADDRESS = ("", "0.0.0.0", "::")
@@ -88,3 +91,21 @@ def tuning_written(component, result):
     if config.get("changed"):
         restore.append({"backup": config.get("backup_file"), "dest": config.get("host_path")})
     return {"kubeadm_args": args, "kubeadm_volumes": volumes, "restore_extra": restore}
+
+
+def image_tag(image):
+    """The tag of a container image reference, "" when it has none: the digest goes first, then the tag is what
+    follows the last ':' after the last '/' (a registry's port is not a tag).
+    ``registry:5000/kube-apiserver:v1.33.13@sha256:...`` -> ``v1.33.13``."""
+    name = str(image or "").split("@", 1)[0]
+    last = name.rsplit("/", 1)[-1]
+    return last.rsplit(":", 1)[1] if ":" in last else ""
+
+
+def manifest_image(text, container):
+    """{image, tag} of a container of a static Pod manifest's text (the kube-apiserver's, for its version)."""
+    where = "the %s manifest" % container
+    image = find_container(load_manifest(text, where), container, where).get("image")
+    if not image:
+        raise RestartInputError("%s names no image for its container %s" % (where, container))
+    return {"image": image, "tag": image_tag(image)}

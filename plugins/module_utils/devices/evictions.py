@@ -24,7 +24,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims import named_claims_recreated
-from ansible_collections.dra.admin.plugins.module_utils.nodes.drain import (
+from ansible_collections.dra.admin.plugins.module_utils.kube.pods import (
     controller_of, covering_budgets, object_key, pod_key,
 )
 
@@ -212,7 +212,7 @@ def eviction_waiting_for(waves, pods, affected):
 def not_evicted(failures, waves):
     """What kept pods from being evicted: [{pod, wave, reason, pod_disruption_budgets, message}], sorted.
 
-    failures: drain_service.PodEvictor's refusals ({pod, reason, pdbs, message}); reason: budget (a
+    failures: kube.evictions_service.PodEvictor's refusals ({pod, reason, pdbs, message}); reason: budget (a
     PodDisruptionBudget refused it), namespace (its namespace is being deleted), error (another refusal), or
     terminating (evicted, but not gone in time)."""
     wave_of = dict((k, w["wave"]) for w in waves for k in w["pods"])

@@ -5,7 +5,7 @@
 using the devices are evicted wave by wave through the Eviction API (devices.evictions decides the waves and
 what is still waited for).
 
-The evictions are the node drain's (nodes.drain_service.PodEvictor): policy/v1 Eviction, a refusal by a
+The evictions are the node drain's (kube.evictions_service.PodEvictor): policy/v1 Eviction, a refusal by a
 PodDisruptionBudget retried with backoff until the deadline, pods gone or terminating left alone.
 
 Requests: per namespace of the affected claims one pod LIST and one PodDisruptionBudget LIST (the plan); the
@@ -25,8 +25,8 @@ from ansible_collections.dra.admin.plugins.module_utils.devices.evictions import
 )
 from ansible_collections.dra.admin.plugins.module_utils.devices.taints import DeviceTaintError
 from ansible_collections.dra.admin.plugins.module_utils.devices.taints import affected_claims
-from ansible_collections.dra.admin.plugins.module_utils.nodes.drain import pod_key
-from ansible_collections.dra.admin.plugins.module_utils.nodes.drain_service import PodEvictor
+from ansible_collections.dra.admin.plugins.module_utils.kube.evictions_service import PodEvictor
+from ansible_collections.dra.admin.plugins.module_utils.kube.pods import pod_key
 
 
 def namespaces_of(affected):

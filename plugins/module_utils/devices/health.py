@@ -36,7 +36,7 @@ Which pods use a device: the claims whose allocation holds it, and the live pods
 among their consumers (``status.reservedFor``) or that name the claim in any field
 (``claims.claims.pod_claims``: the spec, claims made from templates, the claim made for
 extended resources backed by DRA, and the claims of a workload's PodGroup, which
-are reserved for the group, not for its pods); where a device is: ``claims.slices``.
+are reserved for the group, not for its pods); where a device is: ``kube.slices``.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -49,11 +49,11 @@ from ansible_collections.dra.admin.plugins.module_utils.claims.claims import (
     CONSUMER_POD, allocated_devices, consumers, names_claims, pod_claim_names, pod_claims, pod_ref, reserved_for,
 )
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import gate_info, parse_minor
-from ansible_collections.dra.admin.plugins.module_utils.claims.slices import current_slices, device_fields, device_location
+from ansible_collections.dra.admin.plugins.module_utils.kube.slices import current_slices, device_fields, device_location
 from ansible_collections.dra.admin.plugins.module_utils.common.times import format_time, parse_time as parse_api_time
-from ansible_collections.dra.admin.plugins.module_utils.devices.taints import KEEPS_ALLOCATIONS_OFF
-from ansible_collections.dra.admin.plugins.module_utils.claims.locations import is_marker
-from ansible_collections.dra.admin.plugins.module_utils.upgrade.checks import driver_accounts
+from ansible_collections.dra.admin.plugins.module_utils.kube.taint_rules import KEEPS_ALLOCATIONS_OFF
+from ansible_collections.dra.admin.plugins.module_utils.kube.locations import is_marker
+from ansible_collections.dra.admin.plugins.module_utils.drivers.checks import driver_accounts
 
 HEALTHY = "Healthy"
 UNHEALTHY = "Unhealthy"
@@ -140,7 +140,7 @@ def taint_view(taint):
 def published_devices(slices):
     """{(driver, pool, device): {"node": location, "taints": [taint views]}} of each pool's newest generation.
 
-    The location is a node name or a claims.locations marker (claims.slices.device_location).
+    The location is a node name or a kube.locations marker (kube.slices.device_location).
     """
     devices = {}
     for item in current_slices(slices):
@@ -573,7 +573,7 @@ def _driver_absence(driver, node, sets, pods, now):
 
 def drivers_gone(devices, daemonsets, pods, now):
     """[{driver, node, daemonsets, reason}] of the drivers whose kubelet plugin is gone from a node they still
-    publish devices for: no pod of the driver's DaemonSets (upgrade.checks.driver_accounts) on the node is Ready,
+    publish devices for: no pod of the driver's DaemonSets (drivers.checks.driver_accounts) on the node is Ready,
     and none has turned not Ready less than DRIVER_NOT_READY_AFTER seconds ago. Only node-local devices count
     (published with a node name); a driver no DaemonSet runs is not judged.
 

@@ -28,7 +28,7 @@ from ansible_collections.dra.admin.plugins.module_utils.devices.taint_progress i
     EVICTION_TEXT, WAIT_TEXT, eviction_timeout_message, remediation_pending, remediation_waits,
 )
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import pod_index
-from ansible_collections.dra.admin.plugins.module_utils.claims.slices import current_slices, pool_key
+from ansible_collections.dra.admin.plugins.module_utils.kube.slices import current_slices, pool_key
 from ansible_collections.dra.admin.plugins.module_utils.common.progress import progress
 from ansible_collections.dra.admin.plugins.module_utils.common.times import format_time
 from ansible_collections.dra.admin.plugins.module_utils.devices.health_service import gather_device_health

@@ -10,7 +10,7 @@ driver, pool and device (DeviceClass and CEL selectors were dropped in 1.35), a 
 None, NoSchedule or NoExecute, and a status with the EvictionInProgress condition.
 
 Who a rule affects is computed here, from the claims' allocation results and the ResourceSlices
-(claims.slices.device_index): the rule's status only counts pods. A claim tolerates the taint as
+(kube.slices.device_index): the rule's status only counts pods. A claim tolerates the taint as
 kube-controller-manager's device-taint-eviction controller decides it: a NoExecute toleration
 (empty key matches every key; operator Equal compares the value, Exists
 does not; only tolerations with effect NoExecute count) without tolerationSeconds tolerates it for ever;
@@ -31,20 +31,12 @@ from ansible_collections.dra.admin.plugins.module_utils.common.names import (
     DNS_SUBDOMAIN, MANAGED_BY, MANAGED_BY_LABEL, MAX_SUBDOMAIN, label_value_error, qualified_name_error,
     subdomain_error,
 )
-from ansible_collections.dra.admin.plugins.module_utils.claims.slices import device_index
+from ansible_collections.dra.admin.plugins.module_utils.kube.slices import device_index
 from ansible_collections.dra.admin.plugins.module_utils.common.times import format_time, parse_time
-from ansible_collections.dra.admin.plugins.module_utils.common.tolerations import tolerates
-
-RESOURCE = "devicetaintrules"
-KIND = "DeviceTaintRule"
-
-EFFECT_NONE = "None"
-NO_SCHEDULE = "NoSchedule"
-NO_EXECUTE = "NoExecute"
-EFFECTS = (EFFECT_NONE, NO_SCHEDULE, NO_EXECUTE)
-# The effects that keep new allocations off a device (NoExecute also evicts); None, and an effect this release
-# does not know, is a note. Device health and the allocation explainer read it.
-KEEPS_ALLOCATIONS_OFF = (NO_SCHEDULE, NO_EXECUTE)
+from ansible_collections.dra.admin.plugins.module_utils.kube.taint_rules import (  # noqa: F401 (re-exported)
+    EFFECT_NONE, EFFECTS, EVICTION, KEEPS_ALLOCATIONS_OFF, KIND, NO_EXECUTE, NO_SCHEDULE, RESOURCE, selector_selects,
+)
+from ansible_collections.dra.admin.plugins.module_utils.kube.tolerations import tolerates
 
 EVICTION_IN_PROGRESS = "EvictionInProgress"
 
@@ -69,8 +61,6 @@ OPERATION_NAME_PREFIXES = {MAINTENANCE: NAME_PREFIX, DEVICE_DRAIN: NAME_PREFIX +
 OPERATION_TOOLS = {MAINTENANCE: "dra.admin.dra_device_taint (role device_maintenance)",
                    DEVICE_DRAIN: "dra.admin.dra_node_drain's device mode (role drain)",
                    REMEDIATION: "dra.admin.dra_device_remediation (role device_maintenance, entry point remediate)"}
-# Effects that keep devices out of service (None only reports).
-OUT_OF_SERVICE_EFFECTS = (NO_SCHEDULE, NO_EXECUTE)
 
 
 class DeviceTaintError(DraAdminError):
@@ -85,14 +75,8 @@ def input_errors(params):
     errors = []
     if params.get("name"):
         errors.append(subdomain_error("name", params["name"], example="dra-admin-gpu-example-com-node-1"))
-    if not params.get("driver"):
-        errors.append("driver is required: the DRA driver whose devices to taint (for example gpu.example.com)")
-    else:
+    if params.get("driver") is not None:  # when driver is required, and that device needs pool: the module's spec
         errors.append(subdomain_error("driver", params["driver"]))
-    if params.get("device") and not params.get("pool"):
-        errors.append("device %r needs pool: device names are unique only within a pool (the pool of a "
-                      "node-local driver is usually the node's name; dra.admin.dra_slices_info lists them)"
-                      % params["device"])
     errors.append(qualified_name_error("key", params.get("key") or "", example=DEFAULT_KEY))
     errors.append(label_value_error("value", params.get("value") or ""))
     if params.get("effect") not in EFFECTS:
@@ -281,7 +265,7 @@ def rules_in_force(rules, sel, besides=None):
     for rule in rules:
         name = rule_name_of(rule)
         taint = ((rule.get("spec") or {}).get("taint")) or {}
-        if name == besides or taint.get("effect") not in OUT_OF_SERVICE_EFFECTS:
+        if name == besides or taint.get("effect") not in KEEPS_ALLOCATIONS_OFF:
             continue
         if not selectors_overlap(rule_selector(rule), sel):
             continue
@@ -307,7 +291,7 @@ def diff_view(rule):
 
 def selected_devices(slices, sel):
     """[{driver, pool, device, node}] the selector matches in the current slices, sorted (node: a node name
-    or a location marker of claims.locations)."""
+    or a location marker of kube.locations)."""
     locations, dummy = device_index(slices)
     out = []
     for (driver, pool, device), where in locations.items():
@@ -414,14 +398,6 @@ def noexecute_toleration(results, taint):
     return ("seconds", earliest) if earliest is not None else ("forever", None)
 
 
-def selector_matches(sel, driver, pool, device):
-    """Whether a rule's deviceSelector names this device: each field given must equal the device's, an empty
-    selector matches every device and none (None) no device (as the device-taint-eviction controller matches
-    allocated devices, whether a slice still publishes them or not)."""
-    fields = (("driver", driver), ("pool", pool), ("device", device))
-    return sel is not None and all(not sel.get(k) or sel[k] == v for k, v in fields)
-
-
 def affected_claims(claims, devices, taint, pods_by_uid=None, sel=None):
     """Claims allocated any of `devices` (or, with `sel`, any device the selector names, also one no current
     slice publishes any more), with their pods and how they tolerate the taint as NoExecute.
@@ -435,7 +411,7 @@ def affected_claims(claims, devices, taint, pods_by_uid=None, sel=None):
 
     def affected(result):
         key = (result.get("driver"), result.get("pool"), result.get("device"))
-        return key in wanted or (sel is not None and selector_matches(sel, *key))
+        return key in wanted or (sel is not None and selector_selects(sel, *key, reader=EVICTION))
     added = parse_time(taint.get("timeAdded"))
     out = []
     for claim in claims:

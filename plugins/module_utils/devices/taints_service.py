@@ -20,7 +20,7 @@ import time
 
 from ansible_collections.dra.admin.plugins.module_utils.allocation.whatif_service import preview_evictions
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import pod_index
-from ansible_collections.dra.admin.plugins.module_utils.common.api import MERGE_PATCH
+from ansible_collections.dra.admin.plugins.module_utils.access.api import MERGE_PATCH
 from ansible_collections.dra.admin.plugins.module_utils.common.progress import progress
 from ansible_collections.dra.admin.plugins.module_utils.devices.taint_progress import (
     EVICTION_TEXT, WAIT_TEXT, eviction_pending, eviction_timeout_message,

@@ -19,7 +19,7 @@ import re
 from ansible_collections.dra.admin.plugins.module_utils.drivers.inputs import DriverInputError
 from ansible_collections.dra.admin.plugins.module_utils.drivers.nodes import node_affinity
 from ansible_collections.dra.admin.plugins.module_utils.common.merge import deep_merge
-from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import required_terms
+from ansible_collections.dra.admin.plugins.module_utils.kube.selection import required_terms
 
 
 # Charts whose values layout is known: where the role puts strategy, selection and health port.

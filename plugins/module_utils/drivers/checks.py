@@ -10,9 +10,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.dra.admin.plugins.module_utils.drivers.manifests import HEALTH_SERVICE
+from ansible_collections.dra.admin.plugins.module_utils.drivers.manifests import DRIVER_LABEL, HEALTH_SERVICE
 from ansible_collections.dra.admin.plugins.module_utils.drivers.nodes import pod_spec_of
-from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import EXCLUSION_VALUE, required_terms, terms_exclude
+from ansible_collections.dra.admin.plugins.module_utils.kube.selection import EXCLUSION_VALUE, required_terms, terms_exclude
 
 
 def daemonsets_in(manifests):
@@ -70,3 +70,40 @@ def rollout_state(daemonset):
         text += " (controller has not seen the newest spec yet)"
     return {"done": bool(done), "desired": desired, "updated": updated, "available": available,
             "ready": ready, "text": text}
+
+
+# Where kubelets find plugin registration sockets: a DaemonSet mounting it (or /var/lib/kubelet) runs a plugin.
+PLUGIN_REGISTRY_DIR = "/var/lib/kubelet/plugins_registry"
+
+
+def _container_text(spec):
+    parts = []
+    for container in (spec.get("containers") or []) + (spec.get("initContainers") or []):
+        parts += container.get("args") or []
+        parts += container.get("command") or []
+        parts += [str(e.get("value")) for e in container.get("env") or [] if e.get("value")]
+    return " ".join(parts)
+
+
+def driver_accounts(daemonsets, drivers):
+    """[{namespace, service_account, daemonset, driver}] for DaemonSets that run a DRA driver's kubelet plugin.
+
+    A DaemonSet is a driver's when it carries the driver role's label (dra.admin/driver), or mounts the
+    kubelet's plugin registry and names a driver that publishes ResourceSlices in its arguments or environment.
+    """
+    accounts = []
+    for ds in daemonsets or []:
+        meta = ds.get("metadata") or {}
+        spec = pod_spec_of(ds)
+        names = [(meta.get("labels") or {}).get(DRIVER_LABEL)]
+        if not names[0]:
+            registry = any(((v.get("hostPath") or {}).get("path") or "").rstrip("/").startswith(PLUGIN_REGISTRY_DIR)
+                           or ((v.get("hostPath") or {}).get("path") or "").rstrip("/") == "/var/lib/kubelet"
+                           for v in spec.get("volumes") or [])
+            text = _container_text(spec)
+            names = [d for d in sorted(drivers or []) if registry and d in text]
+        for name in names:
+            if name:
+                accounts.append({"namespace": meta.get("namespace"), "daemonset": meta.get("name"), "driver": name,
+                                 "service_account": spec.get("serviceAccountName") or "default"})
+    return accounts

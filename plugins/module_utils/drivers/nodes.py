@@ -5,7 +5,7 @@
 
 nodeSelector, required node affinity (with the drain's exclusion label added to EVERY nodeSelectorTerm), the
 cordon and NoSchedule/NoExecute taints against the pod's tolerations plus those the DaemonSet controller adds
-itself: `nodes/selection.pod_refusal` with `DAEMONSET_TOLERATIONS`.
+itself: `kube/selection.pod_refusal` with `DAEMONSET_TOLERATIONS`.
 
 Pure functions over plain dicts: no Ansible, no network.
 """
@@ -15,7 +15,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
-from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import (
+from ansible_collections.dra.admin.plugins.module_utils.kube.selection import (
     AFFINITY_REFUSAL, pod_refusal, with_exclusion,
 )
 

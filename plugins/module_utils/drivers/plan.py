@@ -29,7 +29,7 @@ from ansible_collections.dra.admin.plugins.module_utils.drivers.nodes import (
     NoSelectedNodesError, node_affinity, select_nodes,
 )
 from ansible_collections.dra.admin.plugins.module_utils.drivers.upgrade import decide_strategy, kubelet_version
-from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import with_exclusion
+from ansible_collections.dra.admin.plugins.module_utils.kube.selection import with_exclusion
 from ansible_collections.dra.admin.plugins.module_utils.rbac.personas import granular_status, kubelet_plugin_objects
 
 

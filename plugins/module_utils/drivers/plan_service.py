@@ -12,7 +12,7 @@ __metaclass__ = type
 import os
 
 from ansible_collections.dra.admin.plugins.module_utils.drivers import plan as drivers_plan
-from ansible_collections.dra.admin.plugins.module_utils.common.files import read_text
+from ansible_collections.dra.admin.plugins.module_utils.access.files import read_text
 
 
 def local_chart_name(chart_ref):

@@ -16,8 +16,8 @@ from ansible_collections.dra.admin.plugins.module_utils.drivers.checks import ch
 from ansible_collections.dra.admin.plugins.module_utils.drivers.inputs import port_problem
 from ansible_collections.dra.admin.plugins.module_utils.drivers.nodes import select_nodes_for_daemonset
 from ansible_collections.dra.admin.plugins.module_utils.common.names import dns_label_error, subdomain_error
-from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import exclusion_label_error, node_label_map
-from ansible_collections.dra.admin.plugins.module_utils.claims.slices import nodes_with_complete_slices
+from ansible_collections.dra.admin.plugins.module_utils.kube.selection import exclusion_label_error, node_label_map
+from ansible_collections.dra.admin.plugins.module_utils.kube.slices import nodes_with_complete_slices
 from ansible_collections.dra.admin.plugins.module_utils.common.waits import wait_parameter_errors
 
 

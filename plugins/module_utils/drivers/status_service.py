@@ -11,7 +11,7 @@ __metaclass__ = type
 import time
 
 from ansible_collections.dra.admin.plugins.module_utils.drivers import status
-from ansible_collections.dra.admin.plugins.module_utils.common.api import DraApiError
+from ansible_collections.dra.admin.plugins.module_utils.access.api import DraApiError
 
 
 def observe(api, params):

@@ -23,180 +23,13 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import math
-import re
 
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import InputError
-from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER, KUBELET
 from ansible_collections.dra.admin.plugins.module_utils.control_plane.tuning import DEFAULT_KCM_BURST, DEFAULT_KCM_QPS
-
-# ---------------------------------------------------------------------------
-# Text exposition format
-# ---------------------------------------------------------------------------
-
-_NAME_RE = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
-_LABEL_NAME_RE = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
-_ESCAPES = {"\\": "\\", '"': '"', "n": "\n"}
-HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
-
-
-class ParseError(DraAdminError, ValueError):
-    """A line of metrics text that is not in the exposition format."""
-
-
-class Sample(object):
-    """One sample: metric name, labels (a dict) and value (a float)."""
-
-    __slots__ = ("name", "labels", "value")
-
-    def __init__(self, name, labels, value):
-        self.name = name
-        self.labels = labels
-        self.value = value
-
-    def key(self):
-        return (self.name, tuple(sorted(self.labels.items())))
-
-    def __repr__(self):
-        return "Sample(%r, %r, %r)" % (self.name, self.labels, self.value)
-
-
-class Scrape(object):
-    """Parsed metrics text: the samples, and the declared type of each family."""
-
-    def __init__(self, samples, types):
-        self.samples = samples
-        self.types = types
-
-    def names(self):
-        return set(s.name for s in self.samples)
-
-    def family_names(self):
-        """Metric family names: histogram series count under their family name too."""
-        names = set(self.types)
-        for name in self.names():
-            names.add(name)
-            for suffix in HISTOGRAM_SUFFIXES + ("_total",):
-                if name.endswith(suffix):
-                    names.add(name[:-len(suffix)])
-        return names
-
-
-def parse_value(text):
-    lowered = text.lower()
-    if lowered in ("+inf", "inf"):
-        return float("inf")
-    if lowered == "-inf":
-        return float("-inf")
-    if lowered == "nan":
-        return float("nan")
-    return float(text)
-
-
-def _parse_labels(line, pos, lineno):
-    """Parse ``{a="b",...}`` starting at ``line[pos] == '{'``; return (labels, position after '}')."""
-    labels = {}
-    pos += 1
-    length = len(line)
-    while True:
-        while pos < length and line[pos] in " \t":
-            pos += 1
-        if pos < length and line[pos] == "}":
-            return labels, pos + 1
-        match = _LABEL_NAME_RE.match(line, pos)
-        if not match:
-            raise ParseError("line %d: expected a label name at column %d: %s" % (lineno, pos + 1, line))
-        name = match.group(0)
-        pos = match.end()
-        while pos < length and line[pos] in " \t":
-            pos += 1
-        if pos >= length or line[pos] != "=":
-            raise ParseError("line %d: expected = after label %s: %s" % (lineno, name, line))
-        pos += 1
-        while pos < length and line[pos] in " \t":
-            pos += 1
-        if pos >= length or line[pos] != '"':
-            raise ParseError("line %d: expected a quoted value of label %s: %s" % (lineno, name, line))
-        pos += 1
-        chars = []
-        while True:
-            if pos >= length:
-                raise ParseError("line %d: unterminated value of label %s: %s" % (lineno, name, line))
-            char = line[pos]
-            if char == "\\" and pos + 1 < length:
-                chars.append(_ESCAPES.get(line[pos + 1], "\\" + line[pos + 1]))
-                pos += 2
-                continue
-            if char == '"':
-                pos += 1
-                break
-            chars.append(char)
-            pos += 1
-        labels[name] = "".join(chars)
-        while pos < length and line[pos] in " \t":
-            pos += 1
-        if pos < length and line[pos] == ",":
-            pos += 1
-        elif pos < length and line[pos] == "}":
-            return labels, pos + 1
-        else:
-            raise ParseError("line %d: expected , or } after label %s: %s" % (lineno, name, line))
-
-
-def parse_text(text):
-    """Parse Prometheus (or OpenMetrics) text exposition into a Scrape."""
-    samples = []
-    types = {}
-    for lineno, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line:
-            continue
-        if line.startswith("#"):
-            parts = line.split(None, 3)
-            if len(parts) >= 4 and parts[1] == "TYPE":
-                types[parts[2]] = parts[3].strip()
-            continue
-        match = _NAME_RE.match(line)
-        if not match:
-            raise ParseError("line %d: expected a metric name: %s" % (lineno, line))
-        name = match.group(0)
-        pos = match.end()
-        labels = {}
-        if pos < len(line) and line[pos] == "{":
-            labels, pos = _parse_labels(line, pos, lineno)
-        rest = line[pos:].split(" # ", 1)[0].split()
-        if not rest:
-            raise ParseError("line %d: no value: %s" % (lineno, line))
-        try:
-            value = parse_value(rest[0])
-        except ValueError:
-            raise ParseError("line %d: value %r is not a number: %s" % (lineno, rest[0], line))
-        samples.append(Sample(name, labels, value))
-    return Scrape(samples, types)
-
-
-# ---------------------------------------------------------------------------
-# Selection, rates and quantiles
-# ---------------------------------------------------------------------------
-
-def _matches(labels, matchers):
-    for label, op, value in matchers:
-        actual = labels.get(label, "")
-        if op == "=" and actual != value:
-            return False
-        if op == "!=" and actual == value:
-            return False
-        if op in ("=~", "!~"):
-            hit = re.match("(?:%s)$" % value, actual) is not None
-            if hit != (op == "=~"):
-                return False
-    return True
-
-
-def select(samples, name, matchers=()):
-    """Samples named ``name`` whose labels satisfy every (label, op, value) matcher."""
-    return [s for s in samples if s.name == name and _matches(s.labels, matchers)]
-
+from ansible_collections.dra.admin.plugins.module_utils.kube.prometheus_text import (
+    HISTOGRAM_SUFFIXES, label_value, parse_value, select,
+)
 
 def counter_increase(first, second):
     """Per series increase between two lists of counter samples, keyed like Sample.key().
@@ -381,8 +214,7 @@ def series_selector(query, target_matchers=None):
     """PromQL selector of the series a query reads, e.g. ``workqueue_depth{name="resource_claim"}``."""
     matchers = tuple(target_matchers if target_matchers is not None else query["target_matchers"])
     matchers += tuple(query["matchers"])
-    inner = ", ".join('%s%s"%s"' % (label, op, value.replace("\\", "\\\\").replace('"', '\\"'))
-                      for label, op, value in matchers)
+    inner = ", ".join("%s%s%s" % (label, op, label_value(value)) for label, op, value in matchers)
     return series_name(query) + ("{%s}" % inner if inner else "")
 
 

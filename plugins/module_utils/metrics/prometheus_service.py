@@ -17,8 +17,9 @@ from urllib.parse import urlencode
 
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.metrics import diagnosis
+from ansible_collections.dra.admin.plugins.module_utils.kube import prometheus_text
 from ansible_collections.dra.admin.plugins.module_utils.metrics import advice
-from ansible_collections.dra.admin.plugins.module_utils.common.http import SourceError
+from ansible_collections.dra.admin.plugins.module_utils.access.http import SourceError
 
 
 class QueryError(DraAdminError):
@@ -110,8 +111,8 @@ def scrape_once(http, endpoints):
             text = http.get(endpoint["url"], auth_headers(endpoint.get("bearer_token")),
                             endpoint.get("validate_certs", True), endpoint.get("ca_path"),
                             endpoint.get("client_cert"), endpoint.get("client_key"))
-            samples = diagnosis.parse_text(text).samples
-        except (SourceError, diagnosis.ParseError) as exc:
+            samples = prometheus_text.parse_text(text).samples
+        except (SourceError, prometheus_text.ParseError) as exc:
             round_[index] = str(exc)
             continue
         for sample in samples:

@@ -18,39 +18,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims import names_claims, named_claims_recreated
-from ansible_collections.dra.admin.plugins.module_utils.claims.locations import CLAIM_PINNED, CLAIM_SELECTOR
-from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import label_selector_matches
+from ansible_collections.dra.admin.plugins.module_utils.kube.locations import CLAIM_PINNED, CLAIM_SELECTOR
+from ansible_collections.dra.admin.plugins.module_utils.kube.pods import controller_of, covering_budgets, object_key, pod_key
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 TERMINAL_PHASES = ("Succeeded", "Failed")
 CORDON_ANNOTATION = "dra.admin/cordoned-before-drain"
-
-
-def pod_key(pod):
-    meta = pod.get("metadata") or {}
-    return "%s/%s" % (meta.get("namespace"), meta.get("name"))
-
-
-def object_key(obj):
-    """namespace/name of an object (cluster-scoped: None/name)."""
-    meta = (obj or {}).get("metadata") or {}
-    return "%s/%s" % (meta.get("namespace"), meta.get("name"))
-
-
-def covering_budgets(pod, pdbs):
-    """Sorted namespace/name of the PodDisruptionBudgets (of the pod's namespace) whose selector selects it: those
-    the Eviction API checks for the pod."""
-    meta = pod.get("metadata") or {}
-    return sorted(object_key(b) for b in pdbs
-                  if (b.get("metadata") or {}).get("namespace") == meta.get("namespace")
-                  and label_selector_matches((b.get("spec") or {}).get("selector"), meta.get("labels") or {}))
-
-
-def controller_of(pod):
-    for ref in (pod.get("metadata") or {}).get("ownerReferences") or []:
-        if ref.get("controller"):
-            return ref
-    return None
 
 
 def is_mirror(pod):
@@ -158,52 +131,6 @@ def cannot_free_message(node, not_freed):
             "PodDisruptionBudget to allow as many disruptions as the claim has pods, or have the pod template use a "
             "resourceClaimTemplateName so that each pod gets a claim of its own; then run the drain again."
             % (node, "; ".join(parts)))
-
-
-def pod_ready(pod):
-    for cond in (pod.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == "Ready":
-            return cond.get("status") == "True"
-    return False
-
-
-def eviction_body(pod, grace_period=None):
-    meta = pod.get("metadata") or {}
-    body = {"apiVersion": "policy/v1", "kind": "Eviction",
-            "metadata": {"name": meta.get("name"), "namespace": meta.get("namespace")}}
-    if grace_period is not None:
-        body["deleteOptions"] = {"gracePeriodSeconds": grace_period}
-    return body
-
-
-NAMESPACE_TERMINATING = "NamespaceTerminating"
-
-
-def eviction_refusal(status, causes=()):
-    """What a refused eviction means for the drain.
-
-    "gone": the pod no longer exists (404).
-    "budget": a PodDisruptionBudget does not allow it yet (429): retry until the timeout.
-    "namespace": the pod's namespace is being deleted (403 with the NamespaceTerminating cause): no
-    eviction can be created there, the namespace controller will delete the pod; retry until it is
-    marked for deletion, then wait for it to go.
-    "error": anything else; the drain stops on it.
-    """
-    if status == 404:
-        return "gone"
-    if status == 429:
-        return "budget"
-    if status == 403 and NAMESPACE_TERMINATING in causes:
-        return "namespace"
-    return "error"
-
-
-def backoff_delays(initial=0.5, factor=2.0, ceiling=5.0):
-    """Retry delays for PDB refusals: 0.5, 1, 2, 4, 5, 5, ... seconds."""
-    delay = initial
-    while True:
-        yield delay
-        delay = min(delay * factor, ceiling)
 
 
 def drivers_left_on_node(node_drivers, driver_pods, not_in_pods=()):

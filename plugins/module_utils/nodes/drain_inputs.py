@@ -8,7 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.dra.admin.plugins.module_utils.common.names import label_errors, object_ref_error, subdomain_error
-from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import exclusion_label_error
+from ansible_collections.dra.admin.plugins.module_utils.kube.selection import exclusion_label_error
 from ansible_collections.dra.admin.plugins.module_utils.common.waits import wait_parameter_errors
 
 
@@ -20,9 +20,7 @@ def input_errors(params, spec=None):
     errors.append(exclusion_label_error(params["exclusion_label"]))
     if params["grace_period"] is not None and params["grace_period"] < 0:
         errors.append("grace_period must be 0 or more seconds, got %s" % params["grace_period"])
-    if (params["device_pool"] or params["device"]) and not params["device_driver"]:
-        errors.append("device_pool and device need device_driver (the driver whose devices to drain)")
-    if params["device_driver"]:
+    if params["device_driver"]:  # device_pool and device need it: the module's required_by
         errors.append(subdomain_error("device_driver", params["device_driver"]))
     if not params["wait"] and (params["state"] != "drained" or params["device_driver"]):
         errors.append("wait=false is for state=drained of the node drain (no device_driver); the return to service "

@@ -15,105 +15,31 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.dra.admin.plugins.module_utils.allocation.whatif_service import preview_evictions
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
-from ansible_collections.dra.admin.plugins.module_utils.common.api import MERGE_PATCH, DraApiError
+from ansible_collections.dra.admin.plugins.module_utils.access.api import MERGE_PATCH
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import gather_claim_views
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims import (
     CONSUMER_POD_GROUP, blocks_node, claim_view, claims_used_by, consumer_label, consumer_note,
     held_for_non_pods_only_off_node, holds_devices, non_pod_message, pod_claims, pod_ref, reserved_for,
 )
 from ansible_collections.dra.admin.plugins.module_utils.nodes.drain import (
-    CORDON_ANNOTATION, backoff_delays, cannot_free_message, claims_drain_cannot_free, claims_only_for_node,
-    controller_of, covering_budgets, drivers_beyond_daemonsets, drivers_left_on_node, eviction_body,
-    eviction_refusal, object_key, plan_drain, pod_key, pod_ready,
+    CORDON_ANNOTATION, cannot_free_message, claims_drain_cannot_free, claims_only_for_node,
+    drivers_beyond_daemonsets, drivers_left_on_node, plan_drain,
+)
+from ansible_collections.dra.admin.plugins.module_utils.kube.evictions_service import PodEvictor
+from ansible_collections.dra.admin.plugins.module_utils.kube.pods import (
+    controller_of, object_key, pod_key, pod_ready,
 )
 from ansible_collections.dra.admin.plugins.module_utils.drivers.nodes import select_nodes_for_daemonset
-from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import daemonset_excludes
-from ansible_collections.dra.admin.plugins.module_utils.claims.slices import driver_publishes_for_node, slices_for_node
+from ansible_collections.dra.admin.plugins.module_utils.kube.selection import daemonset_excludes
+from ansible_collections.dra.admin.plugins.module_utils.kube.slices import driver_publishes_for_node, slices_for_node
 from ansible_collections.dra.admin.plugins.module_utils.common.progress import elapsed_since
 from ansible_collections.dra.admin.plugins.module_utils.nodes.drain_progress import drain_progress, drain_waiting_for
 
-MAX_PARALLEL_EVICTIONS = 16
-
-
 class DrainError(DraAdminError):
     """The drain stopped; `details` says what blocks it. The node stays cordoned."""
-
-
-class PodEvictor(object):
-    """Evictions through the Eviction API (policy/v1), as the drain makes them: a refusal by a
-    PodDisruptionBudget (429) or in a namespace being deleted (403, NamespaceTerminating) is retried with
-    backoff (nodes.drain.backoff_delays) while `remaining()` (seconds left) is above 0; a pod that is gone or
-    already terminating needs no eviction. Used by the node drain and by dra_device_taint's effect Evict.
-
-    evict() returns None when the pod is evicted (or needs no eviction), else what kept it:
-    {pod, reason (budget, namespace, error), pdbs (the PodDisruptionBudgets covering it), message}.
-    """
-
-    def __init__(self, api, remaining, grace_period=None, clock=time.time, sleep=time.sleep):
-        self.api = api
-        self.remaining = remaining
-        self.grace_period = grace_period
-        self.clock = clock
-        self.sleep = sleep
-
-    def evict(self, pod, retry=True):
-        """Evict one pod; with `retry` false one request only (a refusal is returned at once, for a caller that
-        retries in rounds of its own)."""
-        meta = pod["metadata"]
-        if meta.get("deletionTimestamp"):
-            return None  # already terminating: only wait for it to go
-        path = "/api/v1/namespaces/%s/pods/%s/eviction" % (meta["namespace"], meta["name"])
-        delays = backoff_delays()
-        body = eviction_body(pod, self.grace_period)
-        while True:
-            try:
-                self.api.request("POST", path, body=body, content_type="application/json")
-                return None
-            except DraApiError as exc:
-                refusal = eviction_refusal(exc.status, exc.causes)
-                if refusal == "gone" or (refusal != "budget" and self.is_gone_or_terminating(pod)):
-                    return None
-                if refusal == "error":
-                    return {"pod": pod_key(pod), "reason": refusal, "message": "%s: %s" % (pod_key(pod), exc),
-                            "pdbs": []}
-                if not retry or self.remaining() <= 0:
-                    return self.refused(pod, refusal, exc)
-                self.sleep(min(next(delays), max(self.remaining(), 0.1)))
-
-    def evict_all(self, pods, retry=True):
-        """Evict the pods concurrently (each as evict() does); the refusals, in the pods' order."""
-        if not pods:
-            return []
-        with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_EVICTIONS, len(pods))) as pool:
-            outcomes = list(pool.map(lambda p: self.evict(p, retry), pods))
-        return [o for o in outcomes if o]
-
-    def is_gone_or_terminating(self, pod):
-        meta = pod["metadata"]
-        current = self.api.get_or_none("/api/v1/namespaces/%s/pods/%s" % (meta["namespace"], meta["name"]))
-        return current is None or current["metadata"]["uid"] != meta["uid"] or \
-            bool(current["metadata"].get("deletionTimestamp"))
-
-    def refused(self, pod, refusal, exc):
-        """What kept the pod when the evictions stop: the budgets covering it and the server's own words (a
-        PodDisruptionBudget's refusal names the budget and its counts in the Status's causes)."""
-        if refusal == "namespace":
-            return {"pod": pod_key(pod), "reason": refusal, "pdbs": [],
-                    "message": "%s: its namespace is being deleted, and the pod was not marked for deletion "
-                               "within the timeout (%s)" % (pod_key(pod), exc)}
-        pdbs = self.pdbs_for(pod)
-        said = "; ".join(exc.cause_messages) or str(exc)
-        return {"pod": pod_key(pod), "reason": refusal, "pdbs": pdbs,
-                "message": "%s refused by PodDisruptionBudget %s (%s)" % (pod_key(pod), ", ".join(pdbs) or "?", said)}
-
-    def pdbs_for(self, pod):
-        """Names of the PodDisruptionBudgets in the pod's namespace whose selector selects it."""
-        return covering_budgets(pod, self.api.list_items(
-            "/apis/policy/v1/namespaces/%s/poddisruptionbudgets" % pod["metadata"]["namespace"]))
 
 
 class NodeDrain(object):
@@ -578,7 +504,7 @@ class NodeDrain(object):
             self.event("%s publishes ResourceSlices for %s" % (driver, self.node))
 
     def node_has_slices(self, driver, labels):
-        """The driver publishes for the node (claims.slices.driver_publishes_for_node: a current slice covers it by
+        """The driver publishes for the node (kube.slices.driver_publishes_for_node: a current slice covers it by
         nodeName, allNodes or a nodeSelector admitting its labels, per device too): from the driver's slices."""
         path = self.api.resource_path("resourceslices")
         every = self.api.list_items(path, {"fieldSelector": "spec.driver=%s" % driver})

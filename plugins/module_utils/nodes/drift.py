@@ -18,7 +18,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.dra.admin.plugins.module_utils.claims.slices import (
+from ansible_collections.dra.admin.plugins.module_utils.kube.slices import (
     device_fields, device_location, slices_for_node, summarize_pools,
 )
 
@@ -197,3 +197,50 @@ def compare_node(facts, slices, node, drivers=None):
     results = [compare_driver(facts, slices or [], node, driver_profile(d["name"], d)) for d in drivers]
     return {"node": node, "drift": any(r["drift"] for r in results), "drivers": results,
             "hardware_errors": len(facts.get("errors") or [])}
+
+
+# --- what the role discovery computes around dra_hardware_facts (filters in plugins/filter/discovery.py) ---
+
+def node_slices(slices, node, drivers):
+    """The slices the node's comparison reads: for every driver given, ``compare_driver``'s own selection
+    (the current generation, with a device or the slice itself on the node). What the role sends to the node
+    instead of every slice of the cluster."""
+    picked = []
+    for driver in drivers or []:
+        for item in slices_for_node(slices or [], node, driver["name"]):
+            if not any(item is seen for seen in picked):
+                picked.append(item)
+    return picked
+
+
+def discovery_record(node, hardware, drift=None):
+    """The role's summary of one node (its fact ``dra_discovery``), from the facts dra_hardware_facts set
+    (``drift``: ``dra_hardware_drift``, none without the comparison)."""
+    hardware, drift = hardware or {}, drift or {}
+    return {"node": node, "pci_summary": hardware.get("pci_summary") or {},
+            "nvidia_gpus": len((hardware.get("nvidia") or {}).get("gpus") or []),
+            "hardware_errors": hardware.get("errors") or [],
+            "drift": bool(drift.get("drift")), "drivers": drift.get("drivers") or []}
+
+
+def drift_summary(records):
+    """One line over the nodes' ``discovery_record``s: how many drift, and which."""
+    records = list(records or [])
+    drifting = [r["node"] for r in records if r.get("drift")]
+    line = "%d of %d node(s) with drift" % (len(drifting), len(records))
+    return line + (": " + ", ".join(drifting) if drifting else "")
+
+
+def _driver_disagreement(result):
+    ids = "".join("; %s %s" % (word, " ".join(str(i) for i in result.get(key) or []))
+                  for word, key in (("missing", "missing_ids"), ("extra", "extra_ids")) if result.get(key))
+    return "%s %s on the node, %s published (%s missing, %s extra%s)." % (
+        result["driver"], result["hardware"], result["published"], result["missing"], result["extra"], ids)
+
+
+def drift_message(record):
+    """Why a node fails the drift check: each drifting driver's numbers and ids, and where to look."""
+    drivers = " ".join(_driver_disagreement(d) for d in record.get("drivers") or [] if d.get("drift"))
+    return ("%s: hardware and ResourceSlices disagree: %s Check the driver's pod and logs on the node, the device's "
+            "health (nvidia-smi, dmesg), or dra_discovery_drivers if the mapping of devices to hardware is wrong."
+            % (record["node"], drivers))

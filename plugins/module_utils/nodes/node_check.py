@@ -24,11 +24,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims import allocation_nodes, pod_claim_refs
-from ansible_collections.dra.admin.plugins.module_utils.claims.slices import node_publishers
+from ansible_collections.dra.admin.plugins.module_utils.kube.slices import node_publishers
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.common.times import epoch_seconds
 from ansible_collections.dra.admin.plugins.module_utils.drivers.nodes import select_nodes_for_daemonset
-from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import daemonset_excludes
-from ansible_collections.dra.admin.plugins.module_utils.upgrade.checks import driver_accounts
+from ansible_collections.dra.admin.plugins.module_utils.kube.selection import daemonset_excludes
+from ansible_collections.dra.admin.plugins.module_utils.drivers.checks import driver_accounts
 
 STALE_CHECKPOINT_CLAIM = "stale_checkpoint_claim"
 STALE_CDI_SPEC = "stale_cdi_spec"
@@ -406,3 +407,26 @@ def check(states, cluster, now):
             counts[item["kind"]] += 1
     return {"nodes": reports, "counts": counts, "findings": sum(counts.values()),
             "repairs": sum(len(r["repairs"]) for r in reports)}
+
+
+# --- what the role node_doctor reads of the check (filters dra.admin.node_report, dra.admin.findings_left) ---
+
+class NodeReportError(DraAdminError, ValueError):
+    """A node the check has no report for; the message names it and the nodes it has."""
+
+
+def node_report(reports, node):
+    """The report of one node among ``check``'s ``nodes``."""
+    for report in reports or []:
+        if report.get("node") == node:
+            return report
+    names = ", ".join(sorted(str(r.get("node")) for r in reports or [])) or "none"
+    raise NodeReportError("the node check has no report for node %s (it has: %s); run dra_node_state_info on the "
+                          "node first and pass its dra_node_state in node_states" % (node, names))
+
+
+def findings_left(report, repaired=None):
+    """The report's findings that a repair did not take care of: those whose subject is not a path
+    dra_node_state_repair moved or removed (``repaired``: its result, or none when it did not run)."""
+    done = set(item.get("path") for item in (repaired or {}).get("moved") or [])
+    return [item for item in report.get("findings") or [] if item.get("subject") not in done]

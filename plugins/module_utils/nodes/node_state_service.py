@@ -17,7 +17,7 @@ import socket
 import stat
 
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import InputError
-from ansible_collections.dra.admin.plugins.module_utils.common.files import move_to_backup, read_text
+from ansible_collections.dra.admin.plugins.module_utils.access.files import move_to_backup, read_text
 from ansible_collections.dra.admin.plugins.module_utils.nodes import node_state
 
 try:

@@ -41,11 +41,8 @@ __metaclass__ = type
 
 from ansible_collections.dra.admin.plugins.module_utils.common.names import MANAGED_BY, MANAGED_BY_LABEL
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import (
-    ALLOCATION_RESULTS_MAX_SIZE, RESOURCE_GROUP, admission_policy_api_version, parse_minor, scheduler_count_overflow,
-    scheduler_count_overflow_fixed_in,
-)
-from ansible_collections.dra.admin.plugins.module_utils.upgrade.checks import (
-    ADMIN_LABEL_ENFORCED_FROM, admin_access_label,
+    ADMIN_LABEL_ENFORCED_FROM, ALLOCATION_RESULTS_MAX_SIZE, RESOURCE_GROUP, admin_access_label,
+    admission_policy_api_version, parse_minor, scheduler_count_overflow, scheduler_count_overflow_fixed_in,
 )
 
 BROAD_DEVICE_TAINT = "broad-device-taint"

@@ -12,7 +12,7 @@ __metaclass__ = type
 
 import time
 
-from ansible_collections.dra.admin.plugins.module_utils.common.api import DraApiError
+from ansible_collections.dra.admin.plugins.module_utils.access.api import DraApiError
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import RESOURCE_GROUP
 from ansible_collections.dra.admin.plugins.module_utils.rbac.guardrails import (
@@ -33,13 +33,8 @@ class GuardrailNotInForce(DraAdminError):
 def serving(api):
     """{resource: [resource.k8s.io versions listing it]} for the guarded resources: one discovery request per
     served version."""
-    out = dict((name, []) for names in RESOURCES.values() for name in names)
-    for version in api.served_resource_versions():
-        listing = api.get_or_none("/apis/%s/%s" % (RESOURCE_GROUP, version)) or {}
-        for item in listing.get("resources") or []:
-            if item.get("name") in out:
-                out[item["name"]].append(version)
-    return out
+    by_resource = api.versions_by_resource()
+    return dict((name, by_resource.get(name, [])) for names in RESOURCES.values() for name in names)
 
 
 def _path(policy_api, kind, name=None):

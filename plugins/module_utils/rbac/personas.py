@@ -57,17 +57,6 @@ def granular_status(kubernetes_version):
             return True
 
 
-def served_resource_names(discovery_lists):
-    """Union of resource names (with subresources, e.g. resourceclaims/status) from the
-    APIResourceList of every served resource.k8s.io version."""
-    names = set()
-    for resource_list in discovery_lists or []:
-        for resource in (resource_list or {}).get("resources") or []:
-            if resource.get("name"):
-                names.add(resource["name"])
-    return sorted(names)
-
-
 def _rule(resources, verbs, group=RESOURCE_GROUP, names=None):
     rule = {"apiGroups": [group], "resources": sorted(resources), "verbs": list(verbs)}
     if names:

@@ -905,3 +905,20 @@ def admission_policy_api_version(version):
     minor = require_upgrade_target(version)
     found = [_ADMISSION_POLICY_API[m] for m in sorted(_ADMISSION_POLICY_API) if m <= minor]
     return "%s/%s" % (ADMISSION_GROUP, found[-1])
+
+
+# The namespace label that allows adminAccess, renamed in 1.34.
+OLD_ADMIN_LABEL = "resource.k8s.io/admin-access"
+NEW_ADMIN_LABEL = "resource.kubernetes.io/admin-access"
+ADMIN_LABEL_RENAMED_IN = 34
+# kube-apiserver itself refuses a ResourceClaim or ResourceClaimTemplate with adminAccess outside a namespace
+# labelled with the release's admin-access label from this release on (pkg/registry/resource/utils.go,
+# AuthorizedForAdmin, run by the strategies' Validate: before validating admission). 1.32 has adminAccess
+# (DRAAdminAccess, alpha) without that check.
+ADMIN_LABEL_ENFORCED_FROM = 33
+
+
+def admin_access_label(version):
+    """The namespace label (value "true") that allows adminAccess on a release: the old key before
+    ADMIN_LABEL_RENAMED_IN, the new one from it on."""
+    return NEW_ADMIN_LABEL if parse_minor(version) >= ADMIN_LABEL_RENAMED_IN else OLD_ADMIN_LABEL

@@ -27,28 +27,20 @@ import hashlib
 
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.releases import catalog
+from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import (
+    ADMIN_LABEL_RENAMED_IN, NEW_ADMIN_LABEL, OLD_ADMIN_LABEL,
+)
 from ansible_collections.dra.admin.plugins.module_utils.control_plane.command_line import parse_map, read_flags
-from ansible_collections.dra.admin.plugins.module_utils.control_plane.component_metrics import enabled_gates
-from ansible_collections.dra.admin.plugins.module_utils.drivers.manifests import DRIVER_LABEL
-from ansible_collections.dra.admin.plugins.module_utils.drivers.nodes import pod_spec_of
 from ansible_collections.dra.admin.plugins.module_utils.drivers.upgrade import (
     SEAMLESS_UPGRADE_MIN_KUBELET_MINOR, kubelet_minor, kubelet_version, old_kubelets,
 )
 from ansible_collections.dra.admin.plugins.module_utils.control_plane.manifest import ManifestError
-from ansible_collections.dra.admin.plugins.module_utils.metrics.diagnosis import parse_text, select
+from ansible_collections.dra.admin.plugins.module_utils.kube.prometheus_text import enabled_gates, parse_text, select
 from ansible_collections.dra.admin.plugins.module_utils.rbac.personas import (
     ASSOCIATED_NODE_VERBS, DRIVER_STATUS_SUBRESOURCE, GRANULAR_STATUS_GATE,
 )
 
 SEVERITIES = ("breaking", "warning", "info")
-OLD_ADMIN_LABEL = "resource.k8s.io/admin-access"
-NEW_ADMIN_LABEL = "resource.kubernetes.io/admin-access"
-ADMIN_LABEL_RENAMED_IN = 34
-# kube-apiserver itself refuses a ResourceClaim or ResourceClaimTemplate with adminAccess outside a namespace
-# labelled with the release's admin-access label from this release on (pkg/registry/resource/utils.go,
-# AuthorizedForAdmin, run by the strategies' Validate: before validating admission). 1.32 has adminAccess
-# (DRAAdminAccess, alpha) without that check.
-ADMIN_LABEL_ENFORCED_FROM = 33
 BINDING_SUBRESOURCE = "resourceclaims/binding"
 BINDING_VERBS = ("update", "patch")
 # Resources whose storage version is reported (the ones every DRA cluster has objects of).
@@ -59,7 +51,6 @@ KINDS = {"deviceclasses": "DeviceClass", "resourceclaims": "ResourceClaim",
 CANDIDATE_STORAGE = ("v1", "v1beta2", "v1beta1", "v1alpha3")
 # The static pods' component label (kubeadm) -> component name.
 CONTROL_PLANE = (catalog.KUBE_APISERVER, catalog.KUBE_CONTROLLER_MANAGER, catalog.KUBE_SCHEDULER)
-PLUGIN_REGISTRY_DIR = "/var/lib/kubelet/plugins_registry"
 # A kubelet's /configz answer: {"kubeletconfig": <KubeletConfiguration v1beta1 without apiVersion and kind>}.
 KUBELET_CONFIGZ_KEY = "kubeletconfig"
 
@@ -179,39 +170,6 @@ def kubelet_gates_from_configz(document):
         return None
     gates = config.get("featureGates") or {}
     return dict(gates) if isinstance(gates, dict) else None
-
-
-def _container_text(spec):
-    parts = []
-    for container in (spec.get("containers") or []) + (spec.get("initContainers") or []):
-        parts += container.get("args") or []
-        parts += container.get("command") or []
-        parts += [str(e.get("value")) for e in container.get("env") or [] if e.get("value")]
-    return " ".join(parts)
-
-
-def driver_accounts(daemonsets, drivers):
-    """[{namespace, service_account, daemonset, driver}] for DaemonSets that run a DRA driver's kubelet plugin.
-
-    A DaemonSet is a driver's when it carries the driver role's label (dra.admin/driver), or mounts the
-    kubelet's plugin registry and names a driver that publishes ResourceSlices in its arguments or environment.
-    """
-    accounts = []
-    for ds in daemonsets or []:
-        meta = ds.get("metadata") or {}
-        spec = pod_spec_of(ds)
-        names = [(meta.get("labels") or {}).get(DRIVER_LABEL)]
-        if not names[0]:
-            registry = any(((v.get("hostPath") or {}).get("path") or "").rstrip("/").startswith(PLUGIN_REGISTRY_DIR)
-                           or ((v.get("hostPath") or {}).get("path") or "").rstrip("/") == "/var/lib/kubelet"
-                           for v in spec.get("volumes") or [])
-            text = _container_text(spec)
-            names = [d for d in sorted(drivers or []) if registry and d in text]
-        for name in names:
-            if name:
-                accounts.append({"namespace": meta.get("namespace"), "daemonset": meta.get("name"), "driver": name,
-                                 "service_account": spec.get("serviceAccountName") or "default"})
-    return accounts
 
 
 def access_reviews(accounts, schedulers, namespace="default"):
@@ -471,12 +429,6 @@ def kubelet_gate_findings(facts, current, target_minor):
             "or read featureGates on each node (module dra.admin.kubelet_config, check mode, returns feature_gates; "
             "also --feature-gates in the kubelet's flags)", {"nodes": unread, "gates": sensitive}))
     return sorted(found, key=lambda f: (SEVERITIES.index(f["severity"]), f["id"], f["subject"]))
-
-
-def admin_access_label(version):
-    """The namespace label (value "true") that allows adminAccess on a release: the old key before
-    ADMIN_LABEL_RENAMED_IN, the new one from it on."""
-    return NEW_ADMIN_LABEL if catalog.parse_minor(version) >= ADMIN_LABEL_RENAMED_IN else OLD_ADMIN_LABEL
 
 
 def admin_label_findings(facts, current_minor, target_minor):

@@ -17,8 +17,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.dra.admin.plugins.module_utils.upgrade import checks
-from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import RESOURCE_GROUP
-from ansible_collections.dra.admin.plugins.module_utils.common.api import DraApiError
+from ansible_collections.dra.admin.plugins.module_utils.drivers.checks import driver_accounts
+from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import OLD_ADMIN_LABEL
+from ansible_collections.dra.admin.plugins.module_utils.access.api import DraApiError
 
 STORAGE_VERSIONS_PATH = "/apis/internal.apiserver.k8s.io/v1alpha1/storageversions"
 
@@ -55,7 +56,7 @@ def read_kubelet_gates(api, nodes):
 def gather(api, schedulers=(), kubelet_gates=True):
     """The facts checks.findings reads."""
     served = api.served_resource_versions()
-    discovery = dict((v, api.get_or_none("/apis/%s/%s" % (RESOURCE_GROUP, v))) for v in served)
+    discovery = api.resource_discovery()
     facts = {
         "served_versions": served,
         "served_resources": dict((v, [r.get("name") for r in (d or {}).get("resources") or []])
@@ -90,8 +91,8 @@ def gather(api, schedulers=(), kubelet_gates=True):
     if kubelet_gates:
         facts["kubelet_gates"] = read_kubelet_gates(api, facts["nodes"])
     facts["admin_namespaces"] = list(api.list_items(
-        "/api/v1/namespaces", {"labelSelector": checks.OLD_ADMIN_LABEL}, metadata_only=True))
-    facts["driver_accounts"] = checks.driver_accounts(api.list_items("/apis/apps/v1/daemonsets"), drivers)
+        "/api/v1/namespaces", {"labelSelector": OLD_ADMIN_LABEL}, metadata_only=True))
+    facts["driver_accounts"] = driver_accounts(api.list_items("/apis/apps/v1/daemonsets"), drivers)
     facts["access"] = []
     for key, body in checks.access_reviews(facts["driver_accounts"], schedulers):
         answer = api.request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", body=body,

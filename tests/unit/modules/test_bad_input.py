@@ -1,18 +1,16 @@
 """Bad input changes nothing: the one check of wait parameters, Kubernetes name syntax, gates given without a
 version, and the file modules run on copies of real kubeadm files, whose bytes stay as they were and next to
 which no backup appears."""
-import json
 import os
 import shutil
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.dra.admin.plugins.module_utils.releases import catalog
 from ansible_collections.dra.admin.plugins.module_utils.common import names as k8s_names
 from ansible_collections.dra.admin.plugins.module_utils.common import waits
 from ansible_collections.dra.admin.plugins.module_utils.nodes.drain import drivers_beyond_daemonsets, drivers_left_on_node
-from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import (
+from ansible_collections.dra.admin.plugins.module_utils.kube.selection import (
     DEFAULT_EXCLUSION_LABEL, exclusion_label_error,
 )
 from ansible_collections.dra.admin.plugins.module_utils.nodes.drain_inputs import input_errors as drain_input_errors
@@ -22,6 +20,7 @@ from ansible_collections.dra.admin.plugins.modules import (
 )
 
 from conftest import FIXTURES
+from module_harness import run_module as run
 
 KUBEADM = os.path.join(FIXTURES, "kubeadm-v1.36.3")
 BAD_SECONDS = [float("nan"), float("inf"), float("-inf"), -1, 0, 0.0, -0.5, True, "5", None]
@@ -69,13 +68,6 @@ def test_every_waiting_module_names_its_options_wait_timeout_and_wait_sleep(modu
     for option in spec.values():
         names.update(option.get("aliases") or [])
     assert len(names) == len(spec) + sum(len(o.get("aliases") or []) for o in spec.values()), "an alias clashes"
-
-
-def run(module, capsys, args, check_mode=False):
-    with patch_module_args(dict(args, _ansible_check_mode=check_mode)):
-        with pytest.raises(SystemExit):
-            module.main()
-    return json.loads(capsys.readouterr().out)
 
 
 CLUSTER_BAD_WAITS = [
@@ -150,7 +142,6 @@ def drain_params(**extra):
     ({"wait_sleep": float("nan")}, "wait_sleep"),
     ({"wait_timeout": -1}, "wait_timeout"),
     ({"grace_period": -1}, "grace_period"),
-    ({"device": "gpu-0"}, "device_driver"),
 ])
 def test_drain_input_errors_name_the_option(extra, named):
     spec = dra_node_drain.argument_spec()
@@ -160,6 +151,12 @@ def test_drain_input_errors_name_the_option(extra, named):
 
 def test_the_defaults_of_the_drain_are_valid():
     assert drain_input_errors(drain_params(), dra_node_drain.argument_spec()) == []
+
+
+@pytest.mark.parametrize("extra", [{"device": "gpu-0"}, {"device_pool": "gpu-node-7"}])
+def test_a_device_or_pool_without_device_driver_is_refused_by_the_argument_spec(capsys, extra):
+    failed = run(dra_node_drain, capsys, dict(extra, node="gpu-node-7", kubeconfig="/nonexistent/kubeconfig"))
+    assert failed["failed"] is True and "device_driver" in failed["msg"] and "required by" in failed["msg"]
 
 
 def pod(namespace, name, daemonset=None):

@@ -1,17 +1,15 @@
 """dra_canary's bad input: refused before any request (no cluster is reachable here), each message naming the option."""
-import json
-
 import pytest
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.dra.admin.plugins.modules import dra_canary
 
+import module_harness
+
 
 def run(capsys, args, check_mode=False):
-    with patch_module_args(dict(args, kubeconfig="/nonexistent/kubeconfig", _ansible_check_mode=check_mode)):
-        with pytest.raises(SystemExit):
-            dra_canary.main()
-    return json.loads(capsys.readouterr().out)
+    # Not a bare binding of the shared run_module: every run here points at a kubeconfig that does not exist,
+    # so that a request made before the input is refused fails the test.
+    return module_harness.run_module(dra_canary, capsys, dict(args, kubeconfig="/nonexistent/kubeconfig"), check_mode)
 
 
 @pytest.mark.parametrize("check_mode", [False, True], ids=["run", "check"])

@@ -1,24 +1,19 @@
 """component_flags: the module run through AnsibleModule on copies of real kubeadm manifests."""
-import json
+import functools
 import os
 import shutil
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.dra.admin.plugins.modules import component_flags
 
+import module_harness
 from conftest import FIXTURES
 
 SOURCE = os.path.join(FIXTURES, "kubeadm-v1.36.3")
 
 
-def run_module(capsys, args, check_mode=False, diff=False):
-    params = dict(args, _ansible_check_mode=check_mode, _ansible_diff=diff)
-    with patch_module_args(params):
-        with pytest.raises(SystemExit):
-            component_flags.main()
-    return json.loads(capsys.readouterr().out)
+run_module = functools.partial(module_harness.run_module, component_flags)
 
 
 @pytest.fixture

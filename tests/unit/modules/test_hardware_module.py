@@ -1,11 +1,10 @@
 """dra_hardware_facts run as Ansible runs it (a process with its arguments in a JSON file), with the
 nvidia-smi stand-in on PATH."""
-import json
 import os
-import subprocess
 import sys
 
 import pytest
+import module_harness
 from conftest import ROOT, UNIT
 
 HERE = UNIT
@@ -20,22 +19,14 @@ STANDIN_BIN = os.path.join(HW, "bin")
 
 
 def run_module(tmp_path, args, mode=None, path=None, check_mode=False):
-    args = dict(args)
-    if check_mode:
-        args["_ansible_check_mode"] = True
-    args_file = tmp_path / "args.json"
-    args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
+    # The shared run_module_process (the module as Ansible runs it, a process), with the nvidia-smi stand-in first
+    # on PATH (or the PATH given) and its mode in DRA_TEST_NVIDIA_SMI_MODE.
     env = dict(os.environ, PYTHONPATH=COLLECTIONS, PATH=path if path is not None else
                STANDIN_BIN + os.pathsep + os.environ["PATH"])
     env.pop("DRA_TEST_NVIDIA_SMI_MODE", None)
     if mode:
         env["DRA_TEST_NVIDIA_SMI_MODE"] = mode
-    res = subprocess.run([sys.executable, MODULE, str(args_file)], env=env, capture_output=True, text=True, check=False)
-    assert "Traceback" not in res.stderr + res.stdout, res.stderr
-    try:
-        return json.loads(res.stdout)
-    except ValueError:
-        raise AssertionError("module printed no JSON: rc=%s\n%s\n%s" % (res.returncode, res.stdout, res.stderr))
+    return module_harness.run_module_process(MODULE, args, tmp_path, env, check_mode)
 
 
 def test_gpu_node_with_nvidia_smi_on_path(tmp_path):

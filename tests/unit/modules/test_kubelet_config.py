@@ -1,25 +1,20 @@
 """kubelet_config: the module run through AnsibleModule on a copy of a real kubeadm kubelet config."""
-import json
+import functools
 import os
 import shutil
 
 import pytest
 import yaml
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.dra.admin.plugins.modules import kubelet_config
 
+import module_harness
 from conftest import FIXTURES
 
 SOURCE = os.path.join(FIXTURES, "kubeadm-v1.36.3", "kubelet-config.yaml")
 
 
-def run_module(capsys, args, check_mode=False, diff=False):
-    params = dict(args, _ansible_check_mode=check_mode, _ansible_diff=diff)
-    with patch_module_args(params):
-        with pytest.raises(SystemExit):
-            kubelet_config.main()
-    return json.loads(capsys.readouterr().out)
+run_module = functools.partial(module_harness.run_module, kubelet_config)
 
 
 @pytest.fixture

@@ -13,9 +13,10 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from ansible_collections.dra.admin.plugins.module_utils.metrics import diagnosis
+from ansible_collections.dra.admin.plugins.module_utils.kube import prometheus_text
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER
 from ansible_collections.dra.admin.plugins.module_utils.metrics import prometheus_service
-from ansible_collections.dra.admin.plugins.module_utils.common.http import Http
+from ansible_collections.dra.admin.plugins.module_utils.access.http import Http
 from conftest import FIXTURES as ALL_FIXTURES, ROOT, UNIT
 
 HERE = UNIT
@@ -139,18 +140,18 @@ def run(p):
 def test_recorded_component_metrics_parse():
     for name in ("kube-controller-manager-v1.36.3-before", "kube-controller-manager-v1.36.3-after",
                  "kube-scheduler-v1.36.3-before", "kube-scheduler-v1.36.3-after"):
-        scrape = diagnosis.parse_text(recorded(name))
+        scrape = prometheus_text.parse_text(recorded(name))
         assert len(scrape.samples) > 500
-    kcm = diagnosis.parse_text(recorded("kube-controller-manager-v1.36.3-after"))
+    kcm = prometheus_text.parse_text(recorded("kube-controller-manager-v1.36.3-after"))
     assert kcm.types["workqueue_work_duration_seconds"] == "histogram"
     assert kcm.types["workqueue_adds_total"] == "counter"
-    adds = diagnosis.select(kcm.samples, "workqueue_adds_total", [("name", "=", "resource_claim")])
+    adds = prometheus_text.select(kcm.samples, "workqueue_adds_total", [("name", "=", "resource_claim")])
     assert [s.value for s in adds] == [12.0]
 
 
 def _recorded_rounds():
     def tag(text, component):
-        samples = diagnosis.parse_text(text).samples
+        samples = prometheus_text.parse_text(text).samples
         for s in samples:
             s.labels["endpoint"] = component
         return samples

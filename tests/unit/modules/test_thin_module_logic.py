@@ -11,7 +11,7 @@ from ansible_collections.dra.admin.plugins.module_utils.metrics import diagnosis
 from ansible_collections.dra.admin.plugins.module_utils.claims import slice_reports
 from ansible_collections.dra.admin.plugins.module_utils.drivers.inputs import DriverInputError
 from ansible_collections.dra.admin.plugins.module_utils.drivers.nodes import NoSelectedNodesError
-from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import DEFAULT_EXCLUSION_LABEL
+from ansible_collections.dra.admin.plugins.module_utils.kube.selection import DEFAULT_EXCLUSION_LABEL
 from ansible_collections.dra.admin.plugins.modules import dra_driver_plan_info
 
 KWOK_TAINT = {"key": "kwok.x-k8s.io/node", "value": "fake", "effect": "NoSchedule"}

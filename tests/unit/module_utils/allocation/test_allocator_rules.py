@@ -3,7 +3,8 @@ with k8s.io/dynamic-resource-allocation itself on generated input); here each ru
 answer k8s.io/dynamic-resource-allocation gave for that case (v0.37.2, v0.33.13)."""
 import pytest
 
-from ansible_collections.dra.admin.plugins.module_utils.allocation import cel, model, search
+from ansible_collections.dra.admin.plugins.module_utils.kube import cel
+from ansible_collections.dra.admin.plugins.module_utils.allocation import model, search
 
 GPU = "gpu.example.com"
 CLASSES = {GPU: {"metadata": {"name": GPU}, "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{GPU}"'}}]}}}

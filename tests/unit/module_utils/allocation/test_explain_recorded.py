@@ -11,7 +11,8 @@ import os
 
 import pytest
 
-from ansible_collections.dra.admin.plugins.module_utils.allocation import cel, explain, explain_service, search
+from ansible_collections.dra.admin.plugins.module_utils.kube import cel
+from ansible_collections.dra.admin.plugins.module_utils.allocation import explain, explain_service, search
 
 from conftest import FIXTURES
 

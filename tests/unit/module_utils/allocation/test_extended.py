@@ -4,7 +4,8 @@ import copy
 
 import pytest
 
-from ansible_collections.dra.admin.plugins.module_utils.allocation import cel, explain, explain_service, extended, search
+from ansible_collections.dra.admin.plugins.module_utils.kube import cel
+from ansible_collections.dra.admin.plugins.module_utils.allocation import explain, explain_service, extended, search
 
 from test_explain_recorded import recorded_cluster
 

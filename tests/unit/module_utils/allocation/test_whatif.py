@@ -5,7 +5,8 @@ import copy
 
 import pytest
 
-from ansible_collections.dra.admin.plugins.module_utils.allocation import cel, explain, search, whatif
+from ansible_collections.dra.admin.plugins.module_utils.kube import cel
+from ansible_collections.dra.admin.plugins.module_utils.allocation import explain, search, whatif
 
 from test_explain_recorded import recorded_cluster
 

@@ -10,7 +10,7 @@ import os
 import pytest
 
 from ansible_collections.dra.admin.plugins.module_utils.canary import canary
-from ansible_collections.dra.admin.plugins.module_utils.metrics.diagnosis import parse_text
+from ansible_collections.dra.admin.plugins.module_utils.kube.prometheus_text import parse_text
 from conftest import FIXTURES
 
 RELEASES = ["v1.37.2", "v1.33.13"]
@@ -342,7 +342,7 @@ def test_templates_name_only_known_placeholders():
 def test_the_selector_matches_exactly_the_chosen_device_as_dra_cel_evaluates_it(release):
     """Each probe's selector, evaluated by the allocation explainer's CEL environment on every published device
     of the driver, selects the chosen device and, among the devices of its node, no other."""
-    from ansible_collections.dra.admin.plugins.module_utils.allocation.cel import Environment
+    from ansible_collections.dra.admin.plugins.module_utils.kube.cel import Environment
     data = recorded(release)
     env = Environment(int(data["version"].split(".")[1]))
     for probe in plan(data)["probes"]:

@@ -8,7 +8,7 @@ import pytest
 
 from ansible_collections.dra.admin.plugins.module_utils.canary import canary
 from ansible_collections.dra.admin.plugins.module_utils.canary.canary_service import Canary
-from ansible_collections.dra.admin.plugins.module_utils.common.api import DraApi, DraApiError
+from ansible_collections.dra.admin.plugins.module_utils.access.api import DraApi, DraApiError
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import InputError
 from conftest import FIXTURES
 

@@ -237,6 +237,7 @@ def test_device_taint_rules_taint_what_they_select():
     assert free(rule("NoExecute", device="d0")) == (1, 0)  # the device name alone matches in every pool
     assert free(rule("None", driver=DRIVER)) == (2, 1)  # a dry run keeps nothing off
     assert free(rule("NoSchedule")) == (0, 0)  # the empty selector matches every device
-    assert free({"spec": {"taint": {"effect": "NoSchedule"}}}) == (2, 1)  # no selector: no device
+    # no selector: kube-scheduler's tracker keeps every device off (the eviction controller evicts nobody for it)
+    assert free({"spec": {"taint": {"effect": "NoSchedule"}}}) == (0, 0)
     # 1.33's alpha rules with a DeviceClass or CEL selectors are not evaluated (left out, not guessed)
     assert free(rule("NoSchedule", driver=DRIVER, deviceClassName="gpu")) == (2, 1)

@@ -13,8 +13,8 @@ import os
 import pytest
 
 from ansible_collections.dra.admin.plugins.module_utils.claims import claims
-from ansible_collections.dra.admin.plugins.module_utils.claims import locations as location_names
-from ansible_collections.dra.admin.plugins.module_utils.claims import slices as slice_rules
+from ansible_collections.dra.admin.plugins.module_utils.kube import locations as location_names
+from ansible_collections.dra.admin.plugins.module_utils.kube import slices as slice_rules
 from conftest import FIXTURES
 
 REC = os.path.join(FIXTURES, "recorded")

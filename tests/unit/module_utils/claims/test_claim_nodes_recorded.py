@@ -15,9 +15,9 @@ import os
 import pytest
 
 from ansible_collections.dra.admin.plugins.module_utils.claims import claims
-from ansible_collections.dra.admin.plugins.module_utils.claims import locations
-from ansible_collections.dra.admin.plugins.module_utils.claims import slices
-from ansible_collections.dra.admin.plugins.module_utils.common.api import DraApi
+from ansible_collections.dra.admin.plugins.module_utils.kube import locations
+from ansible_collections.dra.admin.plugins.module_utils.kube import slices
+from ansible_collections.dra.admin.plugins.module_utils.access.api import DraApi
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import POD_NODE_COLUMN, pod_index
 from conftest import FIXTURES, recorded_by_kind
 

@@ -17,7 +17,7 @@ import pytest
 
 from ansible_collections.dra.admin.plugins.module_utils.claims import doctor as doctor_rules
 from ansible_collections.dra.admin.plugins.module_utils.claims import doctor_service
-from ansible_collections.dra.admin.plugins.module_utils.common.api import DraApi
+from ansible_collections.dra.admin.plugins.module_utils.access.api import DraApi
 from conftest import FIXTURES
 
 FIX = os.path.join(FIXTURES, "doctor")

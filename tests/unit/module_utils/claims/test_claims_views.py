@@ -15,9 +15,10 @@ import pytest
 
 from ansible_collections.dra.admin.plugins.module_utils.claims import claims
 from ansible_collections.dra.admin.plugins.module_utils.nodes import drain
-from ansible_collections.dra.admin.plugins.module_utils.claims import locations
-from ansible_collections.dra.admin.plugins.module_utils.nodes import selection
-from ansible_collections.dra.admin.plugins.module_utils.claims import slices
+from ansible_collections.dra.admin.plugins.module_utils.kube import evictions, pods
+from ansible_collections.dra.admin.plugins.module_utils.kube import locations
+from ansible_collections.dra.admin.plugins.module_utils.kube import selection
+from ansible_collections.dra.admin.plugins.module_utils.kube import slices
 from conftest import FIXTURES
 
 REC = os.path.join(FIXTURES, "recorded")
@@ -165,7 +166,7 @@ def test_drain_plan_on_recorded_pods_and_driver(world):
     forced = drain.plan_drain(on_node, driver_daemonsets=[ref], force=True)
     assert sorted(p["metadata"]["name"] for p in forced["claim_pods"]) == sorted(
         p["metadata"]["name"] for p in world["pods"] if p["spec"].get("nodeName") == node)
-    assert set(forced["unmanaged"]) == set(drain.pod_key(p) for p in forced["claim_pods"])
+    assert set(forced["unmanaged"]) == set(pods.pod_key(p) for p in forced["claim_pods"])
     assert selection.daemonset_excludes(driver_ds, selection.DEFAULT_EXCLUSION_LABEL)
     assert not selection.daemonset_excludes(driver_ds, "other/label")
 
@@ -194,5 +195,5 @@ def test_claim_names_from_template_and_direct_references(world):
 
 
 def test_backoff_is_bounded():
-    delays = drain.backoff_delays()
+    delays = evictions.backoff_delays()
     assert [next(delays) for attempt in range(6)] == [0.5, 1.0, 2.0, 4.0, 5.0, 5.0]

@@ -4,7 +4,7 @@ The general form is tested with generated inputs (Hypothesis): slices at slice l
 nodeSelector) or with perDeviceNodeSelection (each device's nodeName, allNodes or nodeSelector, in the v1 and
 the v1beta1 ``basic`` form), several pools and generations, nodes with generated labels. Each generated
 requirement is kept twice, as the API's JSON and as a plain model the oracle below evaluates on its own, so
-the oracle shares no code with slice_rules or nodes.selection. Then the claim doctor: it never plans a finalizer
+the oracle shares no code with slice_rules or kube.selection. Then the claim doctor: it never plans a finalizer
 removal, nor reports a pod stuck terminating (whose advice is a force delete), for a claim whose driver is
 present on its node; and it does plan the removal when the driver is gone.
 
@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ansible_collections.dra.admin.plugins.module_utils.claims import claims as claim_rules
 from ansible_collections.dra.admin.plugins.module_utils.claims import doctor
-from ansible_collections.dra.admin.plugins.module_utils.claims import slices as slice_rules
+from ansible_collections.dra.admin.plugins.module_utils.kube import slices as slice_rules
 from conftest import FIXTURES, recorded_by_kind
 
 REC = os.path.join(FIXTURES, "recorded")

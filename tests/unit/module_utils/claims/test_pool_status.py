@@ -21,7 +21,7 @@ import hypothesis.strategies as st
 
 from ansible_collections.dra.admin.plugins.module_utils.claims import capacity
 from ansible_collections.dra.admin.plugins.module_utils.releases import catalog
-from ansible_collections.dra.admin.plugins.module_utils.common.api import DraApi
+from ansible_collections.dra.admin.plugins.module_utils.access.api import DraApi
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import gather_capacity
 from conftest import FIXTURES
 

@@ -1,7 +1,7 @@
 """The small rules several modules share: API times, toleration matching, a device's own fields."""
-from ansible_collections.dra.admin.plugins.module_utils.claims.slices import device_fields, device_location
+from ansible_collections.dra.admin.plugins.module_utils.kube.slices import device_fields, device_location
 from ansible_collections.dra.admin.plugins.module_utils.common.times import epoch_seconds, format_time, parse_time
-from ansible_collections.dra.admin.plugins.module_utils.common.tolerations import tolerates
+from ansible_collections.dra.admin.plugins.module_utils.kube.tolerations import tolerates
 
 
 def test_api_times_round_trip_and_epoch():

@@ -1,17 +1,17 @@
 """A component's /metrics after a change (control_plane.component_metrics, module component_metrics_info), on the
 kube-controller-manager and kube-scheduler v1.36.3 metrics recorded in fixtures/metrics."""
+import functools
 import gzip
-import json
 import os
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.dra.admin.plugins.module_utils.control_plane import component_metrics as cm
 from ansible_collections.dra.admin.plugins.modules import component_metrics_info
 
+import module_harness
 from conftest import FIXTURES
 
 
@@ -73,11 +73,7 @@ class Endpoint:
         self.server.server_close()
 
 
-def run_module(capsys, args):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            component_metrics_info.main()
-    return json.loads(capsys.readouterr().out)
+run_module = functools.partial(module_harness.run_module, component_metrics_info)
 
 
 def test_module_reads_the_endpoint_and_says_what_is_missing(capsys):

@@ -1,15 +1,18 @@
 """The computations of the internal role component_restart and of control_plane_tuning's kubeadm-config step
 (plugins/module_utils/control_plane/restart.py, filters component_endpoint and tuning_written; wait_retries,
 the filter the restart waits take their rounds from, in plugins/module_utils/common/waits.py)."""
+import os
+
 import pytest
 
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.dra.admin.plugins.filter.component_restart import (
-    component_endpoint_filter, tuning_written_filter)
+    component_endpoint_filter, manifest_image_filter, tuning_written_filter)
 from ansible_collections.dra.admin.plugins.filter.wait_retries import wait_retries_filter
 from ansible_collections.dra.admin.plugins.module_utils.control_plane import restart
 from ansible_collections.dra.admin.plugins.module_utils.control_plane import tuning
+from conftest import FIXTURES
 
 ENDPOINTS = {"kube-apiserver": {"port": 6443, "health": "/readyz"},
              "kube-controller-manager": {"port": 10257, "health": "/healthz"},
@@ -99,3 +102,46 @@ def test_the_volume_name_is_component_flags_default():
     from ansible_collections.dra.admin.plugins.modules import component_flags
     spec = component_flags.argument_spec()["config_file"]["options"]["volume_name"]
     assert spec["default"] == tuning.SCHEDULER_CONFIG_VOLUME
+
+
+# --- the kube-apiserver's image and tag (filter manifest_image, the role's version entry point) ------------------
+
+MANIFEST = """apiVersion: v1
+kind: Pod
+metadata: {name: kube-apiserver, namespace: kube-system}
+spec:
+  containers:
+    - name: kube-apiserver
+      image: %s
+"""
+
+
+@pytest.mark.parametrize("image,tag", [
+    ("registry.k8s.io/kube-apiserver:v1.33.13", "v1.33.13"),
+    ("registry.k8s.io/kube-apiserver:v1.33.13@sha256:" + "0" * 64, "v1.33.13"),
+    ("registry.example:5000/k8s/kube-apiserver:v1.36.3@sha256:" + "0" * 64, "v1.36.3"),
+    ("registry.example:5000/kube-apiserver", ""),
+    ("registry.k8s.io/kube-apiserver@sha256:" + "0" * 64, ""),
+    ("kube-apiserver:latest", "latest"),
+])
+def test_manifest_image_and_its_tag(image, tag):
+    assert manifest_image_filter(MANIFEST % image, "kube-apiserver") == {"image": image, "tag": tag}
+    assert restart.image_tag(image) == tag
+
+
+def test_manifest_image_of_the_recorded_kubeadm_manifest():
+    with open(os.path.join(FIXTURES, "kubeadm-v1.33.13", "kube-apiserver.yaml")) as handle:
+        got = manifest_image_filter(handle.read(), "kube-apiserver")
+    assert got["tag"] == "v1.33.13" and got["image"].endswith(":v1.33.13")
+
+
+@pytest.mark.parametrize("text,why", [
+    ("", "the kube-apiserver manifest is empty"),
+    ("kind: Deployment", "has kind 'Deployment'"),
+    (MANIFEST.replace("name: kube-apiserver\n      image", "name: other\n      image") % "x:1",
+     "has no container named 'kube-apiserver'"),
+    (MANIFEST % "''", "names no image"),
+])
+def test_manifest_image_refuses_what_is_not_the_apiserver_manifest(text, why):
+    with pytest.raises(AnsibleFilterError, match="dra.admin.manifest_image: .*%s" % why):
+        manifest_image_filter(text, "kube-apiserver")

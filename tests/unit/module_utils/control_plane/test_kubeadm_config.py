@@ -5,13 +5,13 @@ import os
 
 import pytest
 import yaml
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.dra.admin.plugins.module_utils.control_plane import kubeadm_config as kc
 from ansible_collections.dra.admin.plugins.module_utils.control_plane.manifest import ManifestError
-from ansible_collections.dra.admin.plugins.module_utils.common.api import DraApiError
+from ansible_collections.dra.admin.plugins.module_utils.access.api import DraApiError
 from ansible_collections.dra.admin.plugins.modules import kubeadm_config
 
+import module_harness
 from conftest import FIXTURES
 
 VERSIONS = ("kubeadm-v1.37.2", "kubeadm-v1.36.3", "kubeadm-v1.33.13")
@@ -133,11 +133,9 @@ class FakeApi:
 
 
 def run_module(monkeypatch, capsys, api, args, check_mode=False, diff=False):
+    # The shared run_module, with the module's API client replaced by the fake one (no cluster here).
     monkeypatch.setattr(kubeadm_config, "DraApi", lambda module: api)
-    with patch_module_args(dict(args, _ansible_check_mode=check_mode, _ansible_diff=diff)):
-        with pytest.raises(SystemExit):
-            kubeadm_config.main()
-    return json.loads(capsys.readouterr().out)
+    return module_harness.run_module(kubeadm_config, capsys, args, check_mode, diff)
 
 
 def test_module_check_mode_then_write_with_backup_then_nothing(monkeypatch, capsys, tmp_path):

@@ -1,6 +1,5 @@
 """Client QPS/Burst checks, the scheduler's config file and its mount, on real kubeadm manifests."""
 import difflib
-import json
 import os
 import shutil
 import subprocess
@@ -8,7 +7,6 @@ import sys
 
 import pytest
 import yaml
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.dra.admin.plugins.module_utils.control_plane import host_paths
 from ansible_collections.dra.admin.plugins.module_utils.control_plane import manifest as manifest_rules
@@ -17,6 +15,7 @@ from ansible_collections.dra.admin.plugins.module_utils.control_plane import tun
 from ansible_collections.dra.admin.plugins.modules import component_flags, kubelet_config
 
 from conftest import FIXTURES, ROOT
+from module_harness import run_module
 
 KUBEADM_VERSIONS = sorted(d for d in os.listdir(FIXTURES) if d.startswith("kubeadm-"))
 
@@ -167,14 +166,6 @@ def test_annotation_set_and_removed():
 
 
 # ---- the module with config_file ----
-
-def run_module(module, capsys, args, check_mode=False, diff=False):
-    params = dict(args, _ansible_check_mode=check_mode, _ansible_diff=diff)
-    with patch_module_args(params):
-        with pytest.raises(SystemExit):
-            module.main()
-    return json.loads(capsys.readouterr().out)
-
 
 def read(path):
     with open(str(path)) as handle:

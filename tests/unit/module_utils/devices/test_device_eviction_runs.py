@@ -1,11 +1,11 @@
 """dra_device_taint's effect Evict through its service (devices.taints_service with devices.evictions_service and
-nodes.drain_service.PodEvictor) against a scripted API holding objects recorded from the local v1.37.2 control
+kube.evictions_service.PodEvictor) against a scripted API holding objects recorded from the local v1.37.2 control
 plane (see test_device_evictions.py): which requests a run makes, in which order, and what it reports."""
 import copy
 
 import pytest
 
-from ansible_collections.dra.admin.plugins.module_utils.common.api import DraApiError
+from ansible_collections.dra.admin.plugins.module_utils.access.api import DraApiError
 from ansible_collections.dra.admin.plugins.module_utils.devices.taints_service import (
     DeviceTaint, DeviceTaintError, DeviceTaintFailure,
 )

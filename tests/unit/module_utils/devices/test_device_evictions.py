@@ -14,7 +14,7 @@ from ansible_collections.dra.admin.plugins.module_utils.devices import evictions
 from ansible_collections.dra.admin.plugins.module_utils.devices.taints import (
     affected_claims, selected_devices, selector,
 )
-from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import label_selector_matches
+from ansible_collections.dra.admin.plugins.module_utils.kube.selection import label_selector_matches
 from conftest import recorded_by_kind
 
 DRIVER = "evict.example.com"

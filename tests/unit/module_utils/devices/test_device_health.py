@@ -22,7 +22,7 @@ import os
 import pytest
 
 from ansible_collections.dra.admin.plugins.module_utils.devices import health as dh
-from ansible_collections.dra.admin.plugins.module_utils.common.api import DraApi
+from ansible_collections.dra.admin.plugins.module_utils.access.api import DraApi
 from ansible_collections.dra.admin.plugins.module_utils.devices.health_service import gather_device_health
 from conftest import FIXTURES
 

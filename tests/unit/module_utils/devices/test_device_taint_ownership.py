@@ -142,7 +142,7 @@ def test_operations_on_the_same_devices_never_change_or_lift_each_others_rules(r
         if state == dt.ABSENT and existing is not None:
             still = dt.rules_in_force(store.values(), dt.rule_selector(existing), besides=name)
             expected = sorted(n for n, r in store.items() if n != name
-                              and r["spec"]["taint"]["effect"] in dt.OUT_OF_SERVICE_EFFECTS
+                              and r["spec"]["taint"]["effect"] in dt.KEEPS_ALLOCATIONS_OFF
                               and dt.selectors_overlap(dt.rule_selector(r), dt.rule_selector(existing)))
             assert [r["name"] for r in still] == expected
     for name, rule in untouchable.items():

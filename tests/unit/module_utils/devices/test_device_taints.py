@@ -18,7 +18,7 @@ import pytest
 
 from ansible_collections.dra.admin.plugins.module_utils.devices import taints as dt
 from ansible_collections.dra.admin.plugins.module_utils.releases import catalog
-from ansible_collections.dra.admin.plugins.module_utils.common.api import DraApi, DraApiError
+from ansible_collections.dra.admin.plugins.module_utils.access.api import DraApi, DraApiError
 from ansible_collections.dra.admin.plugins.module_utils.devices.taints_service import (
     DRAIN_VALUE, DRAINED_NODE_ANNOTATION, DeviceTaint, DeviceTaintFailure, drain_devices, rule_path,
 )
@@ -90,9 +90,8 @@ def params(**kw):
 
 
 @pytest.mark.parametrize("bad, words", [
-    ({"driver": None}, ["driver is required"]),
     ({"driver": "Not_A_Driver"}, ["driver 'Not_A_Driver' must be a DNS subdomain"]),
-    ({"pool": None, "device": "gpu-3"}, ["device 'gpu-3' needs pool"]),
+    ({"driver": ""}, ["driver '' must be a DNS subdomain"]),
     ({"key": "bad key"}, ["key 'bad key'"]),
     ({"key": "-x/ok"}, ["prefix before '/'"]),
     ({"value": "v" * 64}, ["value", "at most 63"]),
@@ -110,6 +109,12 @@ def test_bad_input_names_the_field(bad, words):
 
 def test_good_input_passes():
     assert dt.input_errors(params(device="dev-0", value="faulty", labels={"example.com/why": "ecc"})) == []
+
+
+def test_which_options_a_state_requires_is_the_argument_spec_s():
+    """driver with states tainted and dry_run, and pool with device: dra_device_taint's required_if and
+    required_by (tests/unit/modules/test_option_relations.py), not this check."""
+    assert dt.input_errors(params(driver=None, pool=None, device="gpu-3")) == []
 
 
 def test_default_names_are_stable_and_valid():

@@ -12,6 +12,7 @@ import os
 from hypothesis import given, settings, strategies as st
 
 from ansible_collections.dra.admin.plugins.module_utils.devices import taints as dt
+from ansible_collections.dra.admin.plugins.module_utils.kube import taint_rules
 from conftest import FIXTURES
 
 REC = os.path.join(FIXTURES, "recorded")
@@ -60,7 +61,7 @@ def test_affected_iff_the_selector_names_an_allocated_device(allocated, publishe
                    {"driver": d, "pool": p, "device": n, "request": "r"}]}}}}
               for i, (d, p, n) in enumerate(allocated)]
     devices = [{"driver": d, "pool": p, "device": n} for (d, p, n) in sorted(published)
-               if dt.selector_matches(sel, d, p, n)]
+               if taint_rules.selector_selects(sel, d, p, n, reader=taint_rules.EVICTION)]
     names = set(c["name"] for c in dt.affected_claims(claims, devices, {}, sel=sel))
     for i, (d, p, n) in enumerate(allocated):
         named = (d == sel["driver"] and (not by_pool or p == sel.get("pool"))

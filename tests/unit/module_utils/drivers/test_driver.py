@@ -11,7 +11,7 @@ from ansible_collections.dra.admin.plugins.module_utils.drivers import inputs
 from ansible_collections.dra.admin.plugins.module_utils.drivers import manifests
 from ansible_collections.dra.admin.plugins.module_utils.drivers import nodes as driver_nodes
 from ansible_collections.dra.admin.plugins.module_utils.drivers import upgrade
-from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import (
+from ansible_collections.dra.admin.plugins.module_utils.kube.selection import (
     DEFAULT_EXCLUSION_LABEL, daemonset_excludes as excludes_label, with_exclusion,
 )
 

@@ -1,6 +1,6 @@
 """The drain's return to service: which driver DaemonSets place a pod on the node, which have none ready."""
 from ansible_collections.dra.admin.plugins.module_utils.drivers.nodes import select_nodes_for_daemonset
-from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import DEFAULT_EXCLUSION_LABEL
+from ansible_collections.dra.admin.plugins.module_utils.kube.selection import DEFAULT_EXCLUSION_LABEL
 from ansible_collections.dra.admin.plugins.module_utils.nodes.drain_service import missing_driver_pods
 
 EXCLUDE = {"key": DEFAULT_EXCLUSION_LABEL, "operator": "DoesNotExist"}

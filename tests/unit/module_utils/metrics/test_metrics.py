@@ -3,6 +3,7 @@ import math
 import pytest
 
 from ansible_collections.dra.admin.plugins.module_utils.metrics import diagnosis
+from ansible_collections.dra.admin.plugins.module_utils.kube import prometheus_text
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER
 from conftest import UNIT
 
@@ -27,30 +28,30 @@ om_counter_total{a="b"} 1.5 # {trace_id="abc"} 1.0
 
 
 def test_parser_reads_types_labels_escapes_and_special_values():
-    scrape = diagnosis.parse_text(TEXT)
+    scrape = prometheus_text.parse_text(TEXT)
     assert scrape.types["workqueue_work_duration_seconds"] == "histogram"
-    adds = diagnosis.select(scrape.samples, "workqueue_adds_total", [("name", "=", "resource_claim")])
+    adds = prometheus_text.select(scrape.samples, "workqueue_adds_total", [("name", "=", "resource_claim")])
     assert [s.value for s in adds] == [12.0]
-    assert diagnosis.select(scrape.samples, "workqueue_adds_total", [("name", "=", "pod")])[0].value == 700.0
-    odd = diagnosis.select(scrape.samples, "odd_labels")[0]
+    assert prometheus_text.select(scrape.samples, "workqueue_adds_total", [("name", "=", "pod")])[0].value == 700.0
+    odd = prometheus_text.select(scrape.samples, "odd_labels")[0]
     assert odd.labels == {"path": "C:\\dir", "quote": 'say "hi"', "nl": "a\nb", "spaced": "x"}
     assert math.isnan(odd.value)
-    assert diagnosis.select(scrape.samples, "om_counter_total")[0].value == 1.5
+    assert prometheus_text.select(scrape.samples, "om_counter_total")[0].value == 1.5
     assert "workqueue_work_duration_seconds" in scrape.family_names()
 
 
 @pytest.mark.parametrize("line", ['bad{name="x" 1', "9metric 1", 'm{a="1"}', 'm{a="1"} one'])
 def test_parser_rejects_malformed_lines_with_line_number(line):
-    with pytest.raises(diagnosis.ParseError, match="line 2"):
-        diagnosis.parse_text("ok 1\n" + line)
+    with pytest.raises(prometheus_text.ParseError, match="line 2"):
+        prometheus_text.parse_text("ok 1\n" + line)
 
 
 def test_regex_matchers_are_anchored_like_promql():
-    samples = diagnosis.parse_text('m{method_name="/v1.DRAPlugin/NodePrepareResources"} 1\n'
+    samples = prometheus_text.parse_text('m{method_name="/v1.DRAPlugin/NodePrepareResources"} 1\n'
                                    'm{method_name="NodePrepareResourcesX"} 2\n').samples
-    hits = diagnosis.select(samples, "m", [("method_name", "=~", ".*NodePrepareResources")])
+    hits = prometheus_text.select(samples, "m", [("method_name", "=~", ".*NodePrepareResources")])
     assert [s.value for s in hits] == [1.0]
-    assert [s.value for s in diagnosis.select(samples, "m", [("method_name", "!~", ".*Resources")])] == [2.0]
+    assert [s.value for s in prometheus_text.select(samples, "m", [("method_name", "!~", ".*Resources")])] == [2.0]
 
 
 INF = float("inf")
@@ -88,14 +89,14 @@ def test_histogram_quantile_out_of_range_quantiles():
 
 
 def test_counter_increase_handles_resets_and_new_series():
-    first = diagnosis.parse_text('c{a="1"} 10\nc{a="2"} 50\n').samples
-    second = diagnosis.parse_text('c{a="1"} 25\nc{a="2"} 4\nc{a="3"} 2\n').samples
+    first = prometheus_text.parse_text('c{a="1"} 10\nc{a="2"} 50\n').samples
+    second = prometheus_text.parse_text('c{a="1"} 25\nc{a="2"} 4\nc{a="3"} 2\n').samples
     inc = diagnosis.counter_increase(first, second)
     assert sorted(inc.values()) == [2.0, 4.0, 15.0]
 
 
 def _scrape(text, component):
-    samples = diagnosis.parse_text(text).samples
+    samples = prometheus_text.parse_text(text).samples
     for s in samples:
         s.labels["endpoint"] = component
     return samples

@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from ansible_collections.dra.admin.plugins.module_utils.nodes.drain import plan_drain, pod_key
+from ansible_collections.dra.admin.plugins.module_utils.nodes.drain import plan_drain
+from ansible_collections.dra.admin.plugins.module_utils.kube.pods import pod_key
 from ansible_collections.dra.admin.plugins.module_utils.nodes.drain_progress import (
     CLAIM_PODS_GONE, CLAIMS_RELEASED, DRIVER_PODS_GONE, OTHER_PODS_GONE, drain_waiting_for, merge_drain_steps,
     WAIT_TEXT, drain_progress,

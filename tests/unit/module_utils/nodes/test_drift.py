@@ -9,7 +9,7 @@ import pytest
 
 from ansible_collections.dra.admin.plugins.module_utils.nodes import drift as drift_rules
 from ansible_collections.dra.admin.plugins.module_utils.nodes import hardware
-from ansible_collections.dra.admin.plugins.module_utils.claims import slices as slice_rules
+from ansible_collections.dra.admin.plugins.module_utils.kube import slices as slice_rules
 from conftest import UNIT
 
 HERE = UNIT

@@ -11,7 +11,7 @@ from ansible_collections.dra.admin.plugins.module_utils.common.errors import Inp
 from ansible_collections.dra.admin.plugins.module_utils.nodes import node_check
 from ansible_collections.dra.admin.plugins.module_utils.nodes import node_check_service as service
 from ansible_collections.dra.admin.plugins.module_utils.nodes import node_state_service as reader
-from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import DEFAULT_EXCLUSION_LABEL
+from ansible_collections.dra.admin.plugins.module_utils.kube.selection import DEFAULT_EXCLUSION_LABEL
 from conftest import FIXTURES
 
 LABEL = DEFAULT_EXCLUSION_LABEL

@@ -4,12 +4,11 @@ The expressions themselves are evaluated by the real API server in tests/integra
 the objects' shape, names, labels, versions, messages and the choices around them."""
 import pytest
 
-from ansible_collections.dra.admin.plugins.module_utils.common.api import DraApiError
+from ansible_collections.dra.admin.plugins.module_utils.access.api import DraApiError
 from ansible_collections.dra.admin.plugins.module_utils.common.names import MANAGED_BY, MANAGED_BY_LABEL
 from ansible_collections.dra.admin.plugins.module_utils.rbac import guardrails as g
 from ansible_collections.dra.admin.plugins.module_utils.rbac import guardrails_service as svc
 from ansible_collections.dra.admin.plugins.module_utils.releases import catalog
-from ansible_collections.dra.admin.plugins.module_utils.upgrade import checks
 
 ALL_V1 = {"devicetaintrules": ["v1"], "resourceclaims": ["v1"], "resourceclaimtemplates": ["v1"]}
 V1_33 = {"devicetaintrules": [], "resourceclaims": ["v1beta2", "v1beta1"], "resourceclaimtemplates": ["v1beta2", "v1beta1"]}
@@ -119,12 +118,12 @@ def test_a_quote_in_a_message_is_escaped_for_cel():
                                            ("v1.34.4", "resource.kubernetes.io/admin-access"),
                                            ("v1.37.2", "resource.kubernetes.io/admin-access")])
 def test_the_admin_access_label_is_the_releases_from_the_upgrade_checks(version, label):
-    assert checks.admin_access_label(version) == label
+    assert catalog.admin_access_label(version) == label
     policy = by_name(g.render(version, ALL_V1, ON)["objects"])[(g.POLICY_KIND, g.policy_name(g.ADMIN_ACCESS))]
     validation = policy["spec"]["validations"][0]
     assert "namespaceObject.metadata.labels['%s'] == 'true'" % label in validation["expression"]
     assert "%s=true" % label in validation["message"] and g.policy_name(g.ADMIN_ACCESS) in validation["message"]
-    other = ({checks.OLD_ADMIN_LABEL, checks.NEW_ADMIN_LABEL} - {label}).pop()
+    other = ({catalog.OLD_ADMIN_LABEL, catalog.NEW_ADMIN_LABEL} - {label}).pop()
     assert other not in str(policy)
 
 
@@ -258,7 +257,7 @@ def test_with_warn_the_wait_does_not_expect_a_refusal():
 
 @pytest.mark.parametrize("version", ["v1.33.13", "v1.37.2"])
 def test_the_admin_label_policy_lets_only_the_admin_groups_change_the_releases_label(version):
-    label = checks.admin_access_label(version)
+    label = catalog.admin_access_label(version)
     out = g.render(version, ALL_V1, ON, admin_groups=["platform-admins", "system:masters"])
     policy = by_name(out["objects"])[(g.POLICY_KIND, g.policy_name(g.ADMIN_ACCESS_LABEL))]
     spec = policy["spec"]

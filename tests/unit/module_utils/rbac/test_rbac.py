@@ -1,6 +1,7 @@
 """RBAC personas rendered for what a cluster serves."""
 import pytest
 
+from ansible_collections.dra.admin.plugins.module_utils.access.api import served_resource_names
 from ansible_collections.dra.admin.plugins.module_utils.rbac import personas as r
 
 # Discovery of resource.k8s.io/v1 on 1.36 (names only), and v1beta2 with DeviceTaintRules switched on.
@@ -20,13 +21,13 @@ def rules_by_resource(rules):
 
 
 def test_served_names_are_unioned_over_versions():
-    assert r.served_resource_names([V1_36, V1BETA2_TAINTS, None]) == sorted(
+    assert served_resource_names([V1_36, V1BETA2_TAINTS, None]) == sorted(
         {"deviceclasses", "devicetaintrules", "devicetaintrules/status", "resourceclaims", "resourceclaims/status",
          "resourceclaimtemplates", "resourceslices"})
 
 
 def test_admin_owns_cluster_scoped_and_reads_claims():
-    rules = rules_by_resource(r.admin_rules(r.served_resource_names([V1_36])))
+    rules = rules_by_resource(r.admin_rules(served_resource_names([V1_36])))
     assert rules[("resource.k8s.io", "deviceclasses", ())] == set(r.ALL)
     assert rules[("resource.k8s.io", "resourceslices", ())] == set(r.ALL)
     assert rules[("resource.k8s.io", "resourceclaims", ())] == {"get", "list", "watch"}
@@ -34,13 +35,13 @@ def test_admin_owns_cluster_scoped_and_reads_claims():
 
 
 def test_admin_gets_device_taint_rules_only_where_served():
-    rules = rules_by_resource(r.admin_rules(r.served_resource_names([V1_36, V1BETA2_TAINTS])))
+    rules = rules_by_resource(r.admin_rules(served_resource_names([V1_36, V1BETA2_TAINTS])))
     assert rules[("resource.k8s.io", "devicetaintrules", ())] == set(r.ALL)
     assert rules[("resource.k8s.io", "devicetaintrules/status", ())] == {"get", "update", "patch"}
 
 
 def test_driver_rules_with_and_without_granular_status():
-    served = r.served_resource_names([V1_36])
+    served = served_resource_names([V1_36])
     rules = rules_by_resource(r.driver_rules(served, ["gpu.example.com"], granular_status=True))
     assert rules[("resource.k8s.io", "resourceclaims/driver", ("gpu.example.com",))] == {
         "associated-node:update", "associated-node:patch"}
@@ -53,7 +54,7 @@ def test_driver_rules_with_and_without_granular_status():
 
 
 def test_operator_rules_are_namespaced_resources_only():
-    rules = r.operator_rules(r.served_resource_names([V1_36, V1BETA2_TAINTS]))
+    rules = r.operator_rules(served_resource_names([V1_36, V1BETA2_TAINTS]))
     assert rules == [{"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims", "resourceclaimtemplates"],
                       "verbs": r.ALL}]
 
@@ -65,7 +66,7 @@ def test_granular_status_comes_from_the_catalog():
 
 
 def test_render_objects_and_bindings():
-    objects = r.render(r.served_resource_names([V1_36]),
+    objects = r.render(served_resource_names([V1_36]),
                        admins={"groups": ["admins"]},
                        drivers=[{"driver": "gpu.example.com", "service_accounts": ["dra-system/gpu"]}],
                        operators=[{"namespaces": ["team-a", "team-b"], "users": ["alice"]},
@@ -107,7 +108,7 @@ DRIVER_LABELS = {"app.kubernetes.io/name": "gpu-example-com-kubeletplugin",
 
 
 def test_kubelet_plugin_objects_are_the_driver_persona_bound_to_the_plugins_service_account():
-    served = r.served_resource_names([V1_36])
+    served = served_resource_names([V1_36])
     objects = r.kubelet_plugin_objects("gpu.example.com", "dra-system", "gpu-example-com-kubeletplugin", served,
                                        True, DRIVER_LABELS)
     name = "dra-kubeletplugin:gpu.example.com"

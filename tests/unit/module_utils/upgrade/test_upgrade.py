@@ -11,6 +11,7 @@ import yaml
 
 from ansible_collections.dra.admin.plugins.module_utils.releases import catalog
 from ansible_collections.dra.admin.plugins.module_utils.upgrade import checks as u
+from ansible_collections.dra.admin.plugins.module_utils.drivers import checks as driver_checks
 from conftest import FIXTURES
 
 
@@ -137,7 +138,7 @@ def test_driver_accounts_and_reviews():
                  "containers": [{"name": "p", "env": [{"name": "DRIVER_NAME", "value": "gpu.example.com"}]}]}}}}
     unrelated = {"metadata": {"name": "logs", "namespace": "x"},
                  "spec": {"template": {"spec": {"containers": [{"name": "c", "args": ["gpu.example.com"]}]}}}}
-    accounts = u.driver_accounts([labelled, chart, unrelated], {"gpu.example.com"})
+    accounts = driver_checks.driver_accounts([labelled, chart, unrelated], {"gpu.example.com"})
     assert [(a["namespace"], a["service_account"]) for a in accounts] == [("drivers", "plugin"), ("dra", "default")]
     reviews = u.access_reviews(accounts[:1], ["kube-system/my-scheduler"])
     attrs = [r[1]["spec"]["resourceAttributes"] for r in reviews]

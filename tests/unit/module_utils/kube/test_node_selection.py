@@ -7,7 +7,7 @@ import pytest
 
 from ansible_collections.dra.admin.plugins.module_utils.drivers import checks
 from ansible_collections.dra.admin.plugins.module_utils.drivers import nodes as driver_nodes
-from ansible_collections.dra.admin.plugins.module_utils.nodes import selection as ns
+from ansible_collections.dra.admin.plugins.module_utils.kube import selection as ns
 from conftest import FIXTURES, ROOT
 
 EXCL = ns.DEFAULT_EXCLUSION_LABEL
@@ -141,7 +141,7 @@ def test_python_code_spells_the_exclusion_label_only_in_the_constant():
     """Module DOCUMENTATION (YAML, checked above) may repeat it; code imports DEFAULT_EXCLUSION_LABEL."""
     import ast
     root = ROOT
-    home = os.path.join(root, "plugins", "module_utils", "nodes", "selection.py")
+    home = os.path.join(root, "plugins", "module_utils", "kube", "selection.py")
     spelled = []
     for top in ("plugins", "tests", "bench", "hack"):
         for directory, dummy, files in os.walk(os.path.join(root, top)):

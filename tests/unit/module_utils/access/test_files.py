@@ -1,9 +1,9 @@
-"""Reading host files (module_utils/common/files.py): the one reader of component_flags, kubelet_config and Chart.yaml."""
+"""Reading host files (module_utils/access/files.py): the one reader of component_flags, kubelet_config and Chart.yaml."""
 import os
 
 import pytest
 
-from ansible_collections.dra.admin.plugins.module_utils.common.files import read_regular_file, read_text
+from ansible_collections.dra.admin.plugins.module_utils.access.files import read_regular_file, read_text
 
 
 class Refused(Exception):
@@ -25,10 +25,10 @@ def test_a_missing_path_or_a_directory_raises_the_callers_error_naming_it(tmp_pa
 
 
 def test_the_backup_defaults_have_one_home():
-    """The doc fragment, the roles' defaults and argument specs repeat common/files' backup directories."""
+    """The doc fragment, the roles' defaults and argument specs repeat access/files' backup directories."""
     import yaml
     from ansible_collections.dra.admin.plugins.doc_fragments.backup import ModuleDocFragment
-    from ansible_collections.dra.admin.plugins.module_utils.common.files import (
+    from ansible_collections.dra.admin.plugins.module_utils.access.files import (
         CONTROLLER_BACKUP_DIR, NODE_BACKUP_DIR, backup_options)
     from conftest import ROOT
     assert yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["options"]["backup_dir"]["default"] == NODE_BACKUP_DIR

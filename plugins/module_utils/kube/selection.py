@@ -17,7 +17,7 @@ import copy
 import re
 
 from ansible_collections.dra.admin.plugins.module_utils.common.names import qualified_name_error
-from ansible_collections.dra.admin.plugins.module_utils.common.tolerations import tolerates
+from ansible_collections.dra.admin.plugins.module_utils.kube.tolerations import tolerates
 
 DEFAULT_EXCLUSION_LABEL = "dra.admin/driver-excluded"
 # The node taints that keep pods off (PreferNoSchedule only steers), and the taint a cordon stands for.

@@ -21,7 +21,6 @@ from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import 
     RESOURCE_GROUP,
     preferred_api_version,
 )
-from ansible_collections.dra.admin.plugins.module_utils.rbac.personas import served_resource_names
 
 from ansible.module_utils.basic import AnsibleModule, _load_params
 
@@ -150,6 +149,7 @@ class DraApi(object):
         self.api_client = api_client
         self.requests = 0
         self._served = None
+        self._discovery = None
 
     def request(self, method, path, query=None, body=None, content_type=None, accept="application/json"):
         """One API call; returns the decoded JSON body."""
@@ -242,21 +242,28 @@ class DraApi(object):
             self._served = [v["version"] for v in (group or {}).get("versions", [])]
         return self._served
 
+    def resource_discovery(self):
+        """{version: its APIResourceList (None when it could not be read)} of every served resource.k8s.io
+        version, newest first: the one discovery of the group every reader shares (one GET per served version,
+        cached for the client's life)."""
+        if self._discovery is None:
+            self._discovery = dict((version, self.get_or_none("/apis/%s/%s" % (RESOURCE_GROUP, version)))
+                                   for version in self.served_resource_versions())
+        return self._discovery
+
     def served_resources(self):
         """Resource names (with subresources, e.g. resourceclaims/status) served in resource.k8s.io across
-        every served version, sorted: one discovery request per served version."""
-        return served_resource_names([self.get_or_none("/apis/%s/%s" % (RESOURCE_GROUP, version))
-                                      for version in self.served_resource_versions()])
+        every served version, sorted."""
+        return served_resource_names(self.resource_discovery().values())
+
+    def versions_by_resource(self):
+        """{resource name: resource.k8s.io versions serving it, newest first}."""
+        return versions_by_resource(self.resource_discovery())
 
     def versions_serving(self, resource):
         """The served resource.k8s.io versions whose discovery lists `resource` (for example devicetaintrules),
-        newest first: one discovery request per served version."""
-        out = []
-        for version in self.served_resource_versions():
-            listing = self.get_or_none("/apis/%s/%s" % (RESOURCE_GROUP, version)) or {}
-            if any(r.get("name") == resource for r in listing.get("resources") or []):
-                out.append(version)
-        return out
+        newest first."""
+        return self.versions_by_resource().get(resource, [])
 
     def resource_api_version(self):
         """The resource.k8s.io version to use, or DraNotServedError naming what is served."""
@@ -279,3 +286,23 @@ class DraApi(object):
         if name:
             path += "/" + name
         return path
+
+
+def served_resource_names(discovery_lists):
+    """Union of resource names (with subresources, e.g. resourceclaims/status) from the
+    APIResourceList of every served resource.k8s.io version."""
+    names = set()
+    for resource_list in discovery_lists or []:
+        for resource in (resource_list or {}).get("resources") or []:
+            if resource.get("name"):
+                names.add(resource["name"])
+    return sorted(names)
+
+
+def versions_by_resource(discovery):
+    """{resource name: versions listing it, in the order of ``discovery`` ({version: APIResourceList})}."""
+    out = {}
+    for version, listing in discovery.items():
+        for resource in (listing or {}).get("resources") or []:
+            out.setdefault(resource.get("name"), []).append(version)
+    return out

@@ -1,5 +1,5 @@
 """Discovery of what the cluster serves in resource.k8s.io (api.DraApi), on canned discovery documents."""
-from ansible_collections.dra.admin.plugins.module_utils.common.api import DraApi, DraApiError
+from ansible_collections.dra.admin.plugins.module_utils.access.api import DraApi, DraApiError
 
 GROUP = {"kind": "APIGroup", "name": "resource.k8s.io",
          "versions": [{"groupVersion": "resource.k8s.io/v1", "version": "v1"},

@@ -3,7 +3,7 @@
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """DRA's CEL environment for device selectors, on cel-python (``celpy``).
 
-What the scheduler evaluates (k8s.io/dynamic-resource-allocation/cel): one variable, ``device``, with
+What the scheduler evaluates (k8s.io/dynamic-resource-kube/cel): one variable, ``device``, with
 ``driver``, ``attributes`` and ``capacity`` (maps of domain to maps of identifier), ``allowMultipleAllocations``
 from 1.34; an attribute is an int, bool, string or ``version`` (a semantic version), a capacity a Kubernetes
 quantity; an unqualified name belongs to the driver's domain, and looking up a domain the device does not
@@ -31,7 +31,7 @@ import math
 import operator
 import re
 
-from ansible_collections.dra.admin.plugins.module_utils.claims.capacity import QuantityError, quantity
+from ansible_collections.dra.admin.plugins.module_utils.kube.quantity import QuantityError, quantity
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 
 LIBRARY = "cel-python"
@@ -123,7 +123,7 @@ class Semver:
 
 
 def parse_quantity(text):
-    """The exact value of a Kubernetes quantity string (a Fraction, by claims.capacity's parser); SelectorError
+    """The exact value of a Kubernetes quantity string (a Fraction, by kube.quantity); SelectorError
     when it is not one, Unsupported when it is finer than Kubernetes keeps (a nano unit)."""
     try:
         value = quantity(text)
@@ -281,7 +281,7 @@ class Environment:
         return self._env.program(tree, functions=self._lib.functions), None
 
     def device_activation(self, driver, fields):
-        """The ``device`` variable of one published device (its fields as ``claims.slices.device_fields``)."""
+        """The ``device`` variable of one published device (its fields as ``kube.slices.device_fields``)."""
         return self._lib.activation(driver, fields, self.minor)
 
     def matches(self, expression, activation):

@@ -2,8 +2,8 @@
 (POST .../pods/p/eviction in a namespace being deleted)."""
 import os
 
-from ansible_collections.dra.admin.plugins.module_utils.nodes.drain import eviction_refusal
-from ansible_collections.dra.admin.plugins.module_utils.common.api import status_causes
+from ansible_collections.dra.admin.plugins.module_utils.kube.evictions import eviction_refusal
+from ansible_collections.dra.admin.plugins.module_utils.access.api import status_causes
 from conftest import FIXTURES
 
 API_ERRORS = os.path.join(FIXTURES, "api-errors")

@@ -1,7 +1,7 @@
 """Pod tolerations checked as the API server checks them (core/v1), before a module writes an object."""
 import pytest
 
-from ansible_collections.dra.admin.plugins.module_utils.common.tolerations import toleration_errors
+from ansible_collections.dra.admin.plugins.module_utils.kube.tolerations import toleration_errors
 
 
 @pytest.mark.parametrize("toleration", [

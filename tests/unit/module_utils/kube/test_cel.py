@@ -2,7 +2,7 @@
 device shaped like a v1 ResourceSlice entry, and what is answered "cannot evaluate"."""
 import pytest
 
-from ansible_collections.dra.admin.plugins.module_utils.allocation import cel
+from ansible_collections.dra.admin.plugins.module_utils.kube import cel
 
 DRIVER = "gpu.example.com"
 DEVICE = {

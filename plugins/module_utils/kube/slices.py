@@ -6,7 +6,7 @@
 Pure functions over the JSON objects the API returns (any served
 resource.k8s.io version: v1, v1beta2 and v1beta1 share these fields).
 
-Where devices are (see claims.locations): the slice's ``nodeName``, or with
+Where devices are (see kube.locations): the slice's ``nodeName``, or with
 ``perDeviceNodeSelection`` each device's own ``nodeName``; devices offered to
 several nodes (``allNodes``, a ``nodeSelector``, at slice or device level) are
 shared and reported under a marker, not under any node.
@@ -24,10 +24,10 @@ __metaclass__ = type
 
 import json
 
-from ansible_collections.dra.admin.plugins.module_utils.claims.locations import (
+from ansible_collections.dra.admin.plugins.module_utils.kube.locations import (
     SLICE_ALL_NODES, SLICE_NODE_SELECTOR, is_marker,
 )
-from ansible_collections.dra.admin.plugins.module_utils.nodes.selection import selector_matches
+from ansible_collections.dra.admin.plugins.module_utils.kube.selection import selector_matches
 
 
 def _spec(resource_slice):

@@ -33,8 +33,11 @@ def lonely_collections(tmp_path_factory):
     return str(path)
 
 
-def run_module(collections, module, args):
-    """The module's failure result, from the one-line output of an ad hoc run."""
+def run_through_ansible(collections, module, args):
+    """The module's failure result, from the one-line output of an ad hoc run.
+
+    Not module_harness's run_module: what is tested here is Ansible finding the module and its module_utils on a
+    collections path without kubernetes.core, so the module goes through the `ansible` command, not main()."""
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections, ANSIBLE_COLLECTIONS_SCAN_SYS_PATH="false",
                ANSIBLE_CONFIG=os.path.join(collections, "ansible.cfg"))
     env.pop("K8S_AUTH_KUBECONFIG", None)
@@ -51,14 +54,14 @@ def run_module(collections, module, args):
 
 
 def test_the_collection_path_really_lacks_kubernetes_core(lonely_collections):
-    result = run_module(lonely_collections, "dra_cluster_info", {})
+    result = run_through_ansible(lonely_collections, "dra_cluster_info", {})
     assert "kubernetes.core cannot be imported here (No module named 'ansible_collections.kubernetes')" \
         in result["msg"], result
 
 
 @pytest.mark.parametrize("module,args", CLUSTER_MODULES)
 def test_module_says_what_to_install(lonely_collections, module, args):
-    result = run_module(lonely_collections, module, args)
+    result = run_through_ansible(lonely_collections, module, args)
     assert result["msg"].startswith("this module needs the kubernetes.core collection (>=5.0.0,<7.0.0) and the "
                                     "kubernetes Python package"), result
     assert "ansible-galaxy collection install 'kubernetes.core:>=5.0.0,<7.0.0' and pip install kubernetes" in result["msg"]
@@ -67,7 +70,7 @@ def test_module_says_what_to_install(lonely_collections, module, args):
 
 def test_versions_are_the_ones_galaxy_yml_declares():
     import yaml
-    from ansible_collections.dra.admin.plugins.module_utils.common import api as dra_api
+    from ansible_collections.dra.admin.plugins.module_utils.access import api as dra_api
     with open(os.path.join(ROOT, "galaxy.yml")) as handle:
         declared = yaml.safe_load(handle)["dependencies"]["kubernetes.core"]
     assert declared == dra_api.K8S_CORE_VERSIONS
