@@ -84,6 +84,16 @@ def wait_parameter_errors(params, timeouts=(WAIT_TIMEOUT,), intervals=(WAIT_SLEE
     return errors
 
 
+def since_error(params, operation):
+    """The message when ``since`` (the start of an operation run in several calls, seconds since the epoch, as
+    its first call returned it in ``started``) is given and not a time; None when it is fine or unset."""
+    since = params.get("since")
+    if since is None or since >= 0:
+        return None
+    return "since must be a time in seconds since the epoch (the started of the %s's first call), got %r" % (
+        operation, since)
+
+
 def wait_retries(timeout, delay, elapsed=0):
     """Rounds of an until-loop that polls every `delay` seconds so that the wait ends about `timeout` seconds
     after the operation started, `elapsed` seconds ago; at least 1 (one more look after the time is up).

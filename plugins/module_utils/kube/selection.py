@@ -126,6 +126,11 @@ def exclusion_label_error(label, field="exclusion_label"):
     return qualified_name_error(field, label, DEFAULT_EXCLUSION_LABEL)
 
 
+def node_excluded(labels, label):
+    """Whether a node's labels carry the exclusion label with the value DaemonSets exclude (``true``)."""
+    return (labels or {}).get(label) == EXCLUSION_VALUE
+
+
 def expression_excludes(expression, label):
     """Whether a matchExpression keeps nodes labelled ``label=true`` out (DoesNotExist, or NotIn [true])."""
     if expression.get("key") != label:

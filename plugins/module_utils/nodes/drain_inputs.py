@@ -9,7 +9,7 @@ __metaclass__ = type
 
 from ansible_collections.dra.admin.plugins.module_utils.common.names import label_errors, object_ref_error, subdomain_error
 from ansible_collections.dra.admin.plugins.module_utils.kube.selection import exclusion_label_error
-from ansible_collections.dra.admin.plugins.module_utils.common.waits import wait_parameter_errors
+from ansible_collections.dra.admin.plugins.module_utils.common.waits import since_error, wait_parameter_errors
 
 
 def input_errors(params, spec=None):
@@ -28,9 +28,7 @@ def input_errors(params, spec=None):
     if params.get("preview") and (params["state"] != "drained" or params["device_driver"]):
         errors.append("preview is for state=drained of the node drain (no device_driver); for devices, use "
                       "dra_device_taint's dry run")
-    if params["since"] is not None and not params["since"] >= 0:
-        errors.append("since must be a time in seconds since the epoch (the started of the drain's first call), "
-                      "got %r" % params["since"])
+    errors.append(since_error(params, "drain"))
     errors.extend(object_ref_error("driver_daemonsets", ref) for ref in params["driver_daemonsets"])
     errors.extend(label_errors("driver_pod_labels", params["driver_pod_labels"]))
     for option in ("drivers", "drivers_not_in_pods"):

@@ -33,10 +33,15 @@ from ansible_collections.dra.admin.plugins.module_utils.kube.pods import (
     controller_of, object_key, pod_key, pod_ready,
 )
 from ansible_collections.dra.admin.plugins.module_utils.drivers.nodes import select_nodes_for_daemonset
-from ansible_collections.dra.admin.plugins.module_utils.kube.selection import daemonset_excludes
+from ansible_collections.dra.admin.plugins.module_utils.kube.selection import (
+    EXCLUSION_VALUE, daemonset_excludes, node_excluded,
+)
 from ansible_collections.dra.admin.plugins.module_utils.kube.slices import driver_publishes_for_node, slices_for_node
 from ansible_collections.dra.admin.plugins.module_utils.common.progress import elapsed_since
-from ansible_collections.dra.admin.plugins.module_utils.nodes.drain_progress import drain_progress, drain_waiting_for
+from ansible_collections.dra.admin.plugins.module_utils.nodes.drain_progress import (
+    CLAIM_PODS_GONE, CLAIMS_RELEASED, DRAIN_WAITS, DRIVER_PODS_GONE, OTHER_PODS_GONE, WAIT_PHASE, drain_progress,
+    drain_waiting_for,
+)
 
 class DrainError(DraAdminError):
     """The drain stopped; `details` says what blocks it. The node stays cordoned."""
@@ -147,26 +152,30 @@ class NodeDrain(object):
         t = self.clock()
         self.cordon(node, was_cordoned)
         self.phase("cordon", t)
-
-        t = self.clock()
-        self.evict_all(plan["claim_pods"], "claim pod")
-        self.phase("evict_claim_pods", t)
-
-        t = self.clock()
-        self.evict_all(plan["other_pods"], "pod")
-        self.phase("evict_other_pods", t)
-
-        t = self.clock()
-        self.wait_claims_released(version, held, plan["claim_pods"], labels)
-        self.phase("wait_claims_released", t)
-        summary["non_pod_claims"] = self.non_pod_reports()
-        self.warn_non_pod(summary)
-
-        t = self.clock()
-        self.remove_driver(labels, plan["driver_pods"])
-        self.phase("remove_driver", t)
+        for wait in DRAIN_WAITS:  # the one order of the drain's phases, as the runs with wait: false take them
+            t = self.clock()
+            self.run_phase(wait, plan, labels, wait_for_it=True, version=version, held=held)
+            self.phase(WAIT_PHASE[wait], t)
+            if wait == CLAIMS_RELEASED:
+                summary["non_pod_claims"] = self.non_pod_reports()
+                self.warn_non_pod(summary)
         summary.update(phases=self.phases, events=self.events)
         return summary
+
+    def run_phase(self, wait, plan, labels, wait_for_it, version=None, held=None):
+        """The writes that end one wait of DRAIN_WAITS (and, with wait_for_it, the wait itself): the claim pods'
+        evictions, the other pods', the claims' release (only waited for), the driver's removal. A run with
+        wait: false takes only the next phase (advance) and leaves terminating pods to the wait."""
+        if wait in (CLAIM_PODS_GONE, OTHER_PODS_GONE):
+            what = "claim pod" if wait == CLAIM_PODS_GONE else "pod"
+            pods = plan["claim_pods" if wait == CLAIM_PODS_GONE else "other_pods"]
+            if not wait_for_it:
+                pods = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+            self.evict_all(pods, what, wait=wait_for_it)
+        elif wait == CLAIMS_RELEASED and wait_for_it:
+            self.wait_claims_released(version, held, plan["claim_pods"], labels)
+        elif wait == DRIVER_PODS_GONE:
+            self.remove_driver(labels, plan["driver_pods"] if wait_for_it else [])
 
     def refuse_before_writes(self, plan, gathered, summary):
         """What stops the drain before its first write: claims its evictions cannot free (only reported with
@@ -210,7 +219,7 @@ class NodeDrain(object):
         """wait: false: the writes of the next phase whose waits are over, and no wait (_progress). Returns
         the plan, what the drain still waits for (waiting_for, pending, as read before this run's writes) and
         the seconds since the drain started; in check mode only that. Run again after each wait."""
-        label_set = labels.get(self.p["exclusion_label"]) == "true"
+        label_set = node_excluded(labels, self.p["exclusion_label"])
         waiting_for, pending = drain_waiting_for(
             summary["claim_pods"], summary["other_pods"], claim_keys(gathered["blocking"]), summary["driver_pods"],
             label_set)
@@ -223,19 +232,14 @@ class NodeDrain(object):
         t = self.clock()
         self.cordon(node, was_cordoned)
         self.phase("cordon", t)
-        if waiting_for in ("claim_pods_gone", "other_pods_gone"):
-            pods = [p for p in plan["claim_pods" if waiting_for == "claim_pods_gone" else "other_pods"]
-                    if not p["metadata"].get("deletionTimestamp")]  # terminating ones only need the wait
+        if waiting_for in (CLAIM_PODS_GONE, OTHER_PODS_GONE) or (waiting_for == DRIVER_PODS_GONE and not label_set):
+            if waiting_for == DRIVER_PODS_GONE:
+                self.note_non_pod_claims(gathered["non_pod_claims"])
+                summary["non_pod_claims"] = self.non_pod_reports()
+                self.warn_non_pod(summary)
             t = self.clock()
-            self.evict_all(pods, "claim pod" if waiting_for == "claim_pods_gone" else "pod", wait=False)
-            self.phase("evict_claim_pods" if waiting_for == "claim_pods_gone" else "evict_other_pods", t)
-        elif waiting_for == "driver_pods_gone" and not label_set:
-            self.note_non_pod_claims(gathered["non_pod_claims"])
-            summary["non_pod_claims"] = self.non_pod_reports()
-            self.warn_non_pod(summary)
-            t = self.clock()
-            self.remove_driver(labels, [])
-            self.phase("remove_driver", t)
+            self.run_phase(waiting_for, plan, labels, wait_for_it=False)
+            self.phase(WAIT_PHASE[waiting_for], t)
         summary.update(phases=self.phases, events=self.events, elapsed=elapsed_since(self.started, self.clock()))
         return summary
 
@@ -249,7 +253,7 @@ class NodeDrain(object):
         """Before the first write: refuse a drain that would end with a driver still on the node because no
         pod of it is among the driver pods to take off (a mistyped exclusion_label or driver_daemonsets finds
         none). Not checked once the node carries the exclusion label: the driver was taken off before."""
-        if labels.get(self.p["exclusion_label"]) == "true":
+        if node_excluded(labels, self.p["exclusion_label"]):
             return
         drivers = self.node_drivers()
         not_in_pods = self.p.get("drivers_not_in_pods") or []
@@ -276,7 +280,7 @@ class NodeDrain(object):
         """What the drain would do; would_change is true when it would write anything (what cordon,
         evict_all and remove_driver write: unschedulable, the cordon annotation, evictions, the label)."""
         order = ([pod_key(p) for p in plan["claim_pods"]] + [pod_key(p) for p in plan["other_pods"]])
-        label_set = labels.get(self.p["exclusion_label"]) == "true"
+        label_set = node_excluded(labels, self.p["exclusion_label"])
         would_change = bool(order or plan["driver_pods"] or not was_cordoned or not label_set
                             or CORDON_ANNOTATION not in annotations)
         return {
@@ -421,8 +425,8 @@ class NodeDrain(object):
 
     def remove_driver(self, labels, driver_pods):
         key = self.p["exclusion_label"]
-        if labels.get(key) != "true":
-            self.patch_node({"metadata": {"labels": {key: "true"}}})
+        if not node_excluded(labels, key):
+            self.patch_node({"metadata": {"labels": {key: EXCLUSION_VALUE}}})
             self.event("labelled %s %s=true: driver DaemonSet pods leave the node" % (self.node, key))
         if driver_pods:
             still = self.wait_pods_gone(driver_pods)
