@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: dra.admin contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Filters dra.admin.component_endpoint and dra.admin.tuning_written: what the steps
+"""Filters dra.admin.component_endpoint, dra.admin.tuning_written and dra.admin.manifest_image: what the steps
 around a control-plane component change compute (see their .yml documentation next to this file)."""
 
 from __future__ import absolute_import, division, print_function
@@ -10,13 +10,14 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.control_plane import restart
 
 
 def _wrap(name, function, *args):
     try:
         return function(*args)
-    except restart.RestartInputError as error:
+    except DraAdminError as error:
         raise AnsibleFilterError("dra.admin.%s: %s" % (name, error))
 
 
@@ -29,6 +30,11 @@ def tuning_written_filter(result, component):
     return _wrap("tuning_written", restart.tuning_written, component, result)
 
 
+def manifest_image_filter(text, container):
+    return _wrap("manifest_image", restart.manifest_image, text, container)
+
+
 class FilterModule(object):
     def filters(self):
-        return {"component_endpoint": component_endpoint_filter, "tuning_written": tuning_written_filter}
+        return {"component_endpoint": component_endpoint_filter, "tuning_written": tuning_written_filter,
+                "manifest_image": manifest_image_filter}

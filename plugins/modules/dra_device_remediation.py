@@ -275,7 +275,7 @@ from ansible_collections.dra.admin.plugins.module_utils.access.api import (
 )
 from ansible_collections.dra.admin.plugins.module_utils.devices.remediation_service import remediate
 from ansible_collections.dra.admin.plugins.module_utils.devices.remediation import EFFECTS, RemediationInputError
-from ansible_collections.dra.admin.plugins.module_utils.devices.taints import NO_SCHEDULE
+from ansible_collections.dra.admin.plugins.module_utils.kube.taint_rules import NO_SCHEDULE
 from ansible_collections.dra.admin.plugins.module_utils.devices.remediation import check_inputs
 from ansible_collections.dra.admin.plugins.module_utils.common.names import subdomain_error
 from ansible_collections.dra.admin.plugins.module_utils.common.waits import wait_options, wait_parameter_errors

@@ -464,9 +464,8 @@ from ansible_collections.dra.admin.plugins.module_utils.devices.taints_service i
     ABSENT, DRY_RUN, TAINTED, DeviceTaint,
 )
 from ansible_collections.dra.admin.plugins.module_utils.devices.evictions import EVICT
-from ansible_collections.dra.admin.plugins.module_utils.devices.taints import (
-    DEFAULT_KEY, EFFECT_NONE, NO_EXECUTE, NO_SCHEDULE, input_errors,
-)
+from ansible_collections.dra.admin.plugins.module_utils.devices.taints import DEFAULT_KEY, input_errors
+from ansible_collections.dra.admin.plugins.module_utils.kube.taint_rules import EFFECT_NONE, NO_EXECUTE, NO_SCHEDULE
 from ansible_collections.dra.admin.plugins.module_utils.common.waits import wait_options, wait_parameter_errors
 
 

@@ -117,7 +117,7 @@ def test_device_taint_bad_inputs_write_no_rule(cluster):
         ({"driver": DRIVER, "key": "-x/ok"}, "prefix before '/'"),
         ({"driver": DRIVER, "poll_interval": float("inf")}, "wait_sleep (alias poll_interval) must be a finite"),
         ({"driver": DRIVER, "wait_timeout": 0}, "wait_timeout must be a finite number"),
-        ({"driver": DRIVER, "device": "gpu-0"}, "device 'gpu-0' needs pool"),
+        ({"driver": DRIVER, "device": "gpu-0"}, "missing parameter(s) required by 'device': pool"),
     ]
     for extra, named in bad:
         for state in ("tainted", "dry_run"):

@@ -33,8 +33,9 @@ from ansible_collections.dra.admin.plugins.module_utils.common.errors import Dra
 from ansible_collections.dra.admin.plugins.module_utils.devices.health import (
     COND_HEALTHY, COND_NOT_REPORTED, COND_UNHEALTHY, device_key,
 )
+from ansible_collections.dra.admin.plugins.module_utils.kube.taint_rules import EFFECT_NONE, NO_EXECUTE, NO_SCHEDULE
 from ansible_collections.dra.admin.plugins.module_utils.devices.taints import (
-    EFFECT_NONE, MANAGED_BY, MANAGED_BY_LABEL, NO_EXECUTE, NO_SCHEDULE, OPERATION_LABEL, OPERATION_NAME_PREFIXES,
+    MANAGED_BY, MANAGED_BY_LABEL, OPERATION_LABEL, OPERATION_NAME_PREFIXES,
     REMEDIATION, operation_rule_name, selector,
 )
 from ansible_collections.dra.admin.plugins.module_utils.common.times import format_time, parse_time

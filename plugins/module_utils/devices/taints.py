@@ -33,8 +33,8 @@ from ansible_collections.dra.admin.plugins.module_utils.common.names import (
 )
 from ansible_collections.dra.admin.plugins.module_utils.kube.slices import device_index
 from ansible_collections.dra.admin.plugins.module_utils.common.times import format_time, parse_time
-from ansible_collections.dra.admin.plugins.module_utils.kube.taint_rules import (  # noqa: F401 (re-exported)
-    EFFECT_NONE, EFFECTS, EVICTION, KEEPS_ALLOCATIONS_OFF, KIND, NO_EXECUTE, NO_SCHEDULE, RESOURCE, selector_selects,
+from ansible_collections.dra.admin.plugins.module_utils.kube.taint_rules import (
+    EFFECTS, EVICTION, KEEPS_ALLOCATIONS_OFF, KIND, NO_EXECUTE, selector_selects,
 )
 from ansible_collections.dra.admin.plugins.module_utils.kube.tolerations import tolerates
 

@@ -25,8 +25,9 @@ from ansible_collections.dra.admin.plugins.module_utils.common.progress import p
 from ansible_collections.dra.admin.plugins.module_utils.devices.taint_progress import (
     EVICTION_TEXT, WAIT_TEXT, eviction_pending, eviction_timeout_message,
 )
+from ansible_collections.dra.admin.plugins.module_utils.kube.taint_rules import EFFECT_NONE, NO_EXECUTE, RESOURCE
 from ansible_collections.dra.admin.plugins.module_utils.devices.taints import (  # noqa: F401 (states re-exported)
-    ABSENT, DEFAULT_KEY, DEVICE_DRAIN, DRY_RUN, EFFECT_NONE, MAINTENANCE, NO_EXECUTE, RESOURCE, TAINTED,
+    ABSENT, DEFAULT_KEY, DEVICE_DRAIN, DRY_RUN, MAINTENANCE, TAINTED,
     DeviceTaintError, affected_claims, build_rule, diff_view, eviction_done, operation_rule_name, ownership_error,
     planned_writes, pod_names, removed_annotations, report, rule_condition, rule_name_of, rule_patch, rule_selector,
     rule_summary, rule_taint, rules_in_force, selected_devices, selection_error, selector, selector_text,

@@ -31,6 +31,7 @@ from ansible_collections.dra.admin.plugins.module_utils.kube.prometheus_text imp
     HISTOGRAM_SUFFIXES, label_value, parse_value, select,
 )
 
+
 def counter_increase(first, second):
     """Per series increase between two lists of counter samples, keyed like Sample.key().
 

@@ -94,17 +94,20 @@ def claims_only_for_node(claim_pods, views, node):
                 and v["allocation_nodes"] == [node])
 
 
-def claims_drain_cannot_free(claim_pods, views, pdbs, node):
+def claims_drain_cannot_free(claim_pods, views, pdbs, node, candidates=None):
     """The claims the drain's evictions cannot free: [{claim, pods, controllers, pod_disruption_budgets}], sorted.
 
     A claim allocated for this node alone and named by resourceClaimName by pods a controller replaces
     (claims_only_for_node) is released only once every pod of it on the node is gone: until then each replacement
     waits for it, Pending, and counts as a disruption. When a PodDisruptionBudget covering those pods allows fewer
     disruptions than they are, the budget refuses the remaining evictions for ever (the replacements never become
-    ready) and the drain would stop at its timeout. pdbs: the PodDisruptionBudgets of the claims' namespaces.
+    ready) and the drain would stop at its timeout. pdbs: the PodDisruptionBudgets of the claims' namespaces;
+    candidates: claims_only_for_node's answer when the caller has it already.
     """
     out = []
-    for (namespace, name), controllers in sorted(claims_only_for_node(claim_pods, views, node).items()):
+    if candidates is None:
+        candidates = claims_only_for_node(claim_pods, views, node)
+    for (namespace, name), controllers in sorted(candidates.items()):
         pods = [p for p in claim_pods if (p.get("metadata") or {}).get("namespace") == namespace
                 and any(r.get("resourceClaimName") == name for r in (p.get("spec") or {}).get("resourceClaims") or [])]
         budgets = sorted(set(b for p in pods for b in covering_budgets(p, pdbs)))

@@ -43,6 +43,7 @@ from ansible_collections.dra.admin.plugins.module_utils.nodes.drain_progress imp
     drain_waiting_for,
 )
 
+
 class DrainError(DraAdminError):
     """The drain stopped; `details` says what blocks it. The node stays cordoned."""
 
@@ -195,7 +196,8 @@ class NodeDrain(object):
         candidates = claims_only_for_node(plan["claim_pods"], gathered["views"], self.node)
         pdbs = [b for namespace in sorted(set(ns for ns, dummy in candidates))
                 for b in self.api.list_items("/apis/policy/v1/namespaces/%s/poddisruptionbudgets" % namespace)]
-        return claims_drain_cannot_free(plan["claim_pods"], gathered["views"], pdbs, self.node) if pdbs else []
+        return claims_drain_cannot_free(plan["claim_pods"], gathered["views"], pdbs, self.node,
+                                        candidates) if pdbs else []
 
     def warn_at_start(self, plan, gathered):
         if self.p["force"] and plan["unmanaged"]:

@@ -286,8 +286,8 @@ def misplaced_names(text, files):
         for name in sorted(set(re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`", fact)) - set(re.findall(r"`([a-z]+)`", fact))):
             homes = where.get(name, set())
             if homes and not homes & named:
-                bad.append("%s: defined in %s, the row names %s" % (name, ", ".join(sorted(homes)),
-                                                                     ", ".join(sorted(named)) or "no file"))
+                bad.append("%s: defined in %s, the row names %s"
+                           % (name, ", ".join(sorted(homes)), ", ".join(sorted(named)) or "no file"))
     return bad
 
 

@@ -23,7 +23,7 @@ ALLOWED = [
 ]
 # Files it must hold (a build_ignore entry too wide would drop them).
 REQUIRED = [
-    "meta/runtime.yml", "meta/execution-environment.yml", "plugins/module_utils/common/api.py",
+    "meta/runtime.yml", "meta/execution-environment.yml", "plugins/module_utils/access/api.py",
     "plugins/modules/dra_node_drain.py", "roles/feature_gates/tasks/main.yml", "playbooks/site.yml",
     "docs/decisions.md", "requirements.txt", "bindep.txt", "inventory/example.yml", "requirements-awx.yml",
     "tests/sanity/ignore-2.19.txt", "tests/sanity/ignore-2.21.txt", "LICENSE", "docs/benchmarks/README.md",

@@ -49,6 +49,7 @@ def test_a_rule_to_delete_is_found_by_its_name_without_a_driver():
     assert taint_errors({"state": "absent", "driver": "gpu.example.com"}) == []
     assert taint_errors({"driver": "gpu.example.com", "pool": "node-1", "device": "gpu-3"}) == []
 
+
 def test_parameter_errors_never_drop_a_message_by_its_text():
     params = dict((name, option.get("default")) for name, option in dra_device_taint.argument_spec().items())
     params.update(state="absent", name="dra-admin-gpu")

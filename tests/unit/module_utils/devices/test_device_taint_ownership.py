@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ansible_collections.dra.admin.plugins.module_utils.devices import taints as dt
+from ansible_collections.dra.admin.plugins.module_utils.kube import taint_rules
 from ansible_collections.dra.admin.plugins.module_utils.devices import remediation as rem
 from ansible_collections.dra.admin.plugins.module_utils.devices.remediation_service import remediate
 from ansible_collections.dra.admin.plugins.module_utils.devices.taints_service import DeviceTaint, drain_devices
@@ -170,7 +171,7 @@ def test_rules_in_force_are_the_other_rules_keeping_some_selected_device_out_of_
     assert [r["name"] for r in found] == sorted(r["name"] for r in found)
     names = set(r["name"] for r in found)
     for name, rule in rules.items():
-        keeps = rule["spec"]["taint"]["effect"] in (dt.NO_SCHEDULE, dt.NO_EXECUTE)
+        keeps = rule["spec"]["taint"]["effect"] in (taint_rules.NO_SCHEDULE, dt.NO_EXECUTE)
         shares = any(selects(sel, d) and selects(dt.rule_selector(rule), d) for d in UNIVERSE)
         assert (name in names) == (name != besides and keeps and shares), (name, rule)
     for entry in found:
@@ -215,7 +216,7 @@ def test_another_operations_rule_is_refused_naming_its_owner_and_tool():
 
 
 def test_the_operation_label_is_not_an_input():
-    errors = dt.input_errors({"driver": DRIVER, "key": dt.DEFAULT_KEY, "effect": dt.NO_SCHEDULE,
+    errors = dt.input_errors({"driver": DRIVER, "key": dt.DEFAULT_KEY, "effect": taint_rules.NO_SCHEDULE,
                               "labels": {dt.OPERATION_LABEL: dt.DEVICE_DRAIN}})
     assert len(errors) == 1 and "labels: dra.admin/purpose" in errors[0] and "leave it out" in errors[0]
 
@@ -273,12 +274,12 @@ def test_remediation_in_check_mode_only_reads_and_names_the_rules_its_lift_leave
     objs = recorded("dry-run")
     api = ScriptedApi(objs)
     name = rem.rule_name(DRIVER, POOL, "dev-0")
-    api.rules[name] = make_rule(name, dt.selector(DRIVER, POOL, "dev-0"), dt.REMEDIATION, dt.NO_SCHEDULE, key=rem.KEY)
+    api.rules[name] = make_rule(name, dt.selector(DRIVER, POOL, "dev-0"), dt.REMEDIATION, taint_rules.NO_SCHEDULE, key=rem.KEY)
     # An admin's maintenance rule on the whole pool.
     api.rules["dra-admin-maint.example.com-tray"] = make_rule("dra-admin-maint.example.com-tray",
-                                                              dt.selector(DRIVER, POOL), dt.MAINTENANCE, dt.NO_SCHEDULE)
+                                                              dt.selector(DRIVER, POOL), dt.MAINTENANCE, taint_rules.NO_SCHEDULE)
     before = copy.deepcopy(api.rules)
-    result, changed, diff = remediate(api, dt.NO_SCHEDULE, 0, check_mode=True, poll_interval=0.01,
+    result, changed, diff = remediate(api, taint_rules.NO_SCHEDULE, 0, check_mode=True, poll_interval=0.01,
                                       sleep=lambda s: None)
     assert result["lifted"] == ["%s/%s/dev-0" % (DRIVER, POOL)] and changed  # healthy: the lift it would make
     (lift,) = result["actions"]
@@ -292,20 +293,20 @@ def test_maintenance_and_device_drain_coexist_and_each_lift_reports_the_other():
     api = scripted({})
     node = next(s["spec"]["nodeName"] for s in api.objs["ResourceSlice"] if s["spec"]["driver"] == DRIVER)
     # An admin's maintenance rule on the pool, then the drain's device mode on one device of it.
-    maintenance = DeviceTaint(api, module_params(state=dt.TAINTED, effect=dt.NO_SCHEDULE), sleep=lambda s: None)
+    maintenance = DeviceTaint(api, module_params(state=dt.TAINTED, effect=taint_rules.NO_SCHEDULE), sleep=lambda s: None)
     maintenance.run()
     try:
         drain_devices(api, node, "drained", DRIVER, POOL, "dev-0", timeout=0, sleep=lambda s: None)
     except dt.DeviceTaintError as exc:  # the recorded claims are still allocated: the drain's rule stays
         assert "still allocated" in str(exc)
     assert sorted(api.rules) == ["dra-admin-drain-maint.example.com-tray-dev-0", "dra-admin-maint.example.com-tray"]
-    assert api.rules["dra-admin-maint.example.com-tray"]["spec"]["taint"]["effect"] == dt.NO_SCHEDULE
+    assert api.rules["dra-admin-maint.example.com-tray"]["spec"]["taint"]["effect"] == taint_rules.NO_SCHEDULE
     # The drain's lift deletes its own rule only, and names the maintenance rule still in force.
     back = drain_devices(api, node, "in_service", DRIVER, POOL, "dev-0")
     assert back["lifted"] and api.writes[-1] == ("DELETE", "/apis/resource.k8s.io/v1beta2/devicetaintrules/"
                                                  "dra-admin-drain-maint.example.com-tray-dev-0", None)
     assert [(r["name"], r["operation"], r["effect"]) for r in back["other_rules_in_force"]] == [
-        ("dra-admin-maint.example.com-tray", dt.MAINTENANCE, dt.NO_SCHEDULE)]
+        ("dra-admin-maint.example.com-tray", dt.MAINTENANCE, taint_rules.NO_SCHEDULE)]
     assert list(api.rules) == ["dra-admin-maint.example.com-tray"]
     # And the other way round: the drain again, then the maintenance lift leaves it and reports it.
     try:

@@ -17,6 +17,7 @@ import os
 import pytest
 
 from ansible_collections.dra.admin.plugins.module_utils.devices import taints as dt
+from ansible_collections.dra.admin.plugins.module_utils.kube import taint_rules
 from ansible_collections.dra.admin.plugins.module_utils.releases import catalog
 from ansible_collections.dra.admin.plugins.module_utils.access.api import DraApi, DraApiError
 from ansible_collections.dra.admin.plugins.module_utils.devices.taints_service import (
@@ -131,7 +132,7 @@ def test_default_names_are_stable_and_valid():
 def test_built_rule_matches_what_the_server_keeps():
     server = recorded("dry-run")["DeviceTaintRule"][0]
     built = dt.build_rule("v1beta2", server["metadata"]["name"], dt.selector(DRIVER, POOL), dt.DEFAULT_KEY, "",
-                          dt.EFFECT_NONE)
+                          taint_rules.EFFECT_NONE)
     # timeAdded, status and the server's metadata are not ours; the rule was written before operations were
     # labelled: it is maintenance's, and the label is all a patch adds.
     assert dt.rule_patch(server, built) == {"metadata": {"labels": {dt.OPERATION_LABEL: dt.MAINTENANCE}}}
@@ -143,10 +144,10 @@ def test_built_rule_matches_what_the_server_keeps():
 
 def test_patch_changes_effect_and_clears_removed_selector_fields():
     server = recorded("noexecute-done")["DeviceTaintRule"][0]
-    wider = dt.build_rule("v1beta2", "x", dt.selector(DRIVER), dt.DEFAULT_KEY, "", dt.NO_SCHEDULE)
+    wider = dt.build_rule("v1beta2", "x", dt.selector(DRIVER), dt.DEFAULT_KEY, "", taint_rules.NO_SCHEDULE)
     patch = dt.rule_patch(server, wider)
     assert patch["spec"]["deviceSelector"] == {"driver": DRIVER, "pool": None, "device": None}
-    assert patch["spec"]["taint"] == {"key": dt.DEFAULT_KEY, "value": None, "effect": dt.NO_SCHEDULE}
+    assert patch["spec"]["taint"] == {"key": dt.DEFAULT_KEY, "value": None, "effect": taint_rules.NO_SCHEDULE}
     labelled = dt.build_rule("v1beta2", "x", dt.selector(DRIVER, POOL), dt.DEFAULT_KEY, "", dt.NO_EXECUTE,
                              labels={"example.com/why": "ecc"})
     wanted = {"example.com/why": "ecc", dt.OPERATION_LABEL: dt.MAINTENANCE}
@@ -214,7 +215,7 @@ def test_tolerations_as_the_controller_reads_them():
     assert dt.tolerates({"key": "k", "value": "v"}, taint)  # Equal by default
     assert not dt.tolerates({"key": "k", "value": "w"}, taint)
     assert dt.tolerates({"operator": "Exists"}, taint)  # empty key: every key
-    assert not dt.tolerates({"key": "k", "operator": "Exists", "effect": dt.NO_SCHEDULE}, taint)
+    assert not dt.tolerates({"key": "k", "operator": "Exists", "effect": taint_rules.NO_SCHEDULE}, taint)
     result = {"tolerations": [{"operator": "Exists", "effect": dt.NO_EXECUTE, "tolerationSeconds": 30},
                               {"operator": "Exists", "effect": dt.NO_EXECUTE, "tolerationSeconds": -5}]}
     assert dt.noexecute_toleration([result], taint) == ("seconds", 0)
@@ -235,7 +236,7 @@ def test_affected_claims_and_report_from_recorded_objects():
     assert [(c["name"], c["pods"], c["toleration"], c["toleration_seconds"], c["evict_at"]) for c in claims] == [
         ("shared", ["a1", "a2"], "none", None, None),
         ("tolerant", ["t"], "seconds", 20, "2026-11-23T10:00:20Z")]
-    out = dt.report(claims, claims, dt.EFFECT_NONE)
+    out = dt.report(claims, claims, taint_rules.EFFECT_NONE)
     assert out["would_evict"] == ["%s/a1" % NS, "%s/a2" % NS, "%s/t" % NS]
     assert out["claims"] == ["%s/shared" % NS, "%s/tolerant" % NS]
     assert out["tolerating"] == [{"pod": "%s/t" % NS, "claim": "%s/tolerant" % NS, "toleration_seconds": 20,
@@ -320,7 +321,7 @@ class ScriptedApi(DraApi):
         for version in self.served:
             if path == "/apis/resource.k8s.io/%s" % version:
                 names = ["resourceclaims", "resourceslices"]
-                names += [dt.RESOURCE] if version in self.taint_rules_in else []
+                names += [taint_rules.RESOURCE] if version in self.taint_rules_in else []
                 return {"resources": [{"name": n} for n in names]}
         if path.endswith("/devicetaintrules"):
             selected = [r for r in self.rules.values() if label_selected(r, (query or {}).get("labelSelector"))]

@@ -8,6 +8,7 @@ import pytest
 
 from ansible_collections.dra.admin.plugins.module_utils.common.progress import module_fields, progress
 from ansible_collections.dra.admin.plugins.module_utils.devices import taints as dt
+from ansible_collections.dra.admin.plugins.module_utils.kube import taint_rules
 from ansible_collections.dra.admin.plugins.module_utils.devices import taint_progress as tp
 from ansible_collections.dra.admin.plugins.module_utils.devices.remediation_service import remediate
 from ansible_collections.dra.admin.plugins.module_utils.devices.taints_service import DeviceTaint, DeviceTaintFailure
@@ -68,7 +69,7 @@ def test_a_noexecute_rule_waits_while_its_pods_are_not_evicted():
     # No pod listed, the report not there yet: the rule is what is pending.
     assert tp.eviction_pending(None, "r", dt.NO_EXECUTE, []) == (tp.EVICTION_DONE, ["DeviceTaintRule/r"])
     # NoSchedule evicts nothing; a rule reported done for its generation waits no more.
-    assert tp.eviction_pending(None, "r", dt.NO_SCHEDULE, claims) == (None, [])
+    assert tp.eviction_pending(None, "r", taint_rules.NO_SCHEDULE, claims) == (None, [])
     done = {"metadata": {"generation": 2}, "status": {"conditions": [
         {"type": dt.EVICTION_IN_PROGRESS, "status": "False", "observedGeneration": 2}]}}
     assert tp.eviction_pending(done, "r", dt.NO_EXECUTE, claims) == (None, [])
@@ -144,9 +145,9 @@ def test_a_round_after_the_timeout_fails_as_the_one_call_does():
 def test_without_noexecute_or_with_wait_nothing_is_waited_for():
     clock = Clock()
     api = EvictingApi(recorded("dry-run"), recorded("dry-run"))
-    no_schedule = taint(api, clock, effect=dt.NO_SCHEDULE, wait=False)
+    no_schedule = taint(api, clock, effect=taint_rules.NO_SCHEDULE, wait=False)
     assert no_schedule["waiting_for"] is None and "still_holding" not in no_schedule
-    assert "waiting_for" not in taint(api, clock, effect=dt.NO_SCHEDULE)
+    assert "waiting_for" not in taint(api, clock, effect=taint_rules.NO_SCHEDULE)
 
 
 # ---- the remediation ----------------------------------------------------------------------------

@@ -48,7 +48,7 @@ def test_parser_rejects_malformed_lines_with_line_number(line):
 
 def test_regex_matchers_are_anchored_like_promql():
     samples = prometheus_text.parse_text('m{method_name="/v1.DRAPlugin/NodePrepareResources"} 1\n'
-                                   'm{method_name="NodePrepareResourcesX"} 2\n').samples
+                                         'm{method_name="NodePrepareResourcesX"} 2\n').samples
     hits = prometheus_text.select(samples, "m", [("method_name", "=~", ".*NodePrepareResources")])
     assert [s.value for s in hits] == [1.0]
     assert [s.value for s in prometheus_text.select(samples, "m", [("method_name", "!~", ".*Resources")])] == [2.0]
