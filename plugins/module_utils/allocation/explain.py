@@ -21,7 +21,7 @@ import re
 
 from ansible_collections.dra.admin.plugins.module_utils.allocation import extended, model, search
 from ansible_collections.dra.admin.plugins.module_utils.claims.capacity import allocator_rules
-from ansible_collections.dra.admin.plugins.module_utils.claims.claims import allocation, pod_claim_refs
+from ansible_collections.dra.admin.plugins.module_utils.kube.pod_claims import allocation, pod_claim_refs
 from ansible_collections.dra.admin.plugins.module_utils.kube.selection import pod_refusal
 
 DETAIL_SUMMARY = "summary"

@@ -14,7 +14,7 @@ __metaclass__ = type
 
 from ansible_collections.dra.admin.plugins.module_utils.allocation import explain, extended, model, search
 from ansible_collections.dra.admin.plugins.module_utils.kube.cel import Environment
-from ansible_collections.dra.admin.plugins.module_utils.claims.claims import allocation, pod_claim_refs
+from ansible_collections.dra.admin.plugins.module_utils.kube.pod_claims import allocation, pod_claim_refs
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import (
     device_taint_rules,
 )

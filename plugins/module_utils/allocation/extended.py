@@ -22,7 +22,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.dra.admin.plugins.module_utils.claims.claims import EXTENDED_RESOURCE_CLAIM_ANNOTATION
+from ansible_collections.dra.admin.plugins.module_utils.kube.pod_claims import EXTENDED_RESOURCE_CLAIM_ANNOTATION
 from ansible_collections.dra.admin.plugins.module_utils.common.times import parse_time
 
 IMPLICIT_PREFIX = "deviceclass.resource.kubernetes.io/"

@@ -18,7 +18,7 @@ __metaclass__ = type
 from ansible_collections.dra.admin.plugins.module_utils.claims.capacity import (
     POOL_WIDE_COUNTERS_FROM, device_consumption, pool_counter_sets,
 )
-from ansible_collections.dra.admin.plugins.module_utils.claims.claims import allocation
+from ansible_collections.dra.admin.plugins.module_utils.kube.pod_claims import allocation
 from ansible_collections.dra.admin.plugins.module_utils.kube.slices import (
     device_entry_offered_to, device_fields, holder_offers, pool_key,
 )

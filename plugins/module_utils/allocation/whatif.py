@@ -23,7 +23,7 @@ import copy
 
 from ansible_collections.dra.admin.plugins.module_utils.allocation import explain, search
 from ansible_collections.dra.admin.plugins.module_utils.kube.pods import controller_of, pod_key
-from ansible_collections.dra.admin.plugins.module_utils.claims.claims import (
+from ansible_collections.dra.admin.plugins.module_utils.kube.pod_claims import (
     SOURCE_TEMPLATE, allocation, pod_claim_refs, reserved_for,
 )
 

@@ -25,7 +25,7 @@ from ansible_collections.dra.admin.plugins.module_utils.allocation.extended impo
 from ansible_collections.dra.admin.plugins.module_utils.claims.capacity import (
     allocator_rules, class_drivers, judged_devices, request_classes,
 )
-from ansible_collections.dra.admin.plugins.module_utils.claims.claims import SOURCE_EXTENDED_RESOURCE, pod_claim_refs
+from ansible_collections.dra.admin.plugins.module_utils.kube.pod_claims import SOURCE_EXTENDED_RESOURCE, pod_claim_refs
 from ansible_collections.dra.admin.plugins.module_utils.kube.locations import is_marker
 from ansible_collections.dra.admin.plugins.module_utils.kube.slices import (
     current_slices, device_fields, device_location, pool_key,

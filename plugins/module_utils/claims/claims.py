@@ -35,6 +35,11 @@ from ansible_collections.dra.admin.plugins.module_utils.kube.locations import (
     CLAIM_CLUSTER_WIDE, CLAIM_PINNED, CLAIM_SELECTOR, CLAIM_UNALLOCATED, claim_marker, is_marker,
 )
 from ansible_collections.dra.admin.plugins.module_utils.kube.selection import matching_nodes, pinned_nodes
+from ansible_collections.dra.admin.plugins.module_utils.kube.pod_claims import (
+    allocated_devices, allocation, consumer_kind, CONSUMER_OTHER, CONSUMER_POD, CONSUMER_POD_GROUP,
+    consumer_resource, EXTENDED_RESOURCE_CLAIM_ANNOTATION, pod_claim_refs, POD_GROUP_API_GROUP, POD_GROUP_RESOURCE,
+    reserved_for, SOURCE_SPEC,
+)
 
 PENDING = "pending"
 ALLOCATED = "allocated"
@@ -54,78 +59,15 @@ def _status(obj):
     return obj.get("status") or {}
 
 
-def allocation(claim):
-    return _status(claim).get("allocation")
-
-
-def reserved_for(claim):
-    return _status(claim).get("reservedFor") or []
-
-
 # ---------------------------------------------------------------------------
 # Who uses a claim: a pod's claims from every source, a claim's consumers of every kind
 # ---------------------------------------------------------------------------
-
-POD_GROUP_API_GROUP = "scheduling.k8s.io"
-POD_GROUP_RESOURCE = "podgroups"
-CONSUMER_POD = "pod"
-CONSUMER_POD_GROUP = "pod_group"
-CONSUMER_OTHER = "other"
-
-# Where a pod's claim is named (pod_claim_refs, pod_claims).
-SOURCE_SPEC = "spec.resourceClaims"
-SOURCE_TEMPLATE = "status.resourceClaimStatuses"
-SOURCE_EXTENDED_RESOURCE = "status.extendedResourceClaimStatus"
-# The annotation the scheduler puts on the claim it makes for a pod's extended resources.
-EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
-
-
-def consumer_kind(ref):
-    """pod, pod_group (a workload's PodGroup) or other, of one status.reservedFor entry."""
-    if ref.get("resource") == "pods" and not ref.get("apiGroup"):
-        return CONSUMER_POD
-    if ref.get("resource") == POD_GROUP_RESOURCE and ref.get("apiGroup") == POD_GROUP_API_GROUP:
-        return CONSUMER_POD_GROUP
-    return CONSUMER_OTHER
-
-
-def consumer_resource(ref):
-    """(API group, resource) of a reservedFor entry: the key of a consumer index (see consumers)."""
-    return ref.get("apiGroup") or "", ref.get("resource")
 
 
 def consumer_label(consumer):
     """How reports name a consumer: pods/<name>, or <resource>.<group>/<name> for objects that are not pods."""
     group = consumer.get("api_group")
     return "%s%s/%s" % (consumer.get("resource"), "." + group if group else "", consumer.get("name"))
-
-
-def pod_claim_refs(pod):
-    """Every claim the pod names itself: [(pod claim name or None, ResourceClaim name or None, source)].
-
-    A claim from a template that is not made yet (or not needed) has no ResourceClaim name; the claim for
-    the pod's extended resources has no pod claim name (containers do not name it).
-    """
-    spec, status = pod.get("spec") or {}, pod.get("status") or {}
-    made = dict((s.get("name"), s.get("resourceClaimName")) for s in status.get("resourceClaimStatuses") or [])
-    refs = []
-    for ref in spec.get("resourceClaims") or []:
-        if ref.get("resourceClaimName"):
-            refs.append((ref.get("name"), ref["resourceClaimName"], SOURCE_SPEC))
-        else:
-            refs.append((ref.get("name"), made.get(ref.get("name")), SOURCE_TEMPLATE))
-    named = set(r[0] for r in refs)
-    refs.extend((name, claim, SOURCE_TEMPLATE) for name, claim in sorted(made.items(), key=lambda i: i[0] or "")
-                if name not in named and claim)
-    extended = (status.get("extendedResourceClaimStatus") or {}).get("resourceClaimName")
-    if extended:
-        refs.append((None, extended, SOURCE_EXTENDED_RESOURCE))
-    return refs
-
-
-def names_claims(pod):
-    """Whether the pod names any claim (from any field; one from a template not made yet counts)."""
-    return bool(pod_claim_refs(pod))
 
 
 def named_claims_recreated(pods):
@@ -151,33 +93,6 @@ def named_claims_recreated(pods):
     return dict((key, sorted(labels)) for key, labels in out.items())
 
 
-def pod_claim_names(pod):
-    """{pod claim name: ResourceClaim name} of the claims containers can name (claim:<name> in health reports)."""
-    return dict((name, claim) for name, claim, dummy in pod_claim_refs(pod) if name and claim)
-
-
-def reserves(claim, uid):
-    """Whether the claim's reservedFor names the pod with this uid."""
-    return any(consumer_kind(r) == CONSUMER_POD and r.get("uid") == uid for r in reserved_for(claim))
-
-
-def pod_claims(pod, claims=()):
-    """Sorted names of every ResourceClaim the pod uses, whichever field names it (see the module text):
-    those pod_claim_refs finds in the pod, and among `claims` (any claims; only the pod's namespace counts)
-    those whose reservedFor names the pod."""
-    meta = _meta(pod)
-    names = set(claim for dummy, claim, dummy2 in pod_claim_refs(pod) if claim)
-    for claim in claims:
-        if _meta(claim).get("namespace") == meta.get("namespace") and reserves(claim, meta.get("uid")):
-            names.add(_meta(claim).get("name"))
-    return sorted(names)
-
-
-def claims_used_by(pods, claims=()):
-    """{(namespace, claim name)} used by any of the pods (pod_claims of each)."""
-    return set((_meta(p).get("namespace"), name) for p in pods for name in pod_claims(p, claims))
-
-
 def claim_state(claim):
     """pending, allocated, reserved, or deallocating (deleted while still allocated or reserved)."""
     held = allocation(claim) is not None or bool(reserved_for(claim))
@@ -188,12 +103,6 @@ def claim_state(claim):
     if allocation(claim) is not None:
         return ALLOCATED
     return PENDING
-
-
-def allocated_devices(claim):
-    results = ((allocation(claim) or {}).get("devices") or {}).get("results") or []
-    return [{"request": r.get("request"), "driver": r.get("driver"), "pool": r.get("pool"),
-             "device": r.get("device"), "admin_access": bool(r.get("adminAccess"))} for r in results]
 
 
 def allocation_nodes(claim, node_labels):

@@ -15,9 +15,11 @@ from ansible_collections.dra.admin.plugins.module_utils.common.errors import Dra
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import RESOURCE_GROUP
 from ansible_collections.dra.admin.plugins.module_utils.access.api import DraApiError
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims import (
-    CONSUMER_POD, POD_GROUP_API_GROUP, POD_GROUP_RESOURCE, allocation, blocks_node, claim_selected, claim_view,
-    claims_listed_by_groups, claims_used_by, consumer_kind, consumer_resource, daemonset_claims, non_pod_claims,
-    pod_ref, reserved_for,
+    blocks_node, claim_selected, claim_view, claims_listed_by_groups, daemonset_claims, non_pod_claims, pod_ref,
+)
+from ansible_collections.dra.admin.plugins.module_utils.kube.pod_claims import (
+    CONSUMER_POD, POD_GROUP_API_GROUP, POD_GROUP_RESOURCE, allocation, claims_used_by, consumer_kind, consumer_resource,
+    reserved_for,
 )
 from ansible_collections.dra.admin.plugins.module_utils.claims.capacity import (
     capacity_report, metrics_text, pool_status_answer, pool_status_comparison, pool_status_computed,

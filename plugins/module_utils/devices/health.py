@@ -45,8 +45,9 @@ __metaclass__ = type
 
 
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
-from ansible_collections.dra.admin.plugins.module_utils.claims.claims import (
-    CONSUMER_POD, allocated_devices, consumers, names_claims, pod_claim_names, pod_claims, pod_ref, reserved_for,
+from ansible_collections.dra.admin.plugins.module_utils.claims.claims import consumers, pod_ref
+from ansible_collections.dra.admin.plugins.module_utils.kube.pod_claims import (
+    CONSUMER_POD, allocated_devices, names_claims, pod_claim_names, pod_claims, reserved_for,
 )
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import gate_info, parse_minor
 from ansible_collections.dra.admin.plugins.module_utils.kube.slices import current_slices, device_fields, device_location

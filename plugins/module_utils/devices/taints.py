@@ -26,7 +26,8 @@ import hashlib
 import re
 
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
-from ansible_collections.dra.admin.plugins.module_utils.claims.claims import allocated_devices, live_consumer_pods
+from ansible_collections.dra.admin.plugins.module_utils.claims.claims import live_consumer_pods
+from ansible_collections.dra.admin.plugins.module_utils.kube.pod_claims import allocated_devices
 from ansible_collections.dra.admin.plugins.module_utils.common.names import (
     DNS_SUBDOMAIN, MANAGED_BY, MANAGED_BY_LABEL, MAX_SUBDOMAIN, label_value_error, qualified_name_error,
     subdomain_error,

@@ -17,7 +17,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.dra.admin.plugins.module_utils.claims.claims import names_claims, named_claims_recreated
+from ansible_collections.dra.admin.plugins.module_utils.claims.claims import named_claims_recreated
+from ansible_collections.dra.admin.plugins.module_utils.kube.pod_claims import names_claims
 from ansible_collections.dra.admin.plugins.module_utils.kube.locations import CLAIM_PINNED, CLAIM_SELECTOR
 from ansible_collections.dra.admin.plugins.module_utils.kube.pods import controller_of, covering_budgets, object_key, pod_key
 

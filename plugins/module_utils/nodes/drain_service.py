@@ -21,8 +21,11 @@ from ansible_collections.dra.admin.plugins.module_utils.common.errors import Dra
 from ansible_collections.dra.admin.plugins.module_utils.access.api import MERGE_PATCH
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import gather_claim_views
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims import (
-    CONSUMER_POD_GROUP, blocks_node, claim_view, claims_used_by, consumer_label, consumer_note,
-    held_for_non_pods_only_off_node, holds_devices, non_pod_message, pod_claims, pod_ref, reserved_for,
+    blocks_node, claim_view, consumer_label, consumer_note, held_for_non_pods_only_off_node, holds_devices,
+    non_pod_message, pod_ref,
+)
+from ansible_collections.dra.admin.plugins.module_utils.kube.pod_claims import (
+    CONSUMER_POD_GROUP, claims_used_by, pod_claims, reserved_for,
 )
 from ansible_collections.dra.admin.plugins.module_utils.nodes.drain import (
     CORDON_ANNOTATION, cannot_free_message, claims_drain_cannot_free, claims_only_for_node,

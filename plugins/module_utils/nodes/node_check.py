@@ -23,7 +23,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.dra.admin.plugins.module_utils.claims.claims import allocation_nodes, pod_claim_refs
+from ansible_collections.dra.admin.plugins.module_utils.claims.claims import allocation_nodes
+from ansible_collections.dra.admin.plugins.module_utils.kube.pod_claims import pod_claim_refs
 from ansible_collections.dra.admin.plugins.module_utils.kube.slices import node_publishers
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.common.times import epoch_seconds

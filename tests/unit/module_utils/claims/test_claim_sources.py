@@ -13,6 +13,7 @@ import datetime
 from hypothesis import given, settings, strategies as st
 
 from ansible_collections.dra.admin.plugins.module_utils.claims import claims as claim_rules
+from ansible_collections.dra.admin.plugins.module_utils.kube import pod_claims
 from ansible_collections.dra.admin.plugins.module_utils.devices import health
 from ansible_collections.dra.admin.plugins.module_utils.devices import taints
 from ansible_collections.dra.admin.plugins.module_utils.nodes import drain
@@ -94,11 +95,11 @@ def pods_index(pods):
 @given(claim_sources())
 def test_a_pods_claims_are_the_same_whichever_field_names_them(sources):
     pod, claims = build(sources)
-    assert claim_rules.pod_claims(pod, claims) == sorted(sources)
+    assert pod_claims.pod_claims(pod, claims) == sorted(sources)
     named_by_pod = sorted(n for n, s in sources.items() if s != RESERVED_ONLY)
-    assert claim_rules.pod_claims(pod) == named_by_pod
-    assert claim_rules.names_claims(pod) == bool(named_by_pod)
-    assert claim_rules.claims_used_by([pod], claims) == set((NAMESPACE, n) for n in sources)
+    assert pod_claims.pod_claims(pod) == named_by_pod
+    assert pod_claims.names_claims(pod) == bool(named_by_pod)
+    assert pod_claims.claims_used_by([pod], claims) == set((NAMESPACE, n) for n in sources)
 
 
 @SETTINGS
@@ -151,7 +152,7 @@ def test_a_pod_group_consumer_keeps_its_claim_until_the_group_is_gone(sources, g
     for claim in claims:
         view = claim_rules.claim_view(claim, {NODE: {}}, pods, ({}, set()), others)
         (consumer,) = view["consumers"]
-        by_group = consumer["kind"] == claim_rules.CONSUMER_POD_GROUP
+        by_group = consumer["kind"] == pod_claims.CONSUMER_POD_GROUP
         assert by_group == (sources[claim["metadata"]["name"]] in (SPEC, TEMPLATE))
         if by_group:
             # The group's pods come and go; the group is what keeps the claim.
@@ -169,7 +170,7 @@ def test_a_claim_held_only_for_a_pod_group_blocks_the_node_only_while_a_pod_ther
     pod, claims = build(sources, group="gang")
     pods = pods_index([pod] if pod_on_node else [])
     others = {("scheduling.k8s.io", "podgroups"): {"uid-group-gang"}}
-    used = {"used": claim_rules.claims_used_by([pod]), "unused": set(), "unknown": None}[use]
+    used = {"used": pod_claims.claims_used_by([pod]), "unused": set(), "unknown": None}[use]
     for claim in claims:
         view = claim_rules.claim_view(claim, {NODE: {}}, pods, ({}, set()), others)
         assert view["nodes"] == [NODE]
@@ -213,7 +214,7 @@ def test_a_pod_group_listing_a_claim_is_its_consumer_also_after_the_scheduler_dr
     groups = [pod_group_object("gang", group_claims)] if group_exists else []
     listed = claim_rules.claims_listed_by_groups(groups)
     others = {("scheduling.k8s.io", "podgroups"): set(g["metadata"]["uid"] for g in groups)}
-    used = claim_rules.claims_used_by([pod]) if use == "used" else set()
+    used = pod_claims.claims_used_by([pod]) if use == "used" else set()
     for claim in claims:
         view = claim_rules.claim_view(claim, {NODE: {}}, pods_index([pod]), ({}, set()), others, listed)
         assert view["state"] == "allocated"

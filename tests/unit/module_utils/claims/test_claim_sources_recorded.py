@@ -15,6 +15,7 @@ import os
 import pytest
 
 from ansible_collections.dra.admin.plugins.module_utils.claims import claims
+from ansible_collections.dra.admin.plugins.module_utils.kube import pod_claims
 from ansible_collections.dra.admin.plugins.module_utils.devices import health
 from ansible_collections.dra.admin.plugins.module_utils.devices import taints
 from ansible_collections.dra.admin.plugins.module_utils.nodes import drain
@@ -55,9 +56,9 @@ def test_the_extended_resources_claim_is_the_pods_though_its_spec_names_none(ext
     (pod,), (claim,) = extended["Pod"], extended["ResourceClaim"]
     assert not pod["spec"].get("resourceClaims")
     name = claim["metadata"]["name"]
-    assert claims.pod_claim_refs(pod) == [(None, name, claims.SOURCE_EXTENDED_RESOURCE)]
-    assert claims.pod_claims(pod) == [name] == claims.pod_claims(pod, [claim])
-    assert claims.pod_claim_names(pod) == {}  # containers name no claim: no health report can name it
+    assert pod_claims.pod_claim_refs(pod) == [(None, name, pod_claims.SOURCE_EXTENDED_RESOURCE)]
+    assert pod_claims.pod_claims(pod) == [name] == pod_claims.pod_claims(pod, [claim])
+    assert pod_claims.pod_claim_names(pod) == {}  # containers name no claim: no health report can name it
     assert drain.plan_drain([pod])["claim_pods"] == [pod]
     view = claims.claim_view(claim, {node_of(pod): {}}, pods_index([pod]), ({}, set()))
     assert view["extended_resource_claim"] is True and view["state"] == "reserved"
@@ -92,8 +93,8 @@ def test_the_pod_groups_claim_is_held_by_the_group_whatever_happens_to_its_pods(
     (group,), (claim,), pods = workload["PodGroup"], workload["ResourceClaim"], workload["Pod"]
     node = node_of(pods[0])
     assert [r["resource"] for r in claim["status"]["reservedFor"]] == ["podgroups"]
-    assert all(claims.pod_claims(p) == ["gang-gpu"] for p in pods)
-    assert claims.pod_claims(pods[0], [claim]) == ["gang-gpu"]  # reserved for the group, not the pod
+    assert all(pod_claims.pod_claims(p) == ["gang-gpu"] for p in pods)
+    assert pod_claims.pod_claims(pods[0], [claim]) == ["gang-gpu"]  # reserved for the group, not the pod
     others = {("scheduling.k8s.io", "podgroups"): {group["metadata"]["uid"]}}
     view = claims.claim_view(claim, {node: {}}, pods_index(pods), ({}, set()), others)
     (consumer,) = view["consumers"]
@@ -101,7 +102,7 @@ def test_the_pod_groups_claim_is_held_by_the_group_whatever_happens_to_its_pods(
         ("pod_group", "gang", True, True)
     assert view["orphaned"] is False and view["nodes"] == [node]
     # The node's pods use it: it blocks; once they are gone it does not, and it is reported with its consumer.
-    assert claims.blocks_node(view, node, claims.claims_used_by(pods))
+    assert claims.blocks_node(view, node, pod_claims.claims_used_by(pods))
     assert not claims.blocks_node(view, node, set()) and claims.non_pod_claims([view], node, set()) == [view]
     # Without the pods (evicted) the group keeps it; without the group it is orphaned.
     assert claims.claim_view(claim, {node: {}}, {}, ({}, set()), others)["orphaned"] is False

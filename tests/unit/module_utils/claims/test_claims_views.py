@@ -14,6 +14,7 @@ import os
 import pytest
 
 from ansible_collections.dra.admin.plugins.module_utils.claims import claims
+from ansible_collections.dra.admin.plugins.module_utils.kube import pod_claims
 from ansible_collections.dra.admin.plugins.module_utils.nodes import drain
 from ansible_collections.dra.admin.plugins.module_utils.kube import evictions, pods
 from ansible_collections.dra.admin.plugins.module_utils.kube import locations
@@ -190,8 +191,8 @@ def test_drain_skips_mirror_and_other_daemonset_pods_and_blocks_emptydir(world):
 def test_claim_names_from_template_and_direct_references(world):
     tmpl = next(p for p in world["pods"] if p["metadata"]["name"] == "tmpl")
     share = next(p for p in world["pods"] if p["metadata"]["name"] == "share-a")
-    assert claims.pod_claims(tmpl)[0].startswith("tmpl-gpu-")
-    assert claims.pod_claims(share) == ["shared"]
+    assert pod_claims.pod_claims(tmpl)[0].startswith("tmpl-gpu-")
+    assert pod_claims.pod_claims(share) == ["shared"]
 
 
 def test_backoff_is_bounded():
