@@ -278,7 +278,7 @@ from ansible_collections.dra.admin.plugins.module_utils.devices.remediation impo
 from ansible_collections.dra.admin.plugins.module_utils.kube.taint_rules import NO_SCHEDULE
 from ansible_collections.dra.admin.plugins.module_utils.devices.remediation import check_inputs
 from ansible_collections.dra.admin.plugins.module_utils.common.names import subdomain_error
-from ansible_collections.dra.admin.plugins.module_utils.common.waits import wait_options, wait_parameter_errors
+from ansible_collections.dra.admin.plugins.module_utils.common.waits import since_error, wait_options, wait_parameter_errors
 
 
 def argument_spec():
@@ -299,9 +299,7 @@ def argument_spec():
 def input_errors(params, spec=None):
     """Every problem of the parameters, each naming the option and the fix; checked before any request."""
     errors = wait_parameter_errors(params, spec=spec)
-    if params.get("since") is not None and not params["since"] >= 0:
-        errors.append("since must be a time in seconds since the epoch (the started of the remediation's first "
-                      "call), got %r" % params["since"])
+    errors.append(since_error(params, "remediation"))
     if params["driver"] is not None:
         errors.append(subdomain_error("driver", params["driver"]))
     try:

@@ -466,7 +466,7 @@ from ansible_collections.dra.admin.plugins.module_utils.devices.taints_service i
 from ansible_collections.dra.admin.plugins.module_utils.devices.evictions import EVICT
 from ansible_collections.dra.admin.plugins.module_utils.devices.taints import DEFAULT_KEY, input_errors
 from ansible_collections.dra.admin.plugins.module_utils.kube.taint_rules import EFFECT_NONE, NO_EXECUTE, NO_SCHEDULE
-from ansible_collections.dra.admin.plugins.module_utils.common.waits import wait_options, wait_parameter_errors
+from ansible_collections.dra.admin.plugins.module_utils.common.waits import since_error, wait_options, wait_parameter_errors
 
 
 def argument_spec():
@@ -504,10 +504,8 @@ def parameter_errors(params):
     errors = input_errors(checked)
     if params.get("preview") and params["state"] != DRY_RUN:
         errors.append("preview is for state=dry_run (it says where the evicted workloads would go; it writes nothing)")
-    if params.get("since") is not None and not params["since"] >= 0:
-        errors.append("since must be a time in seconds since the epoch (the started of the operation's first "
-                      "call), got %r" % params["since"])
-    return errors + wait_parameter_errors(params, spec=argument_spec())
+    errors.append(since_error(params, "operation"))
+    return [e for e in errors if e] + wait_parameter_errors(params, spec=argument_spec())
 
 
 def main():

@@ -93,6 +93,18 @@ def test_bad_waits_fail_before_any_request(capsys, module, args, named):
     assert failed.get("api_requests", 0) == 0
 
 
+@pytest.mark.parametrize("module,args,operation", [
+    (dra_node_drain, {"node": "n1", "wait": False}, "drain"),
+    (dra_device_taint, {"driver": "gpu.example.com", "wait": False}, "operation"),
+    (dra_device_remediation, {"wait": False}, "remediation"),
+], ids=["drain", "device_taint", "remediation"])
+def test_since_before_the_epoch_is_refused_with_one_message_before_any_request(capsys, module, args, operation):
+    failed = run(module, capsys, dict(args, since=-5, kubeconfig="/nonexistent/kubeconfig"), expect_failure=True)
+    assert waits.since_error({"since": -5}, operation) in failed["msg"], failed["msg"]
+    assert failed.get("api_requests", 0) == 0 and failed["changed"] is False
+    assert waits.since_error({"since": None}, operation) is None and waits.since_error({"since": 0}, "x") is None
+
+
 def test_endpoint_modules_refuse_bad_timeouts_and_intervals(capsys):
     failed = run(component_metrics_info, capsys, {"url": "https://127.0.0.1:1/metrics", "timeout": float("nan")})
     assert failed["failed"] is True and failed["msg"].startswith("timeout must be a finite number")
