@@ -24,6 +24,7 @@ from ansible_collections.dra.admin.plugins.module_utils.kube.slices import (
 )
 from ansible_collections.dra.admin.plugins.module_utils.kube.tolerations import tolerates
 from ansible_collections.dra.admin.plugins.module_utils.kube.selection import selector_matches
+from ansible_collections.dra.admin.plugins.module_utils.kube.cel import selector_expressions
 
 # Scheduler features that change allocation (gate names of releases.catalog).
 ADMIN_ACCESS = "DRAAdminAccess"
@@ -42,7 +43,7 @@ class Request:
         self.name = name
         self.parent = parent
         self.class_name = body.get("deviceClassName")
-        self.selectors = [(s.get("cel") or {}).get("expression") for s in body.get("selectors") or []]
+        self.selectors = selector_expressions(body.get("selectors"))
         self.mode = body.get("allocationMode") or "ExactCount"
         self.count = int(body.get("count") or 1) if self.mode == "ExactCount" else None
         self.admin = bool(body.get("adminAccess"))

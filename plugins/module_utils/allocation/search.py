@@ -29,7 +29,7 @@ import json
 import re
 
 from ansible_collections.dra.admin.plugins.module_utils.allocation import model
-from ansible_collections.dra.admin.plugins.module_utils.kube.cel import SelectorError, Unsupported
+from ansible_collections.dra.admin.plugins.module_utils.kube.cel import SelectorError, Unsupported, class_expressions
 from ansible_collections.dra.admin.plugins.module_utils.claims import capacity
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.kube.tolerations import tolerates
@@ -140,10 +140,6 @@ class Context:
                             evaluate=lambda expressions: self.selectors_match(expressions, device) is not False)
 
 
-def class_selectors(device_class):
-    return [(s.get("cel") or {}).get("expression") for s in ((device_class or {}).get("spec") or {}).get("selectors") or []]
-
-
 def static_reason(ctx, request, pool, device):
     """(reason, detail) of one device for one request, before its node, constraints, counts and counters."""
     if pool.status == model.POOL_INVALID:
@@ -153,7 +149,7 @@ def static_reason(ctx, request, pool, device):
     feature = _feature_reason(ctx, device)
     if feature:
         return feature
-    for reason, expressions in ((CLASS_SELECTOR, class_selectors(ctx.classes.get(request.class_name))),
+    for reason, expressions in ((CLASS_SELECTOR, class_expressions(ctx.classes.get(request.class_name))),
                                 (REQUEST_SELECTOR, request.selectors)):
         found = ctx.selectors_match(expressions, device)
         if found is False:

@@ -9,6 +9,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.dra.admin.plugins.module_utils.kube.cel import class_expressions
 from ansible_collections.dra.admin.plugins.module_utils.kube.locations import is_marker
 from ansible_collections.dra.admin.plugins.module_utils.kube.slices import (
     devices_by_node, drivers_by_node, node_publishers, nodes_without_slices, summarize_pools,
@@ -33,8 +34,7 @@ def driver_totals(by_node, presence):
 def device_class_summary(device_classes):
     """Each DeviceClass's name and its selectors' CEL expressions."""
     return [{"name": dc["metadata"]["name"],
-             "selectors": [(s.get("cel") or {}).get("expression")
-                           for s in (dc.get("spec") or {}).get("selectors") or []]}
+             "selectors": class_expressions(dc)}
             for dc in device_classes]
 
 

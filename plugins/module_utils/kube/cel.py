@@ -68,6 +68,19 @@ class SelectorError(DraAdminError):
     """A runtime error the scheduler would also hit (its message is cel-go's where celpy's agrees)."""
 
 
+# ---- where expressions come from --------------------------------------------------------------------
+
+def selector_expressions(selectors):
+    """The CEL expressions of a list of DeviceSelectors (``[{cel: {expression}}]``), in order: a request's, a
+    DeviceClass's, a 1.33/1.34 DeviceTaintRule's."""
+    return [(s.get("cel") or {}).get("expression") for s in selectors or []]
+
+
+def class_expressions(device_class):
+    """The CEL expressions of a DeviceClass's selectors (none for a class not given)."""
+    return selector_expressions(((device_class or {}).get("spec") or {}).get("selectors"))
+
+
 # ---- Kubernetes' semver and quantity values -------------------------------------------------------
 
 _SEMVER = re.compile(

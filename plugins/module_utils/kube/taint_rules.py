@@ -26,6 +26,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.dra.admin.plugins.module_utils.kube.cel import class_expressions, selector_expressions
+
 RESOURCE = "devicetaintrules"
 KIND = "DeviceTaintRule"
 
@@ -59,15 +61,13 @@ def keeps_allocations_off(rule):
     return rule_effect(rule) in KEEPS_ALLOCATIONS_OFF
 
 
-def selector_expressions(selector, classes=None):
+def rule_expressions(selector, classes=None):
     """The CEL expressions a 1.33/1.34 selector adds: its DeviceClass's selectors, then its own."""
     selector = selector or {}
-    own = [(s.get("cel") or {}).get("expression") for s in selector.get("selectors") or []]
+    own = selector_expressions(selector.get("selectors"))
     if not selector.get("deviceClassName"):
         return own
-    device_class = (classes or {}).get(selector["deviceClassName"]) or {}
-    return [(s.get("cel") or {}).get("expression")
-            for s in (device_class.get("spec") or {}).get("selectors") or []] + own
+    return class_expressions((classes or {}).get(selector["deviceClassName"])) + own
 
 
 def fields_match(selector, driver, pool, device):
@@ -94,4 +94,4 @@ def selector_selects(selector, driver, pool, device, reader=ALLOCATOR, evaluate=
         return False
     if not selector.get("deviceClassName") and not selector.get("selectors"):
         return True
-    return evaluate(selector_expressions(selector, classes)) if evaluate is not None else None
+    return evaluate(rule_expressions(selector, classes)) if evaluate is not None else None

@@ -205,10 +205,11 @@ def node_slices(slices, node, drivers):
     """The slices the node's comparison reads: for every driver given, ``compare_driver``'s own selection
     (the current generation, with a device or the slice itself on the node). What the role sends to the node
     instead of every slice of the cluster."""
-    picked = []
+    picked, seen = [], set()
     for driver in drivers or []:
         for item in slices_for_node(slices or [], node, driver["name"]):
-            if not any(item is seen for seen in picked):
+            if id(item) not in seen:
+                seen.add(id(item))
                 picked.append(item)
     return picked
 

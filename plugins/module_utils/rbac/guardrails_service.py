@@ -31,8 +31,8 @@ class GuardrailNotInForce(DraAdminError):
 
 
 def serving(api):
-    """{resource: [resource.k8s.io versions listing it]} for the guarded resources: one discovery request per
-    served version."""
+    """{resource: [resource.k8s.io versions listing it]} for the guarded resources, from the client's one
+    discovery of the group."""
     by_resource = api.versions_by_resource()
     return dict((name, by_resource.get(name, [])) for names in RESOURCES.values() for name in names)
 
