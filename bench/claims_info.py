@@ -20,12 +20,12 @@ and writes a JSON result and prints a markdown table.
 With --suite doctor it times dra_claims_doctor and dra_capacity_info instead, against
 `kubectl get resourceslices,resourceclaims -A -o json`.
 
-Usage: bench/claims_info.py [--nodes 1000] [--claims 10000] [--repeat 3] [--suite claims|doctor] [--keep]
+Usage: bench/claims_info.py [--nodes 1000] [--claims 10000] [--repeat 3] [--suite claims|doctor|explain]
+                            [--keep] [--reuse] [--compare-with DIR]
 """
 import argparse
 import json
 import os
-import resource
 import signal
 import statistics
 import subprocess
@@ -164,10 +164,6 @@ def explained(key, result):
     return None
 
 
-def module_cmd(module, args_file):
-    return [sys.executable, os.path.join(ROOT, "plugins", "modules", module + ".py"), args_file]
-
-
 def suites(nodes):
     """{suite: (the kubectl command compared with, {run key: (module, params)})}."""
     return {
@@ -192,14 +188,20 @@ def suites(nodes):
     }
 
 
-def main():
+def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--nodes", type=int, default=1000)
     p.add_argument("--claims", type=int, default=10000)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--port", type=int, default=24000)
     p.add_argument("--name", default="bench-claims")
-    p.add_argument("--keep", action="store_true", help="leave the cluster up")
+    p.add_argument("--keep", action="store_true",
+                   help="leave the cluster up with its data (kube-controller-manager stays paused) for --reuse")
+    p.add_argument("--reuse", action="store_true",
+                   help="measure on the cluster an earlier --keep run of the same suite and sizes left up")
+    p.add_argument("--compare-with", metavar="DIR", default=None,
+                   help="another checkout of the collection (e.g. `git archive` of a commit): its modules are "
+                        "timed too, alternating, as <key>@base")
     p.add_argument("--pending", type=int, default=100, help="explain suite: pending pods to explain")
     p.add_argument("--suite", choices=["claims", "doctor", "explain"], default="claims",
                    help="claims: dra_claims_info against kubectl get resourceclaims; doctor: dra_claims_doctor and "
@@ -210,92 +212,101 @@ def main():
                                                   "claims_doctor.json)")
     args = p.parse_args()
     if args.output is None:
-        args.output = os.path.join(ROOT, "bench", "results", {"claims": "claims_info.json", "doctor": "claims_doctor.json",
-                                                              "explain": "allocation_explain.json"}[args.suite])
-    versions = clusterlib.load_versions()
-    k8s = clusterlib.supported_k8s_versions(versions)[0]
-    st = clusterlib.cluster_state(args.name)
-    kwokctl = clusterlib.component_bin("kwok", versions["KWOK_VERSION"], "kwokctl")
-    kubectl_dir = os.path.dirname(clusterlib.component_bin("kubernetes", k8s, "kubectl"))
-    env = dict(os.environ, KWOK_WORKDIR=st["kwok_workdir"], KUBECONFIG=st["kubeconfig"],
-               PATH=kubectl_dir + os.pathsep + os.environ["PATH"],
-               PYTHONPATH=os.path.join(ROOT, ".tmp", "collections"))
-    link = os.path.join(ROOT, ".tmp", "collections", "ansible_collections", "dra", "admin")
+        name = {"claims": "claims_info.json", "doctor": "claims_doctor.json",
+                "explain": "allocation_explain.json"}[args.suite]
+        args.output = os.path.join(ROOT, "bench", "results", name)
+    return args
+
+
+def collections_path(root):
+    """A collections directory whose dra/admin is `root` (made once, under root/.tmp)."""
+    link = os.path.join(root, ".tmp", "collections", "ansible_collections", "dra", "admin")
     if not os.path.islink(link):
         os.makedirs(os.path.dirname(link), exist_ok=True)
-        os.symlink(ROOT, link)
+        os.symlink(os.path.abspath(root), link)
+    return os.path.join(root, ".tmp", "collections")
 
+
+def kcm_pid_of(st, name):
+    pid_file = os.path.join(st["kwok_workdir"], "clusters", name, "pids", "kube-controller-manager.pid")
+    with open(pid_file) as fh:
+        return int(fh.read().strip())
+
+
+def make_data(args, env, st, kwokctl):
+    """Bring the cluster up and write the suite's data; returns (node names, setup timings, kcm pid)."""
     t0 = time.time()
     sh([sys.executable, os.path.join(ROOT, "hack", "cluster", "up"), "--name", args.name, "--nodes", "1",
         "--port", str(args.port)], env)
-    kcm_pid = None
-    try:
-        sh([kwokctl, "scale", "node", "--name", args.name, "--replicas", str(args.nodes)], env)
-        nodes = sorted(sh(["kubectl", "get", "nodes", "-o", "jsonpath={.items[*].metadata.name}"],
-                          env).stdout.split())
-        setup = {"up_and_scale_s": round(time.time() - t0, 1)}
-        namespaces = [f"bench-{i}" for i in range(NAMESPACES)] + [PENDING_NAMESPACE] * (args.suite == "explain")
-        for ns in namespaces:
-            sh(["kubectl", "create", "namespace", ns], env)
-        for ns in namespaces:  # pods are admitted once the namespace's ServiceAccount exists
-            kube.wait_for(lambda: subprocess.run(["kubectl", "get", "serviceaccount", "default", "-n", ns],
-                                                 env=env, capture_output=True).returncode == 0, 60,
-                          f"ServiceAccount {ns}/default", retry_on=())
-        api = kube.Api(st["kubeconfig"])
-        t = time.time()
-        pod_uids = make_pods(api, nodes, args.claims, name_claims=args.suite == "explain")
-        kube.wait_for(lambda: not pending_pods(api), 900, "every benchmark pod Running",
-                      retry_on=())  # KWOK has marked every pod Running
-        setup["pods_s"] = round(time.time() - t, 1)
-        pid_file = os.path.join(st["kwok_workdir"], "clusters", args.name, "pids", "kube-controller-manager.pid")
-        kcm_pid = int(open(pid_file).read().strip())
-        os.kill(kcm_pid, signal.SIGSTOP)
-        t = time.time()
-        make_slices(api, nodes)
-        setup["slices_s"] = round(time.time() - t, 1)
-        t = time.time()
-        make_claims(api, nodes, args.claims, pod_uids)
-        setup["claims_s"] = round(time.time() - t, 1)
-        if args.suite == "explain":
-            make_explain_data(api, nodes, args.pending)
+    sh([kwokctl, "scale", "node", "--name", args.name, "--replicas", str(args.nodes)], env)
+    nodes = sorted(sh(["kubectl", "get", "nodes", "-o", "jsonpath={.items[*].metadata.name}"], env).stdout.split())
+    setup = {"up_and_scale_s": round(time.time() - t0, 1)}
+    namespaces = [f"bench-{i}" for i in range(NAMESPACES)] + [PENDING_NAMESPACE] * (args.suite == "explain")
+    for ns in namespaces:
+        sh(["kubectl", "create", "namespace", ns], env)
+    for ns in namespaces:  # pods are admitted once the namespace's ServiceAccount exists
+        kube.wait_for(lambda: subprocess.run(["kubectl", "get", "serviceaccount", "default", "-n", ns],
+                                             env=env, capture_output=True).returncode == 0, 60,
+                      f"ServiceAccount {ns}/default", retry_on=())
+    api = kube.Api(st["kubeconfig"])
+    t = time.time()
+    pod_uids = make_pods(api, nodes, args.claims, name_claims=args.suite == "explain")
+    kube.wait_for(lambda: not pending_pods(api), 900, "every benchmark pod Running",
+                  retry_on=())  # KWOK has marked every pod Running
+    setup["pods_s"] = round(time.time() - t, 1)
+    kcm_pid = kcm_pid_of(st, args.name)
+    os.kill(kcm_pid, signal.SIGSTOP)
+    t = time.time()
+    make_slices(api, nodes)
+    setup["slices_s"] = round(time.time() - t, 1)
+    t = time.time()
+    make_claims(api, nodes, args.claims, pod_uids)
+    setup["claims_s"] = round(time.time() - t, 1)
+    if args.suite == "explain":
+        make_explain_data(api, nodes, args.pending)
+    return nodes, setup, kcm_pid
 
-        tmp = tempfile.mkdtemp(prefix="bench-claims-")
-        kubectl_cmd, argsets = suites(nodes)[args.suite]
-        runs = dict((key, []) for key in ["kubectl"] + list(argsets))
-        arg_files = {}
-        for key, (dummy, params) in argsets.items():
-            params = dict(params, kubeconfig=st["kubeconfig"])
-            path = os.path.join(tmp, key + ".json")
-            with open(path, "w") as fh:
-                json.dump({"ANSIBLE_MODULE_ARGS": params}, fh)
-            arg_files[key] = path
-        out = os.path.join(tmp, "out.json")
-        load_at_start = os.getloadavg()
-        for _ in range(args.repeat):
-            wall, rss, size = child_peak(kubectl_cmd, env, out)
-            runs["kubectl"].append({"wall_s": wall, "peak_rss_mib": rss, "json_bytes": size})
-            for key in argsets:
-                wall, rss, size = child_peak(module_cmd(argsets[key][0], arg_files[key]), env, out)
+
+def measure(args, env, st, nodes):
+    """Alternating runs of kubectl and every module (and those of --compare-with); returns (kubectl command, module
+    keys, runs, load at start, import baseline RSS)."""
+    tmp = tempfile.mkdtemp(prefix="bench-claims-")
+    kubectl_cmd, argsets = suites(nodes)[args.suite]
+    runs = dict((key, []) for key in ["kubectl"] + list(argsets))
+    trees = [("", ROOT, env)]
+    if args.compare_with:
+        trees.append(("@base", args.compare_with, dict(env, PYTHONPATH=collections_path(args.compare_with))))
+        runs.update((key + "@base", []) for key in argsets)
+    arg_files = {}
+    for key, (dummy, params) in argsets.items():
+        arg_files[key] = os.path.join(tmp, key + ".json")
+        with open(arg_files[key], "w") as fh:
+            json.dump({"ANSIBLE_MODULE_ARGS": dict(params, kubeconfig=st["kubeconfig"])}, fh)
+    out = os.path.join(tmp, "out.json")
+    load_at_start = os.getloadavg()
+    for _ in range(args.repeat):
+        wall, rss, size = child_peak(kubectl_cmd, env, out)
+        runs["kubectl"].append({"wall_s": wall, "peak_rss_mib": rss, "json_bytes": size})
+        for key in argsets:
+            for suffix, root, tree_env in trees:
+                module = os.path.join(root, "plugins", "modules", argsets[key][0] + ".py")
+                wall, rss, size = child_peak([sys.executable, module, arg_files[key]], tree_env, out)
                 with open(out) as fh:
                     result = json.load(fh)
                 if result.get("failed"):
-                    raise RuntimeError(f"{key}: {result.get('msg')}")
-                runs[key].append({"wall_s": wall, "peak_rss_mib": rss, "output_bytes": size,
-                                  "api_requests": result["api_requests"],
-                                  "claims": result["totals"]["total"] if args.suite == "claims" else None,
-                                  "explained": explained(key, result)})
-        baseline_wall, baseline_rss, _ = child_peak([sys.executable, "-c",
-                                                     "import ansible_collections.dra.admin.plugins.module_utils.access.api"],
-                                                    env, out)
-    finally:
-        if kcm_pid:
-            try:
-                os.kill(kcm_pid, signal.SIGCONT)
-            except ProcessLookupError:
-                pass
-        if not args.keep:
-            subprocess.run([sys.executable, os.path.join(ROOT, "hack", "cluster", "down"), "--name", args.name],
-                           env=env, check=False, capture_output=True)
+                    raise RuntimeError(f"{key}{suffix}: {result.get('msg')}")
+                runs[key + suffix].append({
+                    "wall_s": wall, "peak_rss_mib": rss, "output_bytes": size, "api_requests": result["api_requests"],
+                    "claims": result["totals"]["total"] if args.suite == "claims" else None,
+                    "explained": explained(key, result)})
+    dummy, baseline_rss, _ = child_peak(
+        [sys.executable, "-c", "import ansible_collections.dra.admin.plugins.module_utils.access.api"], env, out)
+    return kubectl_cmd, [k for k in runs if k != "kubectl"], runs, load_at_start, baseline_rss
+
+
+def report(args, k8s, setup, measured):
+    """Write the JSON result and print the table."""
+    kubectl_cmd, keys, runs, load_at_start, baseline_rss = measured
 
     def med(key, field):
         return statistics.median(r[field] for r in runs[key])
@@ -304,35 +315,62 @@ def main():
     result = {
         "suite": args.suite, "kubectl": " ".join(kubectl_cmd),
         "nodes": args.nodes, "claims": args.claims, "repeat": args.repeat, "kubernetes": k8s,
-        "pods": args.claims,
+        "pods": args.claims, "compare_with": args.compare_with,
         "machine": {"cpus": os.cpu_count(), "load_avg_at_start": load_at_start, "load_avg_at_end": os.getloadavg()},
-        "setup": setup, "runs": runs, "import_baseline": {"wall_s": baseline_wall, "peak_rss_mib": baseline_rss},
-        "summary": {
-            "kubectl_wall_s": med("kubectl", "wall_s"),
-            "json_mib": json_mib,
-        },
+        "setup": setup, "runs": runs, "import_baseline": {"peak_rss_mib": baseline_rss},
+        "summary": {"kubectl_wall_s": med("kubectl", "wall_s"), "json_mib": json_mib},
     }
-    for key in argsets:
+    for key in keys:
         result["summary"][key] = {
             "wall_s": med(key, "wall_s"), "time_vs_kubectl": med(key, "wall_s") / med("kubectl", "wall_s"),
             "peak_rss_mib": med(key, "peak_rss_mib"), "rss_vs_json": med(key, "peak_rss_mib") / json_mib,
             "rss_above_import_vs_json": (med(key, "peak_rss_mib") - baseline_rss) / json_mib,
             "api_requests": med(key, "api_requests"),
         }
-    os.makedirs(os.path.dirname(args.output), exist_ok=True)
+    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
     with open(args.output, "w") as fh:
         json.dump(result, fh, indent=2)
     print(f"{args.claims} claims on {args.nodes} nodes, Kubernetes {k8s}, median of {args.repeat}")
-    print(f"| what | wall s | x kubectl | peak RSS MiB | RSS / JSON | (RSS - import) / JSON | API requests |")
-    print(f"|---|---|---|---|---|---|---|")
+    print("| what | wall s | x kubectl | peak RSS MiB | RSS / JSON | (RSS - import) / JSON | API requests |")
+    print("|---|---|---|---|---|---|---|")
     print(f"| kubectl get -A -o json ({json_mib:.1f} MiB JSON) | {med('kubectl', 'wall_s'):.2f} | 1.00 | "
           f"{med('kubectl', 'peak_rss_mib'):.0f} | {med('kubectl', 'peak_rss_mib') / json_mib:.2f} | | 1+ |")
-    for key in argsets:
+    for key in keys:
         s = result["summary"][key]
         print(f"| {key} | {s['wall_s']:.2f} | {s['time_vs_kubectl']:.2f} | {s['peak_rss_mib']:.0f} | "
               f"{s['rss_vs_json']:.2f} | {s['rss_above_import_vs_json']:.2f} | {s['api_requests']:.0f} |")
     print(f"module import baseline: {baseline_rss:.0f} MiB RSS; setup: {setup}")
     print(f"load average at start {load_at_start}, at end {result['machine']['load_avg_at_end']}")
+
+
+def main():
+    args = parse_args()
+    versions = clusterlib.load_versions()
+    k8s = clusterlib.supported_k8s_versions(versions)[0]
+    st = clusterlib.cluster_state(args.name)
+    kwokctl = clusterlib.component_bin("kwok", versions["KWOK_VERSION"], "kwokctl")
+    kubectl_dir = os.path.dirname(clusterlib.component_bin("kubernetes", k8s, "kubectl"))
+    env = dict(os.environ, KWOK_WORKDIR=st["kwok_workdir"], KUBECONFIG=st["kubeconfig"],
+               PATH=kubectl_dir + os.pathsep + os.environ["PATH"], PYTHONPATH=collections_path(ROOT))
+    kcm_pid = None
+    try:
+        if args.reuse:  # the data of an earlier --keep run, kube-controller-manager still paused
+            nodes = sorted(sh(["kubectl", "get", "nodes", "-o", "jsonpath={.items[*].metadata.name}"],
+                              env).stdout.split())
+            setup, kcm_pid = {"reused": True}, kcm_pid_of(st, args.name)
+        else:
+            nodes, setup, kcm_pid = make_data(args, env, st, kwokctl)
+        measured = measure(args, env, st, nodes)
+    finally:
+        if not args.keep:
+            if kcm_pid:
+                try:
+                    os.kill(kcm_pid, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
+            subprocess.run([sys.executable, os.path.join(ROOT, "hack", "cluster", "down"), "--name", args.name],
+                           env=env, check=False, capture_output=True)
+    report(args, k8s, setup, measured)
 
 
 if __name__ == "__main__":

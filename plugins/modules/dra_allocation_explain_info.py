@@ -32,8 +32,16 @@ description:
   - A node is searched only when the pod may run there as the scheduler's node filters see it - the pod's
     C(nodeName), C(nodeSelector) and required node affinity, the node's taints against the pod's tolerations, a
     cordoned node - and when it admits the pod's claims already allocated. CPU, memory, ports, volumes, required
-    inter-pod (anti-)affinity, topology spread constraints, a ResourceQuota on claims and devices with binding
-    conditions (which the pod waits for in PreBind) are not checked.
+    inter-pod (anti-)affinity and topology spread constraints are not checked.
+  - A claim already allocated whose devices have binding conditions (C(bindingConditions) of the allocation) not yet
+    C(True) in the claim's C(status.devices) holds the pod in the scheduler's PreBind; the problems name each such
+    device and its conditions, or the binding failure conditions that are C(True) (the scheduler gives the
+    allocation up).
+  - A claim from the pod's template that is not made yet is charged as kube-apiserver's quota admission charges it
+    (one C(count/resourceclaims.resource.k8s.io), and per DeviceClass C(<class>.deviceclass.resource.k8s.io/devices)
+    - a count as asked, C(All) as 32, a C(firstAvailable) list as its largest subrequest of the class) against the
+    namespace's ResourceQuotas without scopes; one that would pass a quota's hard limit is refused, and the pod waits
+    (C(does_not_fit), the problem naming the quota, the resource, what is used, asked and allowed).
   - Extended resources backed by DRA (C(DRAExtendedResource), GA in 1.37) - a container asking for a resource a
     DeviceClass names in C(spec.extendedResourceName), or C(deviceclass.resource.kubernetes.io/<class>) - are
     explained with the claim the scheduler would make for them (labelled C(<namespace>/<extended-resources>)) -
@@ -53,7 +61,7 @@ description:
     release's defaults when it may not be read (RV(features_source)).
   - Reads a fixed number of objects whatever the cluster's size - C(/version), discovery, C(/metrics) and one
     paginated LIST each of DeviceClasses, ResourceSlices, ResourceClaims, DeviceTaintRules (where served), Nodes,
-    the pods not bound to a node and the claim templates (in O(namespace), or all).
+    the pods not bound to a node, the claim templates and the ResourceQuotas (in O(namespace), or all).
 author:
   - dra.admin maintainers (@dra-admin)
 extends_documentation_fragment:
@@ -232,6 +240,10 @@ resource_api_version:
   type: str
 device_taint_rules:
   description: C(read), C(not served) or C(forbidden) (then no rule's taint is applied).
+  returned: always
+  type: str
+resource_quotas:
+  description: C(read), C(forbidden) (then no quota is counted) or C(not read) (a claim alone is explained).
   returned: always
   type: str
 """

@@ -162,11 +162,14 @@ by_device_class:
 allocator:
   description: >-
     The allocation rules applied - C(release) (the cluster's minor version, null when unreadable: the newest
-    rules), C(counters_per_pool) (counter sets shared by a pool's slices, 1.35+) and C(incomplete_pools_allocated)
-    (up to 1.34).
+    rules), C(counters_per_pool) (counter sets shared by a pool's slices, 1.35+), C(incomplete_pools_allocated)
+    (up to 1.34) and C(taint_reader), how kube-scheduler reads a DeviceTaintRule without C(deviceSelector) -
+    C(allocator) (it selects every device: up to 1.37.0, and when the version is unreadable) or
+    C(allocator-no-selector-none) (it selects no device: from 1.37.1 and 1.38).
   returned: always
   type: dict
-  sample: {release: 37, counters_per_pool: true, incomplete_pools_allocated: false}
+  sample: {release: 37, counters_per_pool: true, incomplete_pools_allocated: false,
+           taint_reader: allocator-no-selector-none}
 device_taint_rules:
   description: >-
     How DeviceTaintRules were read for C(tainted) - C(read), C(not served) (the release or its gates do not serve

@@ -215,9 +215,7 @@ from ansible_collections.dra.admin.plugins.module_utils.access.api import (
     AnsibleK8SModule, DraApi, auth_argument_spec,
 )
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import gather_claim_views
-from ansible_collections.dra.admin.plugins.module_utils.claims.claims import (
-    blocking_message, claim_totals, summarize_by_node,
-)
+from ansible_collections.dra.admin.plugins.module_utils.claims.claims import blocking_message
 
 
 def argument_spec():
@@ -246,12 +244,12 @@ def main():
         failure.keep(api_requests=lambda: api.requests)
         gathered = gather_claim_views(
             api, node=params["node"], namespaces=params["namespaces"], driver=params["driver"],
-            label_selector=params["label_selector"])
+            label_selector=params["label_selector"], keep_views=params["include_claims"])
         views, blocking = gathered["views"], gathered["blocking"]
         result = dict(
             changed=False, resource_api_version=gathered["version"],
             claims=views if params["include_claims"] else [],
-            summary=summarize_by_node(views), totals=claim_totals(views),
+            summary=gathered["summary"], totals=gathered["totals"],
             blocking=claim_keys(blocking), daemonset_claims=claim_keys(gathered["daemonset_claims"]),
             non_pod_claims=claim_keys(gathered["non_pod_claims"]),
             api_requests=api.requests,

@@ -13,8 +13,8 @@ module: dra_device_health_info
 short_description: Report the health of DRA devices, the pods using unhealthy ones, and driver-published taints
 version_added: 0.1.0
 description:
-  - Per device (driver, pool, device), its health from two sources the API server keeps, and which pods use the
-    unhealthy ones.
+  - Per device (driver, pool, device), its health from two sources the API server keeps, and a third one read on the
+    nodes when given (O(gpu_health)), and which pods use the unhealthy ones.
   - Pod status - the kubelet writes C(status.containerStatuses[].allocatedResourcesStatus) (gate
     C(ResourceHealthStatus), beta and on from Kubernetes 1.36, alpha and off before). Each entry names a claim and
     request of the container (C(claim:<name>/<request>)) and gives per resource a C(resourceID) and a health of
@@ -51,6 +51,7 @@ extends_documentation_fragment:
   - dra.admin.attributes
   - dra.admin.attributes.info_module
   - dra.admin.attributes.actiongroup_k8s
+  - dra.admin.gpu_health
 options:
   driver:
     description:
@@ -116,7 +117,7 @@ resource_api_version:
   sample: v1
 sources:
   description: >-
-    Per source (C(pod_status), C(slice_taints)) whether the cluster has it (C(available)), its feature gate
+    Per source (C(pod_status), C(slice_taints), and C(gpu_health) when O(gpu_health) is given) whether the cluster has it (C(available)), its feature gate
     (C(gate)) and why (C(detail)). A source is available when objects carry its field or its gate is on by
     default on the release; otherwise the API server drops the field on write.
   returned: always
@@ -173,6 +174,13 @@ devices:
       elements: dict
       returned: always
     in_use: {description: A live pod uses it., type: bool, returned: always}
+    uuid: {description: Its C(uuid) attribute (null without one)., type: str, returned: always}
+    gpu:
+      description: >-
+        The reading of the GPU with that UUID from O(gpu_health) - C(uuid), C(node), C(condition), C(action),
+        C(reasons), C(notes) - or null.
+      type: dict
+      returned: always
     since: {description: Since when it is unhealthy or unknown (UTC)., type: str, returned: always}
     since_source:
       description: Where RV(devices[].since) comes from - C(taint), C(first-seen) or C(this-run).
@@ -218,11 +226,33 @@ first_seen:
   returned: always
   type: dict
   sample: {gpu.example.com/node-0/gpu-1: {condition: unknown, since: "2026-11-23T17:06:50Z"}}
+gpus_unmatched:
+  description: >-
+    The GPUs of O(gpu_health) no published device names by its C(uuid) attribute, as in RV(devices[].gpu); empty
+    with O(driver) (the other drivers' devices are not read).
+  returned: always
+  type: list
+  elements: dict
 problems:
-  description: One line per unhealthy device in use, long-unknown device and unresolved non-healthy report.
+  description: >-
+    One line per unhealthy device in use, long-unknown device, unresolved non-healthy report and unhealthy GPU that
+    no device names.
   returned: always
   type: list
   elements: str
+metrics_text:
+  description: >-
+    The device map in the Prometheus text format, for node-exporter's textfile collector - every device (whatever
+    O(list_devices) says) as C(dra_admin_device_info) with C(driver), C(pool), C(device), C(node), C(uuid) (its
+    C(uuid) attribute) and C(condition), and each claim and live pod holding one as C(dra_admin_device_consumer_info)
+    with C(claim), C(namespace) and C(pod) too. A GPU UUID from node-side monitoring (the DCGM exporter's label
+    C(UUID)) joins to the device and its pods on C(uuid); role C(dra.admin.monitoring) has the alert and the panel
+    that do so.
+  returned: always
+  type: str
+  sample: |
+    dra_admin_device_info{condition="unhealthy",device="gpu-0",driver="gpu.nvidia.com",node="n1",pool="n1",uuid="GPU-1"} 1
+    dra_admin_device_consumer_info{claim="c",device="gpu-0",driver="gpu.nvidia.com",namespace="ml",node="n1",pod="p",pool="n1",uuid="GPU-1"} 1
 api_requests:
   description: Number of API requests the module made.
   returned: always
@@ -235,6 +265,7 @@ from ansible_collections.dra.admin.plugins.module_utils.access.api import (
 )
 from ansible_collections.dra.admin.plugins.module_utils.devices.health_service import gather_device_health
 from ansible_collections.dra.admin.plugins.module_utils.devices.health import COND_NOT_REPORTED
+from ansible_collections.dra.admin.plugins.module_utils.devices.device_map import device_map_text
 
 
 def argument_spec():
@@ -245,6 +276,7 @@ def argument_spec():
         first_seen=dict(type="dict", default={}),
         list_devices=dict(type="str", choices=["reported", "all", "none"], default="reported"),
         fail_on_problems=dict(type="bool", default=False),
+        gpu_health=dict(type="list", elements="dict", default=[]),
     )
     return spec
 
@@ -264,7 +296,8 @@ def main():
         api = DraApi(module)
         failure.keep(api_requests=lambda: api.requests)
         result = gather_device_health(api, driver=params["driver"], first_seen=params["first_seen"],
-                                      unknown_after=params["unknown_after"])
+                                      unknown_after=params["unknown_after"], gpu_health=params["gpu_health"])
+        result["metrics_text"] = device_map_text(result["devices"])
         result["devices"] = listed(result["devices"], params["list_devices"])
         result["api_requests"] = api.requests
         if params["fail_on_problems"] and result["problems"]:

@@ -45,6 +45,7 @@ extends_documentation_fragment:
   - dra.admin.attributes
   - dra.admin.attributes.actiongroup_k8s
   - dra.admin.wait
+  - dra.admin.gpu_health
 attributes:
   check_mode:
     support: full
@@ -120,6 +121,10 @@ notes:
   - Run it on a schedule (for example every few minutes); each run is one pass, and O(healthy_for) is measured
     between runs with the clock of the host that runs the module.
   - Claims can tolerate the remediation's taint with the key C(dra.admin/unhealthy).
+  - With O(gpu_health), read the facts in the same play just before, and give them in every run of a schedule - a
+    run without them sees their devices as the other sources do and may start lifting rules. A GPU that asks for a
+    reset stays unhealthy until it is reset (nvidia-smi's counters) and the Xid has left O(dra.admin.dra_gpu_health_facts#module:xid_window),
+    also after a C(NoExecute) rule has evicted the pods that reported on it.
 seealso:
   - module: dra.admin.dra_device_health_info
   - module: dra.admin.dra_device_taint
@@ -275,6 +280,7 @@ from ansible_collections.dra.admin.plugins.module_utils.access.api import (
 )
 from ansible_collections.dra.admin.plugins.module_utils.devices.remediation_service import remediate
 from ansible_collections.dra.admin.plugins.module_utils.devices.remediation import EFFECTS, RemediationInputError
+from ansible_collections.dra.admin.plugins.module_utils.devices.health import HealthInputError, check_gpu_health
 from ansible_collections.dra.admin.plugins.module_utils.kube.taint_rules import NO_SCHEDULE
 from ansible_collections.dra.admin.plugins.module_utils.devices.remediation import check_inputs
 from ansible_collections.dra.admin.plugins.module_utils.common.names import subdomain_error
@@ -291,6 +297,7 @@ def argument_spec():
         dead_drivers=dict(type="bool", default=False),
         wait=dict(type="bool", default=True),
         since=dict(type="float"),
+        gpu_health=dict(type="list", elements="dict", default=[]),
     )
     spec.update(wait_options(300, 2.0, sleep_aliases=["poll_interval"]))
     return spec
@@ -305,6 +312,10 @@ def input_errors(params, spec=None):
     try:
         check_inputs(params["effect"], params["healthy_for"])
     except RemediationInputError as exc:
+        errors.append(str(exc))
+    try:
+        check_gpu_health(params["gpu_health"])
+    except HealthInputError as exc:
         errors.append(str(exc))
     return [e for e in errors if e]
 
@@ -322,7 +333,7 @@ def main():
                                           wait_timeout=params["wait_timeout"], poll_interval=params["wait_sleep"],
                                           check_mode=module.check_mode, wait=params["wait"], since=params["since"],
                                           allow_absent_driver=params["allow_absent_driver"],
-                                          dead_drivers=params["dead_drivers"])
+                                          dead_drivers=params["dead_drivers"], gpu_health=params["gpu_health"])
     module.exit_json(changed=changed, api_requests=api.requests, diff=diff, **result)
 
 

@@ -33,6 +33,20 @@ description:
     of the drivers' DaemonSets (C(resourceclaims/driver), associated-node verbs) and the schedulers given in
     O(schedulers) (C(resourceclaims/binding)).
   - Kubelets older than the target's version skew policy allows, and kubelets too old for seamless driver upgrades.
+  - C(resource.k8s.io) versions that the target or the release after it drops (C(v1beta1) goes in 1.38, C(v1beta2)
+    and DeviceTaintRule C(v1alpha3) in 1.39) where users keep them - the files of O(manifest_paths), the
+    C(kubectl.kubernetes.io/last-applied-configuration) annotation of the DeviceClasses, ResourceClaimTemplates,
+    DeviceTaintRules and ResourceSlices, and the manifests of the deployed Helm releases (see O(helm_releases)) -
+    each with its file and line or document index, kind and name, the release that drops it and the version to
+    write instead.
+  - DeviceTaintRules without C(deviceSelector) when the upgrade crosses 1.37.1 or 1.38 - kube-scheduler read such
+    a rule as every device before and reads it as no device after - with what the rule does before and after.
+  - The pods a C(NoExecute) device taint in force (a DeviceTaintRule or a ResourceSlice's device taint) would
+    newly evict when the upgrade crosses 1.37.2 or 1.38, which evict pods holding DRA-backed extended resources
+    too (their claim holds the tainted device and does not tolerate the taint).
+  - Driver DaemonSets with a container that has a gRPC liveness probe and no startupProbe, for targets from 1.38
+    (the kubelet's gRPC probe then fails at once on a refused connection).
+  - For targets from 1.38, a note that putting an older kubelet binary back is no undo (its checkpoints).
   - Read-only; the same answer in check mode.
 author:
   - dra.admin maintainers (@dra-admin)
@@ -71,6 +85,23 @@ options:
     type: list
     elements: str
     default: []
+  manifest_paths:
+    description:
+      - Files and directories of Kubernetes manifests (YAML or JSON, several documents per file, a C(List) read
+        item by item) on the host the module runs on, for example a git checkout of what a GitOps tool
+        applies. Directories are read recursively for C(.yaml), C(.yml) and C(.json) files; C(.git) is skipped.
+      - Each document whose C(resource.k8s.io) version the target or the release after it drops is named in a
+        C(stored-api-version) finding. A path that does not exist fails the module before the cluster is read.
+    type: list
+    elements: path
+    default: []
+  helm_releases:
+    description:
+      - Read the deployed Helm releases (Secrets with labels C(owner=helm) and C(status=deployed), all namespaces;
+        needs C(list) on C(secrets)) and check the C(resource.k8s.io) versions of their manifests.
+      - Without the permission the module does not fail; a C(stored-api-version-unread) warning says so.
+    type: bool
+    default: true
 requirements:
   - kubernetes >= 24.2.0
   - PyYAML >= 3.11
@@ -82,6 +113,9 @@ notes:
     O(kubelet_gates). See RV(api_requests).
   - Nodes without a kubelet behind them (virtual or KWOK nodes) answer C(/configz) with an error or something else;
     they are named in a C(kubelet-gates-unread) finding, not passed.
+  - ResourceClaims are read only when a C(NoExecute) device taint is in force and the upgrade crosses 1.37.2 or 1.38;
+    their last-applied annotations are not checked (their number grows with the workloads).
+  - Helm releases stored in ConfigMaps (C(HELM_DRIVER=configmap)) or SQL are not read.
 """
 
 EXAMPLES = r"""
@@ -98,6 +132,12 @@ EXAMPLES = r"""
 - name: Show the findings
   ansible.builtin.debug:
     msg: "{{ upgrade.findings | map(attribute='message') | list }}"
+
+- name: Check the manifests a GitOps tool applies, and the Helm releases, for 1.38
+  dra.admin.dra_upgrade_check_info:
+    target_version: v1.38
+    manifest_paths: [/srv/gitops/cluster-a, /srv/gitops/shared/dra-classes.yaml]
+  register: upgrade_138
 
 - name: Stop when something would break
   dra.admin.dra_upgrade_check_info:
@@ -129,8 +169,11 @@ findings:
         C(feature-gate-removed), C(feature-gate-locked), C(feature-gate-dependency), C(feature-gate-unknown),
         C(feature-gates-unread), C(kubelet-gates-unread), C(admin-access-label), C(driver-rbac), C(scheduler-rbac),
         C(kubelet-skew), C(kubelet-version-unknown), C(seamless-driver-upgrade), C(upgrade-path),
-        C(planned-release) or C(metrics-unreadable). The feature gate findings' evidence names the component
-        (and for kubelets the C(nodes)).
+        C(planned-release), C(metrics-unreadable), C(stored-api-version), C(stored-api-version-unread),
+        C(taint-rule-without-selector), C(extended-resource-eviction), C(grpc-probe-without-startup) or
+        C(kubelet-downgrade). The feature gate findings' evidence names the component (and for kubelets the
+        C(nodes)); a C(stored-api-version) finding's evidence lists each C(documents) entry with C(source),
+        C(document), C(line), C(kind), C(name), C(api_version) and C(removed_in).
       type: str
       returned: always
     severity:
@@ -159,7 +202,8 @@ sources:
   description: >-
     Where the facts came from - C(feature_gates) (C(static pod command) or C(kubernetes_feature_enabled)),
     C(storage_versions) (C(StorageVersion API) or C(discovery storageVersionHash)), the driver service accounts
-    checked, and C(kubelet_feature_gates) (C(read) and C(unread) node names, and C(source)).
+    checked, C(kubelet_feature_gates) (C(read) and C(unread) node names, and C(source)), the C(manifest_files)
+    read and the number of C(helm_releases) read.
   returned: always
   type: dict
   contains:
@@ -180,11 +224,24 @@ sources:
         O(kubelet_gates=false)).
       type: dict
       returned: always
+    manifest_files:
+      description: The manifest files read from O(manifest_paths).
+      type: list
+      elements: str
+      returned: always
+    helm_releases:
+      description: >-
+        How many deployed Helm releases were read, or C(not read (helm_releases: false)) with
+        O(helm_releases=false).
+      type: raw
+      returned: always
   sample:
     feature_gates: kubernetes_feature_enabled
     storage_versions: discovery storageVersionHash
     driver_service_accounts: [dra-driver/dra-example-driver]
     kubelet_feature_gates: {read: [worker-1], unread: [], source: /configz through the API server's node proxy}
+    manifest_files: [/srv/gitops/cluster-a/gpu-class.yaml]
+    helm_releases: 2
 api_requests:
   description: Number of API requests the module made.
   returned: always
@@ -204,6 +261,8 @@ def argument_spec():
         fail_on=dict(type="list", elements="str", choices=list(SEVERITIES), default=[]),
         schedulers=dict(type="list", elements="str", default=[]),
         kubelet_gates=dict(type="bool", default=True),
+        manifest_paths=dict(type="list", elements="path", default=[]),
+        helm_releases=dict(type="bool", default=True),
     )
     return spec
 
@@ -214,7 +273,8 @@ def main():
         api = DraApi(module)
         failure.keep(api_requests=lambda: api.requests)
         result = check(api, module.params["target_version"], module.params["schedulers"],
-                       module.params["kubelet_gates"])
+                       module.params["kubelet_gates"], module.params["manifest_paths"],
+                       module.params["helm_releases"])
         failing = [f for f in result["findings"] if f["severity"] in module.params["fail_on"]]
         if failing:
             raise DraAdminError("%d finding(s) of severity %s for an upgrade to %s: %s" % (

@@ -6,7 +6,14 @@ The state: a namespace with only the 1.33 admin-access label, a driver DaemonSet
 lacks the 1.36 resourceclaims/driver permission, and a Node whose kubelet reports v1.32.0 (a Node object
 KWOK does not manage). On 1.33 also a request to resource.k8s.io/v1beta1, which kube-apiserver's metrics
 then show; its counter stays until kube-apiserver restarts, so that finding is not checked gone.
+
+What the target changes in objects the cluster keeps: a DeviceClass whose last-applied-configuration annotation
+writes resource.k8s.io/v1beta1 (gone in 1.38), and DeviceTaintRules without deviceSelector (kube-scheduler reads
+one as every device up to 1.37.0 and as none from 1.37.1): on the shared cluster where it serves DeviceTaintRule,
+and on 1.33 on a cluster of the test's own with the rule's gates.
 """
+import json
+
 import pytest
 
 from clusterlib import collection_module, supported_k8s_versions
@@ -18,6 +25,11 @@ NEW_LABEL = "resource.kubernetes.io/admin-access"
 OLD_NODE = "it-upgrade-old-kubelet"
 ACCOUNT = "it-upgrade-driver"
 gate_catalog = collection_module("releases.catalog")
+taint_rules = collection_module("kube.taint_rules")
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+STORED_CLASS = "it-upgrade-stored-v1beta1"
+# The target of the behaviour checks: v1beta1 is gone there, and a rule without selector selects no device.
+BEHAVIOUR_TARGET = "v1.38"
 
 
 def target_for(minor):
@@ -151,6 +163,95 @@ def test_kubelet_gates_not_asked(cluster):
     assert "kubelet-gates-unread" not in by_id(skipped) and "kubelet-gates-unread" in by_id(asked)
 
 
+def serves(cluster, api_version, resource):
+    """Whether kube-apiserver serves resource.k8s.io/`api_version` `resource` (discovery)."""
+    res = cluster.kubectl("get", "--raw", f"/apis/resource.k8s.io/{api_version}", check=False)
+    return res.returncode == 0 and any(r["name"] == resource for r in json.loads(res.stdout)["resources"])
+
+
+def no_selector_rules(api_version):
+    """A NoSchedule DeviceTaintRule without deviceSelector, and one with the empty selector (every device on every
+    release: never a finding)."""
+    taint = {"key": "example.com/it-upgrade", "effect": "NoSchedule"}
+    return [{"apiVersion": f"resource.k8s.io/{api_version}", "kind": "DeviceTaintRule",
+             "metadata": {"name": "it-upgrade-no-selector"}, "spec": {"taint": taint}},
+            {"apiVersion": f"resource.k8s.io/{api_version}", "kind": "DeviceTaintRule",
+             "metadata": {"name": "it-upgrade-empty-selector"}, "spec": {"deviceSelector": {}, "taint": taint}}]
+
+
+def assert_taint_rule_findings(cluster, found):
+    """The rule without selector is named exactly when the reading changes between the cluster's release and
+    BEHAVIOUR_TARGET; the rule with the empty selector never."""
+    rules = dict((f["evidence"]["rule"], f) for f in found.get("taint-rule-without-selector", []))
+    assert "it-upgrade-empty-selector" not in rules, rules
+    before = taint_rules.allocator_reader(cluster.version)
+    if before == taint_rules.allocator_reader(BEHAVIOUR_TARGET):
+        assert "it-upgrade-no-selector" not in rules, rules
+        return
+    item = rules["it-upgrade-no-selector"]
+    assert item["severity"] == "warning" and item["subject"] == "DeviceTaintRule it-upgrade-no-selector"
+    assert item["evidence"] == {"rule": "it-upgrade-no-selector", "effect": "NoSchedule",
+                                "current_reader": taint_rules.ALLOCATOR,
+                                "target_reader": taint_rules.ALLOCATOR_NO_SELECTOR_NONE}
+    assert "deviceSelector: {}" in item["fix"] and "1.37.1" in item["message"], item
+
+
+def test_last_applied_annotation_and_taint_rule_without_selector(cluster):
+    """A DeviceClass applied as resource.k8s.io/v1beta1 (kubectl apply where the release serves it, else the
+    annotation kubectl would write) is named for 1.38, where v1beta1 is gone; the DeviceTaintRules where the
+    cluster serves them (assert_taint_rule_findings)."""
+    device_class = {"apiVersion": "resource.k8s.io/v1beta1", "kind": "DeviceClass",
+                    "metadata": {"name": STORED_CLASS},
+                    "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}}
+    rule_api = gate_catalog.device_taint_rule_support(cluster.version)["api_version"]
+    rules = no_selector_rules(rule_api) if rule_api and serves(cluster, rule_api, "devicetaintrules") else []
+    applied = serves(cluster, "v1beta1", "deviceclasses")
+    try:
+        if applied:
+            cluster.apply(device_class)
+        else:
+            cluster.apply(dict(device_class, apiVersion=f"resource.k8s.io/{cluster.resource_version}"))
+            cluster.kubectl("annotate", "deviceclass", STORED_CLASS, "--overwrite",
+                            f"{LAST_APPLIED}={json.dumps(device_class, sort_keys=True)}")
+        if rules:
+            cluster.apply(rules)
+        stored = cluster.get_json("deviceclass", STORED_CLASS)["metadata"]["annotations"][LAST_APPLIED]
+        assert json.loads(stored)["apiVersion"] == "resource.k8s.io/v1beta1", stored
+        result = cluster.run_module("dra.admin.dra_upgrade_check_info", {"target_version": BEHAVIOUR_TARGET})
+        found = by_id(result)
+        print("applied as v1beta1:", applied, "rules:", [r["metadata"]["name"] for r in rules],
+              [(f["id"], f["subject"]) for f in result["findings"]])
+        (item,) = [f for f in found.get("stored-api-version", [])
+                   if f["evidence"]["source"].startswith(f"DeviceClass {STORED_CLASS} ")]
+        assert item["severity"] == "breaking" and item["evidence"]["api_version"] == "resource.k8s.io/v1beta1"
+        assert item["evidence"]["removed_in"] == "1.38" and LAST_APPLIED in item["subject"]
+        assert [(d["kind"], d["name"]) for d in item["evidence"]["documents"]] == [("DeviceClass", STORED_CLASS)]
+        assert "DeviceClass: v1" in item["fix"], item["fix"]
+        if rules:
+            assert_taint_rule_findings(cluster, found)
+    finally:
+        cluster.kubectl("delete", "deviceclass", STORED_CLASS, "--ignore-not-found", check=False)
+        for rule in rules:
+            cluster.kubectl("delete", "devicetaintrule", rule["metadata"]["name"], "--ignore-not-found", check=False)
+
+
+@pytest.mark.parametrize("version", [v for v in supported_k8s_versions()
+                                     if taint_rules.allocator_reader(v) != taint_rules.allocator_reader(
+                                         BEHAVIOUR_TARGET)])
+def test_taint_rule_without_selector_on_a_release_that_reads_it_as_every_device(version):
+    """Where the shared cluster does not serve DeviceTaintRule (1.33: an alpha behind its gates), a one-node
+    cluster with the catalog's gates for it: the rule without selector is named for 1.38, the empty selector not."""
+    support = gate_catalog.device_taint_rule_support(version)
+    gates = ",".join(f"{gate}=true" for gate in sorted(support["gates"]))
+    with own_cluster("it-upgrade-rules", version, 1, 700, gates) as cluster:
+        assert serves(cluster, support["api_version"], "devicetaintrules")
+        cluster.apply(no_selector_rules(support["api_version"]))
+        result = cluster.run_module("dra.admin.dra_upgrade_check_info", {"target_version": BEHAVIOUR_TARGET})
+        print(version, [(f["id"], f["subject"]) for f in result["findings"]])
+        assert_taint_rule_findings(cluster, by_id(result))
+        assert "it-upgrade-no-selector" in str(by_id(result).get("taint-rule-without-selector"))
+
+
 def fresh_targets(minor):
     """The targets checked on a fresh cluster: the next release with the claim status authorization, 1.37 (the
     release clusters run now) and 1.38 (the planned one)."""
@@ -168,6 +269,9 @@ def expected_on_fresh_cluster(minor, target):
         expected.add(("feature-gates-unread", "warning"))
     if target_minor in gate_catalog.PLANNED_MINORS:
         expected.add(("planned-release", "info"))
+    if target_minor >= gate_catalog.KUBELET_DOWNGRADE_NOTE_FROM:
+        # the note on every upgrade to it: a kubelet binary put back is no undo
+        expected.add(("kubelet-downgrade", "info"))
     if target_minor - minor > 1:
         expected.add(("upgrade-path", "warning"))
     if minor >= 34 and target_minor >= 38:
@@ -181,6 +285,11 @@ def expected_on_fresh_cluster(minor, target):
         # --runtime-config and 1.38 serves v1beta2 only so.
         expected.add(("storage-version", "warning"))
         expected.add(("api-version-in-use", "warning"))
+        # up applies the example driver's DeviceClass as v1beta2 (kubectl apply): its last-applied-configuration
+        # annotation keeps that version, which 1.39 no longer serves.
+        removed = gate_catalog.api_removed_in("v1beta2", "deviceclasses")
+        if removed <= target_minor + 1:
+            expected.add(("stored-api-version", "breaking" if removed <= target_minor else "warning"))
         if target_minor >= 38:
             expected |= {("feature-gate-removed", "breaking"), ("api-version-removed", "breaking"),
                          ("api-version-in-use", "breaking")}

@@ -21,8 +21,10 @@ import re
 
 from ansible_collections.dra.admin.plugins.module_utils.allocation import extended, model, search
 from ansible_collections.dra.admin.plugins.module_utils.claims.capacity import allocator_rules
-from ansible_collections.dra.admin.plugins.module_utils.kube.pod_claims import allocation, pod_claim_refs
+from ansible_collections.dra.admin.plugins.module_utils.kube.pod_claims import allocation, binding_waits, pod_claim_refs
 from ansible_collections.dra.admin.plugins.module_utils.kube.selection import pod_refusal
+from ansible_collections.dra.admin.plugins.module_utils.kube.quantity import quantity
+from ansible_collections.dra.admin.plugins.module_utils.kube.quota import claim_charge, quota_refusals
 
 DETAIL_SUMMARY = "summary"
 DETAIL_NODES = "nodes"
@@ -44,7 +46,8 @@ REASON_TEXT = {
 def context(env, cluster, features):
     """The search context of a cluster read as explain_service.read_cluster gives it (classes by name, slices,
     claims, taint rules, server_version) with the scheduler's features."""
-    pool_rules = model.pool_rules(allocator_rules(cluster["server_version"])["release"])
+    rules = allocator_rules(cluster["server_version"])
+    pool_rules = model.pool_rules(rules["release"], rules["taint_reader"])
     return search.Context(env, cluster["classes"], model.gather_pools(cluster["slices"], features, pool_rules),
                           model.allocated_devices(cluster["claims"]), cluster["rules"], features, pool_rules)
 
@@ -54,12 +57,14 @@ def _label(obj):
     return "%s/%s" % (meta.get("namespace"), meta.get("name"))
 
 
-def pod_claims(pod, claims_by_label, templates_by_label):
+def pod_claims(pod, claims_by_label, templates_by_label, quotas=()):
     """(allocated claims, search.Claim list to allocate, problems, waits) of a pod: claims from templates not made
     yet are taken from their template (the scheduler waits until they exist: a problem); waits: the problems that
-    keep the pod from any node now (a claim that does not exist, or is being deleted), also among problems."""
+    keep the pod from any node now (a claim that does not exist, or is being deleted, or one from a template that a
+    ResourceQuota of the namespace refuses: kube.quota), also among problems."""
     namespace = (pod.get("metadata") or {}).get("namespace")
     allocated, to_allocate, problems, waits = [], [], [], []
+    charged = {}  # what the pod's earlier template claims add to the quotas' use
     template_of = dict((r.get("name"), r.get("resourceClaimTemplateName"))
                        for r in (pod.get("spec") or {}).get("resourceClaims") or [])
     for pod_name, claim_name, dummy in pod_claim_refs(pod):
@@ -70,15 +75,56 @@ def pod_claims(pod, claims_by_label, templates_by_label):
             if template is None:
                 waits.append("claim %s does not exist: the scheduler waits for it" % (claim_name or pod_name))
                 continue
+            refused = _quota_refusal(quotas, namespace, pod_name, template, charged)
+            if refused:
+                waits.append(refused)
+                continue
             problems.append("the claim of %s from template %s is not made yet" % (pod_name, template_of.get(pod_name)))
             to_allocate.append(search.Claim("%s/<%s>" % (namespace, pod_name), (template.get("spec") or {}).get("spec")))
         elif (claim.get("metadata") or {}).get("deletionTimestamp"):
             waits.append("claim %s is being deleted: the scheduler waits until it is gone" % label)
         elif allocation(claim) is not None:
             allocated.append(claim)
+            problems.extend(binding_problems(label, claim))
         else:
             to_allocate.append(search.Claim(label, claim.get("spec")))
     return allocated, to_allocate, problems + waits, waits
+
+
+def binding_problems(label, claim):
+    """What the claim's devices with binding conditions hold the pod for (kube.pod_claims.binding_waits)."""
+    problems = []
+    for wait in binding_waits(claim):
+        if wait["failed"]:
+            problems.append("claim %s: device %s failed binding (%s): the scheduler gives the allocation up and "
+                            "tries again" % (label, wait["device"], ", ".join(wait["failed"])))
+        else:
+            problems.append("claim %s: device %s waits for its binding conditions (%s): the scheduler holds the pod "
+                            "in PreBind until the driver sets them, or the binding timeout sends it back"
+                            % (label, wait["device"], ", ".join(wait["waiting"])))
+    return problems
+
+
+def _quota_refusal(quotas, namespace, pod_name, template, charged):
+    """Why a ResourceQuota refuses the claim of this template (adding the pod's earlier claims' charge), or None."""
+    charge = claim_charge((template.get("spec") or {}).get("spec"))
+    with_earlier = [dict(q, status=dict(q.get("status") or {}, used=_with(q, charged))) for q in quotas]
+    refusals = quota_refusals(with_earlier, namespace, charge)
+    for name, amount in charge.items():
+        charged[name] = charged.get(name, 0) + amount
+    if not refusals:
+        return None
+    return "the claim of %s from template %s is refused by %s: the pod waits (event FailedResourceClaimCreation)" % (
+        pod_name, _label(template), "; ".join("ResourceQuota %s (%s: %s used, %s asked, hard %s)" % (
+            r["quota"], r["resource"], r["used"], r["asked"], r["hard"]) for r in refusals))
+
+
+def _with(quota, charged):
+    """A quota's status.used with the pod's earlier template claims added."""
+    used = dict((quota.get("status") or {}).get("used") or {})
+    for name, amount in charged.items():
+        used[name] = str(quantity(used.get(name, "0")) + amount)
+    return used
 
 
 def extended_resource_claim(pod, mapping, left_by_owner):

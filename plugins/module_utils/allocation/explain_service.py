@@ -5,7 +5,8 @@
 
 `/version`, discovery, kube-apiserver's `/metrics` (the gates in force; the release's defaults when it may not
 be read) and one paginated LIST each of DeviceClasses, ResourceSlices, ResourceClaims, DeviceTaintRules (where
-served), Nodes, the pods not bound to a node (in the namespace, or all) and the namespace's claim templates.
+served), Nodes, the pods not bound to a node (in the namespace, or all), the namespace's claim templates and its
+ResourceQuotas (none counted where these credentials may not list them).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -31,6 +32,18 @@ class NotFound(DraAdminError):
     pass
 
 
+def resource_quotas(api, namespace):
+    """(the ResourceQuotas of the namespace, or of all, how they were read: "read", or "forbidden" when these
+    credentials may not list them, then none is counted)."""
+    path = "/api/v1/namespaces/%s/resourcequotas" % namespace if namespace else "/api/v1/resourcequotas"
+    try:
+        return list(api.list_items(path)), "read"
+    except DraApiError as exc:
+        if exc.status != 403:
+            raise
+        return [], "forbidden"
+
+
 def scheduler_features(api, server_version):
     """(the DRA features in force, where they were read): kube-apiserver's kubernetes_feature_enabled (the
     control plane's components are configured alike), else the release's defaults."""
@@ -51,6 +64,7 @@ def read_cluster(api, namespace, with_pods=True):
     version = api.resource_api_version()
     server_version = (api.server_version() or {}).get("gitVersion")
     rules, rules_read = device_taint_rules(api, api.versions_by_resource().get(TAINT_RULES))
+    quotas, quotas_read = resource_quotas(api, namespace) if with_pods else ([], "not read")
     pods_path = "/api/v1/namespaces/%s/pods" % namespace if namespace else "/api/v1/pods"
     templates_path = api.resource_path("resourceclaimtemplates", namespace=namespace, version=version)
     return {
@@ -61,7 +75,7 @@ def read_cluster(api, namespace, with_pods=True):
         "slices": list(api.list_items(api.resource_path("resourceslices", version=version))),
         "claims": list(api.list_items(api.resource_path("resourceclaims", version=version))),
         "templates": list(api.list_items(templates_path)) if with_pods else [],
-        "rules": rules, "rules_read": rules_read,
+        "rules": rules, "rules_read": rules_read, "quotas": quotas, "quotas_read": quotas_read,
         "nodes": list(api.list_items("/api/v1/nodes")),
         "pods": [p for p in api.list_items(pods_path, {"fieldSelector": "spec.nodeName="})
                  if not (p.get("metadata") or {}).get("deletionTimestamp")] if with_pods else [],
@@ -113,6 +127,7 @@ def explain_all(api, namespace=None, claim=None, pod=None, detail=explain.DETAIL
                                     memo, mapping, left_by_owner) for subject, pod_obj, claim_label in found]
     return {"explanations": explanations, "totals": totals(explanations),
             "resource_api_version": cluster["resource_api_version"], "device_taint_rules": cluster["rules_read"],
+            "resource_quotas": cluster["quotas_read"],
             "features": sorted(f for f in features if f.startswith("DRA")), "features_source": features_source,
             "release": minor}
 
@@ -135,7 +150,8 @@ def explain_subject(ctx, subject, pod, claim_label, claims_by_label, templates, 
                     mapping=None, left_by_owner=None):
     resources = ()
     if pod is not None:
-        allocated, to_allocate, problems, waits = explain.pod_claims(pod, claims_by_label, templates)
+        allocated, to_allocate, problems, waits = explain.pod_claims(pod, claims_by_label, templates,
+                                                                     cluster.get("quotas") or ())
         if left_by_owner is None:
             left_by_owner = extended.claims_by_owner(cluster["claims"])
         extended_claim, resources, left_over = explain.extended_resource_claim(pod, mapping or {}, left_by_owner)

@@ -22,6 +22,7 @@ from ansible_collections.dra.admin.plugins.module_utils.kube.pod_claims import a
 from ansible_collections.dra.admin.plugins.module_utils.kube.slices import (
     device_entry_offered_to, device_fields, holder_offers, pool_key,
 )
+from ansible_collections.dra.admin.plugins.module_utils.kube.taint_rules import ALLOCATOR
 from ansible_collections.dra.admin.plugins.module_utils.kube.tolerations import tolerates
 from ansible_collections.dra.admin.plugins.module_utils.kube.selection import selector_matches
 from ansible_collections.dra.admin.plugins.module_utils.kube.cel import selector_expressions
@@ -234,15 +235,18 @@ def node_pool(pool, node_name, labels, features, rules):
     return Pool(pool.key, mine, every, POOL_OK if complete else POOL_INCOMPLETE, rules, features)
 
 
-def pool_rules(release):
+def pool_rules(release, taint_reader=ALLOCATOR):
     """How the release's allocator gathers pools and searches them: {counters_per_pool, pools_checked_whole,
-    pools_skipped, pools_in_order, all_devices_undone} (release: the minor, None for the newest rules)."""
+    pools_skipped, pools_in_order, all_devices_undone, taint_reader} (release: the minor, None for the newest
+    rules; taint_reader: how it reads DeviceTaintRules, kube.taint_rules.allocator_reader of the release's
+    version, which also needs the patch: capacity.allocator_rules gives both)."""
     newest = release is None
     return {"counters_per_pool": newest or release >= POOL_WIDE_COUNTERS_FROM,
             "pools_checked_whole": newest or release >= POOLS_CHECKED_WHOLE_FROM,
             "pools_skipped": newest or release >= POOLS_SKIPPED_FROM,
             "pools_in_order": newest or release >= POOLS_IN_ORDER_FROM,
-            "all_devices_undone": newest or release >= ALL_DEVICES_UNDONE_FROM}
+            "all_devices_undone": newest or release >= ALL_DEVICES_UNDONE_FROM,
+            "taint_reader": taint_reader}
 
 
 def gather_pools(slices, features, rules):

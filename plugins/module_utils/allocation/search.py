@@ -134,9 +134,12 @@ class Context:
         return taints
 
     def _rule_selects(self, rule, device):
-        """kube.taint_rules.rule_selects as kube-scheduler reads the rule; a selector that errs or cannot be
-        evaluated here counts as selecting (the tracker fails on an error: the device is not offered)."""
-        return rule_selects(rule, device.driver, device.pool, device.name, classes=self.classes,
+        """kube.taint_rules.rule_selects as kube-scheduler of the release reads the rule (the pool rules'
+        ``taint_reader``: a rule without selector selects every device up to 1.37.0, none from 1.37.1); a selector
+        that errs or cannot be evaluated here counts as selecting (the tracker fails on an error: the device is
+        not offered)."""
+        return rule_selects(rule, device.driver, device.pool, device.name, reader=self.pool_rules["taint_reader"],
+                            classes=self.classes,
                             evaluate=lambda expressions: self.selectors_match(expressions, device) is not False)
 
 

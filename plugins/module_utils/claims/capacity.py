@@ -15,7 +15,9 @@ request), as kube-scheduler's allocator (k8s.io/dynamic-resource-allocation/stru
   (admin access does not take the device); a device shared through consumable capacity counts once however
   many claims share it.
 - tainted: the device carries a taint with effect ``NoSchedule`` or ``NoExecute`` in its slice, or a
-  DeviceTaintRule with such an effect selects it as kube-scheduler reads the rule (``kube.taint_rules``).
+  DeviceTaintRule with such an effect selects it as kube-scheduler of the release reads the rule
+  (``kube.taint_rules.allocator_reader``: a rule without ``deviceSelector`` selects every device up to 1.37.0,
+  none from 1.37.1).
 - free: not tainted; its pool is allocatable (complete, and valid); not allocated, or shared with every
   capacity still holding what a claim without a capacity request takes (``requestPolicy.default``, else the
   whole capacity); and every counter it consumes (``consumesCounters``) still has at least that much left after
@@ -50,7 +52,7 @@ from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import 
 )
 from ansible_collections.dra.admin.plugins.module_utils.kube.quantity import QuantityError, quantity
 from ansible_collections.dra.admin.plugins.module_utils.kube.taint_rules import (
-    KEEPS_ALLOCATIONS_OFF, keeps_allocations_off, rule_selects,
+    ALLOCATOR, KEEPS_ALLOCATIONS_OFF, allocator_reader, keeps_allocations_off, rule_selects,
 )
 from ansible_collections.dra.admin.plugins.module_utils.kube.slices import (
     current_slices, device_fields, device_location, pool_key, summarize_pools,
@@ -69,13 +71,16 @@ def plain(value):
 
 def allocator_rules(server_version):
     """How kube-scheduler of this release (``gitVersion``) allocates: {release (minor or None),
-    counters_per_pool, incomplete_pools_allocated}. An unreadable version gets the newest rules."""
+    counters_per_pool, incomplete_pools_allocated, taint_reader}. An unreadable version gets the newest pool rules,
+    and the DeviceTaintRule reading before 1.37.1 (``kube.taint_rules.allocator_reader``: a rule without
+    deviceSelector selects every device, so no device is counted free that the scheduler may refuse)."""
     try:
         minor = parse_minor(server_version or "")
     except VersionError:
         minor = None
     pool_wide = minor is None or minor >= POOL_WIDE_COUNTERS_FROM
-    return {"release": minor, "counters_per_pool": pool_wide, "incomplete_pools_allocated": not pool_wide}
+    return {"release": minor, "counters_per_pool": pool_wide, "incomplete_pools_allocated": not pool_wide,
+            "taint_reader": allocator_reader(None if minor is None else server_version)}
 
 
 def _values(entries, field):
@@ -137,17 +142,19 @@ def blocking_rules(taint_rules):
     return [rule for rule in taint_rules or () if keeps_allocations_off(rule)]
 
 
-def tainted_by_rules(rules, driver, pool, name):
+def tainted_by_rules(rules, driver, pool, name, reader=ALLOCATOR):
     """Whether one of `rules` (blocking_rules) selects the device as kube-scheduler reads them
-    (kube.taint_rules.rule_selects: a rule without selector selects every device). A 1.33/1.34 rule that also
-    names a DeviceClass or CEL selectors is not evaluated here: it does not count (the explainer evaluates it)."""
-    return any(rule_selects(r, driver, pool, name) for r in rules)
+    (kube.taint_rules.rule_selects for `reader`, the release's allocator_rules' ``taint_reader``: a rule without
+    selector selects every device up to 1.37.0, none from 1.37.1). A 1.33/1.34 rule that also names a
+    DeviceClass or CEL selectors is not evaluated here: it does not count (the explainer evaluates it)."""
+    return any(rule_selects(r, driver, pool, name, reader=reader) for r in rules)
 
 
 def published_devices(slices, rules=None, taint_rules=()):
     """{(driver, pool, device): device record} of the current slices; tainted by a blocking taint in its slice or
-    by one of `taint_rules` (DeviceTaintRules)."""
-    per_pool = (rules or allocator_rules(None))["counters_per_pool"]
+    by one of `taint_rules` (DeviceTaintRules, read as the allocator `rules` say)."""
+    rules = rules or allocator_rules(None)
+    per_pool, reader = rules["counters_per_pool"], rules["taint_reader"]
     blocking = blocking_rules(taint_rules)
     out = {}
     for item in current_slices(slices):
@@ -156,7 +163,7 @@ def published_devices(slices, rules=None, taint_rules=()):
             out[(driver, pool, device.get("name"))] = {
                 "driver": driver, "pool": pool, "name": device.get("name"),
                 "location": device_location(item, device),
-                "tainted": tainted(device) or tainted_by_rules(blocking, driver, pool, device.get("name")),
+                "tainted": tainted(device) or tainted_by_rules(blocking, driver, pool, device.get("name"), reader),
                 "shared": bool(device_fields(device).get("allowMultipleAllocations")),
                 "capacity": device_capacity(device), "takes": capacity_taken_without_request(device),
                 "consumes": device_consumption(item, device, per_pool)}

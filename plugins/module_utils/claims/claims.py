@@ -255,6 +255,23 @@ def is_orphaned(state, consumer_list):
     return not any(c["exists"] is not False for c in consumer_list)
 
 
+CLAIM_METADATA_READ = ("namespace", "name", "uid", "deletionTimestamp")
+CLAIM_STATUS_READ = ("allocation", "reservedFor")
+
+
+def claim_fields(claim):
+    """The parts of a claim that claim_view, claim_state and the consumer indexes read: metadata's identity and
+    deletion timestamp, the extended-resource annotation, status's allocation and reservedFor. Kept instead of the
+    whole object (spec, labels, managedFields), so a LIST's objects need not stay alive while the views are made."""
+    meta = _meta(claim)
+    kept = dict((k, meta[k]) for k in CLAIM_METADATA_READ if k in meta)
+    annotations = _annotations(meta)
+    if EXTENDED_RESOURCE_CLAIM_ANNOTATION in annotations:
+        kept["annotations"] = {EXTENDED_RESOURCE_CLAIM_ANNOTATION: annotations[EXTENDED_RESOURCE_CLAIM_ANNOTATION]}
+    status = _status(claim)
+    return {"metadata": kept, "status": dict((k, status[k]) for k in CLAIM_STATUS_READ if k in status)}
+
+
 def claim_view(claim, node_labels, pods, slice_index, others=None, listed=None):
     """Everything the reports say about one claim.
 
@@ -364,6 +381,14 @@ def _count(counts, view):
     counts[view["state"]] += 1
     counts["orphaned"] += 1 if view["orphaned"] else 0
     counts["total"] += 1
+
+
+def count_view(summary, totals, view):
+    """Adds one view to the counts of summarize_by_node (summary) and claim_totals (totals), for counting views
+    as they are made instead of keeping them."""
+    for key in view["nodes"] or [claim_marker(view["node_scope"])]:
+        _count(summary.setdefault(key, _empty_counts()), view)
+    _count(totals, view)
 
 
 def summarize_by_node(views):

@@ -13,9 +13,10 @@ import time
 
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import RESOURCE_GROUP
-from ansible_collections.dra.admin.plugins.module_utils.access.api import DraApiError
+from ansible_collections.dra.admin.plugins.module_utils.access.api import LIST_PAGE_SIZE, DraApiError
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims import (
-    blocks_node, claim_selected, claim_view, claims_listed_by_groups, daemonset_claims, non_pod_claims, pod_ref,
+    blocks_node, claim_fields, claim_selected, claim_totals, claim_view, claims_listed_by_groups, count_view,
+    daemonset_claims, non_pod_claims, pod_ref,
 )
 from ansible_collections.dra.admin.plugins.module_utils.kube.pod_claims import (
     CONSUMER_POD, POD_GROUP_API_GROUP, POD_GROUP_RESOURCE, allocation, claims_used_by, consumer_kind, consumer_resource,
@@ -47,15 +48,24 @@ def node_label_index(api):
                 for n in api.list_items("/api/v1/nodes", metadata_only=True))
 
 
-def pod_index(api, namespaces=()):
-    """{uid: pod_ref} of every pod (in the namespaces, if given): metadata and node only, never whole pods."""
+def pod_ref_pages(api, namespaces=()):
+    """The pods' (uid, pod_ref) pairs (in the namespaces, if given), a page at a time, from the pod LIST in the
+    server's Table form: metadata and node only, never whole pods."""
     paths = ["/api/v1/namespaces/%s/pods" % ns for ns in namespaces] or ["/api/v1/pods"]
     columns = {POD_NODE_COLUMN: lambda pod: (pod.get("spec") or {}).get("nodeName")}
-    index = {}
+    page = []
     for path in paths:
         for meta, cells in api.list_table_rows(path, columns):
-            index[meta.get("uid")] = pod_ref(cells.get(POD_NODE_COLUMN), meta.get("ownerReferences"))
-    return index
+            page.append((meta.get("uid"), pod_ref(cells.get(POD_NODE_COLUMN), meta.get("ownerReferences"))))
+            if len(page) >= LIST_PAGE_SIZE:
+                yield page
+                page = []
+    yield page
+
+
+def pod_index(api, namespaces=()):
+    """{uid: pod_ref} of every pod (in the namespaces, if given): metadata and node only, never whole pods."""
+    return dict(pair for page in pod_ref_pages(api, namespaces) for pair in page)
 
 
 def served_resource_path(api, group, resource):
@@ -126,32 +136,82 @@ def unknown_node_error(node, nodes):
                        "'kubectl get nodes'" % (node, len(known), (": " + ", ".join(known[:10])) if known else ""))
 
 
-def gather_claim_views(api, node=None, namespaces=(), driver=None, label_selector=None):
+def claim_pages(api, version, namespaces=(), label_selector=None):
+    """Every page of the claims' LISTs (cluster-wide, or per namespace), each as the claims.claim_fields of its
+    claims: the whole objects are dropped page by page."""
+    query = {"labelSelector": label_selector} if label_selector else {}
+    paths = [api.resource_path("resourceclaims", namespace=ns, version=version) for ns in namespaces] or \
+        [api.resource_path("resourceclaims", version=version)]
+    for path in paths:
+        for page in api.list_pages(path, query):
+            yield [claim_fields(item) for item in page.get("items") or []]
+
+
+def needs_consumer_index(claim):
+    """Whether non_pod_consumer_index reads anything for the claim: it names a consumer that is not a pod, or
+    its allocation is reserved for nobody (the PodGroups that list claims are read then)."""
+    held_for = reserved_for(claim)
+    return any(consumer_kind(ref) != CONSUMER_POD for ref in held_for) or \
+        (allocation(claim) is not None and not held_for)
+
+
+def _views(claims, known, node, driver, keep):
+    """(views, summary, totals) of the claims on `node` and of `driver` (all without them); views only when
+    `keep`. known: (node labels, pods, slice index, others, listed) for claims.claim_view. None as soon as a claim
+    needs the consumer index and it was not read (others is None)."""
+    views, summary, totals = [], {}, claim_totals(())
+    for claim in claims:
+        if known[3] is None and needs_consumer_index(claim):
+            return None
+        view = claim_view(claim, *known)
+        if claim_selected(view, node=node, driver=driver):
+            count_view(summary, totals, view)
+            if keep:
+                views.append(view)
+    views.sort(key=lambda v: (v["namespace"] or "", v["name"] or ""))
+    return views, summary, totals
+
+
+def _all_claim_views(api, version, known, selection):
+    """_views of every claim. The claims' pages are made into views as they come, not kept; when a claim needs
+    the consumer index (rare: a consumer that is not a pod, an allocation reserved for nobody), the claims are
+    listed again and kept, the index read from them, and the views made from those (one more LIST)."""
+    namespaces, label_selector, node, driver, keep = selection
+    pages = claim_pages(api, version, namespaces, label_selector)
+    try:
+        made = _views((claim for page in pages for claim in page), known + (None, None), node, driver, keep)
+    finally:
+        pages.close()
+    if made is None:
+        items = [claim for page in claim_pages(api, version, namespaces, label_selector) for claim in page]
+        made = _views(items, known + non_pod_consumer_index(api, items), node, driver, keep)
+    return made
+
+
+def gather_claim_views(api, node=None, namespaces=(), driver=None, label_selector=None, keep_views=True):
     """Claim views of the cluster, as a dict.
 
     version: the resource api version used; views: sorted claim views (those on
-    `node` when given); blocking: views that keep `node`'s driver from leaving;
+    `node` when given); summary and totals: claims.summarize_by_node and claims.claim_totals of those views;
+    blocking: views that keep `node`'s driver from leaving;
     daemonset_claims: views on `node` held only by DaemonSet pods (not blocking);
     non_pod_claims: views on `node` reserved only for consumers that are not pods (a
     workload's PodGroup) that no pod on the node uses (not blocking).
+
+    Only the fields the views read are kept of each claim (claims.claim_fields). With keep_views false and no
+    `node`, the views are counted as they are made and not kept (views is empty).
     """
     version = api.resource_api_version()
     nodes = node_label_index(api)
     if node is not None and node not in nodes:
         raise unknown_node_error(node, nodes)
     slice_index = device_index(api.list_items(api.resource_path("resourceslices", version=version)))
-    pods = pod_index(api, namespaces)
-    items = list(claim_items(api, version, namespaces, label_selector))
-    others, listed = non_pod_consumer_index(api, items)
-    views = []
-    for item in items:
-        view = claim_view(item, nodes, pods, slice_index, others, listed)
-        if claim_selected(view, node=node, driver=driver):
-            views.append(view)
-    views.sort(key=lambda v: (v["namespace"] or "", v["name"] or ""))
+    known = (nodes, pod_index(api, namespaces), slice_index)
+    selection = (namespaces, label_selector, node, driver, keep_views or node is not None)
+    views, summary, totals = _all_claim_views(api, version, known, selection)
     on_node = node is not None
     used = claims_used_on_node(api, node) if on_node and any(v["non_pod_consumers"] for v in views) else None
-    return {"version": version, "views": views,
+    return {"version": version, "views": views, "summary": summary, "totals": totals,
             "blocking": [v for v in views if on_node and blocks_node(v, node, used)],
             "daemonset_claims": daemonset_claims(views, node) if on_node else [],
             "non_pod_claims": non_pod_claims(views, node, used) if on_node else []}

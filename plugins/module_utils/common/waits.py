@@ -94,6 +94,20 @@ def since_error(params, operation):
         operation, since)
 
 
+# The first look again of a wait that polls: what is waited for is often done at once (a pod deleted with a short
+# grace period, a claim released right after its pod), so the looks start close and grow to the set interval.
+FIRST_POLL = 0.1
+
+
+def growing_delays(ceiling, first=FIRST_POLL, factor=2.0):
+    """Delays between the looks of a wait: first, doubling, then `ceiling` seconds (0.1, 0.2, 0.4, 0.8, 1, 1, ...
+    for a ceiling of 1); `first` is never above the ceiling."""
+    delay = min(first, ceiling)
+    while True:
+        yield delay
+        delay = min(delay * factor, ceiling)
+
+
 def wait_retries(timeout, delay, elapsed=0):
     """Rounds of an until-loop that polls every `delay` seconds so that the wait ends about `timeout` seconds
     after the operation started, `elapsed` seconds ago; at least 1 (one more look after the time is up).

@@ -50,7 +50,13 @@ from ansible_collections.dra.admin.plugins.module_utils.kube.pod_claims import (
     CONSUMER_POD, allocated_devices, names_claims, pod_claim_names, pod_claims, reserved_for,
 )
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import gate_info, parse_minor
-from ansible_collections.dra.admin.plugins.module_utils.kube.slices import current_slices, device_fields, device_location
+from ansible_collections.dra.admin.plugins.module_utils.devices.gpu_health import (
+    HEALTHY as GPU_HEALTHY, UNHEALTHY as GPU_UNHEALTHY, UNKNOWN as GPU_UNKNOWN, GpuHealthError, gpu_reasons,
+    gpus_by_uuid,
+)
+from ansible_collections.dra.admin.plugins.module_utils.kube.slices import (
+    current_slices, device_attributes, device_fields, device_location,
+)
 from ansible_collections.dra.admin.plugins.module_utils.common.times import format_time, parse_time as parse_api_time
 from ansible_collections.dra.admin.plugins.module_utils.kube.taint_rules import KEEPS_ALLOCATIONS_OFF
 from ansible_collections.dra.admin.plugins.module_utils.kube.locations import is_marker
@@ -86,6 +92,11 @@ _SOURCE_COMPONENTS = {SOURCE_POD_STATUS: "kube-apiserver and the kubelets",
                       SOURCE_SLICE_TAINTS: "kube-apiserver, kube-controller-manager and kube-scheduler"}
 
 CLAIM_PREFIX = "claim:"
+
+# The GPUs' own readings on the nodes (opt-in: dra_gpu_health_facts' facts, matched by the device's uuid attribute).
+SOURCE_GPU = "gpu_health"
+# The device attribute that carries the GPU's UUID (the NVIDIA DRA driver's, and the example driver's, name).
+UUID_ATTRIBUTE = "uuid"
 
 # The driver's presence on the node (opt-in, dra_device_remediation's dead_drivers): its DaemonSet's pod there.
 SOURCE_DRIVER_PODS = "driver_pods"
@@ -139,7 +150,8 @@ def taint_view(taint):
 
 
 def published_devices(slices):
-    """{(driver, pool, device): {"node": location, "taints": [taint views]}} of each pool's newest generation.
+    """{(driver, pool, device): {"node": location, "taints": [taint views], "uuid": the UUID attribute}} of each
+    pool's newest generation.
 
     The location is a node name or a kube.locations marker (kube.slices.device_location).
     """
@@ -151,6 +163,7 @@ def published_devices(slices):
             devices[(spec.get("driver"), pool, device.get("name"))] = {
                 "node": device_location(item, device),
                 "taints": [taint_view(t) for t in _device_taints(device)],
+                "uuid": device_attributes(device, spec.get("driver")).get(UUID_ATTRIBUTE),
             }
     return devices
 
@@ -344,18 +357,23 @@ def _since(key, condition, taints, first_seen, now):
     return min(candidates, key=lambda c: c[0])
 
 
-def device_condition(health, taints):
-    """(condition, reasons) of one device from its worst pod-reported health and its driver taints."""
+def device_condition(health, taints, gpu=None):
+    """(condition, reasons) of one device from its worst pod-reported health, its driver taints and its GPU's
+    reading on the node (devices.gpu_health, or None)."""
     reasons = []
     bad_taints = [t for t in taints if t["effect"] in KEEPS_ALLOCATIONS_OFF]
     if health == UNHEALTHY:
         reasons.append("a pod reports it Unhealthy")
     reasons += ["driver taint %s=%s:%s" % (t["key"], t["value"], t["effect"]) for t in bad_taints]
+    if gpu and gpu["condition"] == GPU_UNHEALTHY:
+        reasons += gpu_reasons(gpu)
     if reasons:
         return COND_UNHEALTHY, reasons
     if health == UNKNOWN:
         return COND_UNKNOWN, ["a pod reports it Unknown"]
-    if health == HEALTHY:
+    if gpu and gpu["condition"] == GPU_UNKNOWN:
+        return COND_UNKNOWN, ["GPU %s: nvidia-smi gave no report on it" % gpu["uuid"]]
+    if health == HEALTHY or (gpu and gpu["condition"] == GPU_HEALTHY):
         return COND_HEALTHY, []
     return COND_NOT_REPORTED, []
 
@@ -379,6 +397,35 @@ def check_first_seen(first_seen):
     return checked
 
 
+def check_gpu_health(gpu_health):
+    """devices.gpu_health.gpus_by_uuid of the option, its error as the module's input error."""
+    try:
+        return gpus_by_uuid(gpu_health)
+    except GpuHealthError as exc:
+        raise HealthInputError(str(exc))
+
+
+def gpu_source(gpu_health, devices):
+    """The availability entry of the GPUs' readings: how many nodes and GPUs, how many matched a device."""
+    gpus = sum(len(facts["gpus"]) for facts in gpu_health)
+    matched = sum(1 for d in devices if d.get("gpu"))
+    unread = [facts.get("node") or "?" for facts in gpu_health if not facts.get("available")]
+    detail = ("the GPUs' own readings (nvidia-smi, the kernel log's Xids) on %d node(s): %d GPU(s), %d matched to a "
+              "DRA device by its %s attribute" % (len(gpu_health), gpus, matched, UUID_ATTRIBUTE))
+    if unread:
+        detail += "; nvidia-smi gave no report on %s" % ", ".join(sorted(unread))
+    return {"available": True, "gate": None, "detail": detail}
+
+
+def gpus_unmatched(gpus, devices, driver):
+    """The GPUs read on the nodes that no published device names by its uuid attribute (without a driver filter:
+    with one, the other drivers' devices are not read)."""
+    if not gpus or driver is not None:
+        return []
+    named = set(d["uuid"] for d in devices if d.get("uuid"))
+    return [dict(gpu) for uuid, gpu in sorted(gpus.items()) if uuid not in named]
+
+
 def check_inputs(first_seen, unknown_after):
     """The checked first_seen; raises HealthInputError naming the option and the fix."""
     if isinstance(unknown_after, bool) or not isinstance(unknown_after, int) or unknown_after < 0:
@@ -389,7 +436,7 @@ def check_inputs(first_seen, unknown_after):
 def _new_entry(key, where, published):
     return {"driver": key[0], "pool": key[1], "device": key[2], "id": device_key(*key),
             "node": where.get("node"), "published": published, "taints": list(where.get("taints") or []),
-            "reports": [], "claims": [], "pods": []}
+            "uuid": where.get("uuid"), "reports": [], "claims": [], "pods": []}
 
 
 def _report_view(report):
@@ -440,12 +487,13 @@ def _add_published(entries, published, driver):
     return devices_with_taints
 
 
-def _judged(entry, used, first_seen, now):
-    """An entry with its users, health, condition and since filled in."""
+def _judged(entry, used, first_seen, now, gpus):
+    """An entry with its users, health, condition and since filled in (gpus: devices.gpu_health.gpus_by_uuid)."""
     entry["claims"] = sorted(used["claims"])
     entry["pods"] = sorted(used["pods"], key=lambda p: (p["namespace"] or "", p["name"] or ""))
     entry["health"] = worst_health(r["health"] for r in entry["reports"])
-    entry["condition"], entry["reasons"] = device_condition(entry["health"], entry["taints"])
+    entry["gpu"] = (gpus or {}).get(entry["uuid"]) if entry["uuid"] else None
+    entry["condition"], entry["reasons"] = device_condition(entry["health"], entry["taints"], entry["gpu"])
     since, source = _since(entry["id"], entry["condition"], entry["taints"], first_seen, now)
     entry["since"] = format_time(since) if since else None
     entry["since_source"] = source
@@ -466,14 +514,15 @@ def _summary(devices, unhealthy, long_unknown, unresolved, pods_with_field):
     return summary
 
 
-def device_health(slices, claims, pods, now, first_seen=None, unknown_after=600, driver=None):
+def device_health(slices, claims, pods, now, first_seen=None, unknown_after=600, driver=None, gpu_health=None):
     """The device health report (see the module dra_device_health_info for every field).
 
     slices, claims, pods: the API's objects (pods: live ones, whole). now: aware datetime.
     first_seen: an earlier run's ``first_seen``; unknown_after: seconds a device must have been Unknown to
-    count as long Unknown; driver: only this driver's devices.
+    count as long Unknown; driver: only this driver's devices; gpu_health: the nodes' dra_gpu_health facts.
     """
     first_seen = check_inputs(first_seen, unknown_after)
+    gpus = check_gpu_health(gpu_health)
     claims = list(claims)
     reserved = set(r.get("uid") for c in claims for r in reserved_for(c))
     pods = [p for p in pods if names_claims(p) or _meta(p).get("uid") in reserved]  # only these can hold devices
@@ -483,7 +532,7 @@ def device_health(slices, claims, pods, now, first_seen=None, unknown_after=600,
 
     entries, unresolved, pods_with_field = _reported_entries(pods, claims_by_name, published, driver)
     devices_with_taints = _add_published(entries, published, driver)
-    devices = [_judged(entries[key], users.get(key) or {"claims": [], "pods": []}, first_seen, now)
+    devices = [_judged(entries[key], users.get(key) or {"claims": [], "pods": []}, first_seen, now, gpus)
                for key in sorted(entries, key=lambda k: tuple(x or "" for x in k))]
 
     unhealthy = [d for d in devices if d["condition"] == COND_UNHEALTHY]
@@ -500,6 +549,7 @@ def device_health(slices, claims, pods, now, first_seen=None, unknown_after=600,
         "first_seen": dict((d["id"], {"condition": d["condition"], "since": d["since"]})
                            for d in devices if d["since"]),
         "seen": {SOURCE_POD_STATUS: pods_with_field, SOURCE_SLICE_TAINTS: devices_with_taints},
+        "gpus_unmatched": gpus_unmatched(gpus, devices, driver),
     }
 
 
@@ -528,6 +578,10 @@ def problems(report, unknown_after):
             lines.append("pod %s/%s reports %s for %s (resourceID %s), which does not say which of %s" % (
                 rep["namespace"], rep["pod"], rep["health"], rep["resource"], rep["resource_id"],
                 ", ".join(rep["candidates"]) or "no allocated device"))
+    for gpu in report.get("gpus_unmatched") or []:
+        if gpu["condition"] == GPU_UNHEALTHY:
+            lines.append("%s, and no DRA device publishes its %s: take it out of service on the node"
+                         % ("; ".join(gpu_reasons(gpu)), UUID_ATTRIBUTE))
     return lines
 
 

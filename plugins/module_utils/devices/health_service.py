@@ -15,20 +15,24 @@ __metaclass__ = type
 import datetime
 
 from ansible_collections.dra.admin.plugins.module_utils.devices.health import (
-    SOURCE_DRIVER_PODS, check_inputs, device_health, drivers_gone, problems, source_availability,
+    SOURCE_DRIVER_PODS, SOURCE_GPU, check_gpu_health, check_inputs, device_health, drivers_gone, gpu_source, problems,
+    source_availability,
 )
 
 # Finished pods use no device; the server filters them out.
 LIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 
 
-def gather_device_health(api, driver=None, first_seen=None, unknown_after=600, now=None, driver_pods=False):
+def gather_device_health(api, driver=None, first_seen=None, unknown_after=600, now=None, driver_pods=False,
+                         gpu_health=None):
     """The report of devices.health.device_health, with the sources' availability and the problems; with
-    driver_pods also drivers_gone (devices.health.drivers_gone: one more LIST, of the DaemonSets).
+    driver_pods also drivers_gone (devices.health.drivers_gone: one more LIST, of the DaemonSets); with gpu_health
+    (the nodes' dra_gpu_health facts) the GPUs' own readings too.
 
     Bad options raise devices.health.HealthInputError before any request.
     """
     check_inputs(first_seen, unknown_after)
+    check_gpu_health(gpu_health)
     version = api.server_version().get("gitVersion") or ""
     resource_version = api.resource_api_version()
     slices = api.list_items(api.resource_path("resourceslices", version=resource_version),
@@ -38,8 +42,10 @@ def gather_device_health(api, driver=None, first_seen=None, unknown_after=600, n
     now = now or datetime.datetime.now(datetime.timezone.utc)
     pods = list(pods)
     report = device_health(slices, claims, pods, now, first_seen=first_seen, unknown_after=unknown_after,
-                           driver=driver)
+                           driver=driver, gpu_health=gpu_health)
     report["sources"] = source_availability(version, report.pop("seen"))
+    if gpu_health:
+        report["sources"][SOURCE_GPU] = gpu_source(gpu_health, report["devices"])
     if driver_pods:
         report["drivers_gone"] = drivers_gone(report["devices"], api.list_items("/apis/apps/v1/daemonsets"), pods,
                                               now)

@@ -57,7 +57,7 @@ def remediation_params(action, now, wait_timeout, poll_interval, wait=True):
 
 def remediate(api, effect, healthy_for, driver=None, wait_timeout=300, poll_interval=2.0, check_mode=False,
               now=None, clock=time.time, sleep=time.sleep, wait=True, since=None, allow_absent_driver=False,
-              dead_drivers=False):
+              dead_drivers=False, gpu_health=None):
     """Plan and carry out the remediation. Returns (result, changed, diff); DeviceTaintError on a cluster
     without a usable DeviceTaintRule (nothing written) or a failed write.
 
@@ -66,12 +66,13 @@ def remediate(api, effect, healthy_for, driver=None, wait_timeout=300, poll_inte
     the call's start); with `since`, a call after wait_timeout whose evictions are not over fails as the
     waiting call does. A `driver` that publishes nothing and owns no rule is refused (RemediationInputError,
     nothing written) unless allow_absent_driver. dead_drivers: the devices of drivers gone from their node
-    (devices.health.drivers_gone) are taken out of service too (devices.remediation.with_gone_drivers)."""
+    (devices.health.drivers_gone) are taken out of service too (devices.remediation.with_gone_drivers); gpu_health:
+    the nodes' dra_gpu_health facts, a third health source."""
     check_inputs(effect, healthy_for)
     started = since or clock()
     kube_version, version = rule_api_version(api)
     now = now or datetime.datetime.now(datetime.timezone.utc)
-    health = gather_device_health(api, driver=driver, now=now, driver_pods=dead_drivers)
+    health = gather_device_health(api, driver=driver, now=now, driver_pods=dead_drivers, gpu_health=gpu_health)
     rules = list(api.list_items(rule_path(version), {"labelSelector": LABEL_SELECTOR}))
     if not allow_absent_driver and driver_absent(driver, health["devices"], rules):
         # The health read is limited to the driver: the drivers that do publish are read for the message only.

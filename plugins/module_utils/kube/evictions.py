@@ -11,6 +11,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.dra.admin.plugins.module_utils.common.waits import growing_delays
+
 
 def eviction_body(pod, grace_period=None):
     meta = pod.get("metadata") or {}
@@ -44,8 +46,5 @@ def eviction_refusal(status, causes=()):
 
 
 def backoff_delays(initial=0.5, factor=2.0, ceiling=5.0):
-    """Retry delays for PDB refusals: 0.5, 1, 2, 4, 5, 5, ... seconds."""
-    delay = initial
-    while True:
-        yield delay
-        delay = min(delay * factor, ceiling)
+    """Retry delays for PDB refusals: 0.5, 1, 2, 4, 5, 5, ... seconds (common.waits.growing_delays)."""
+    return growing_delays(ceiling, first=initial, factor=factor)

@@ -132,3 +132,30 @@ def allocated_devices(claim):
     results = ((allocation(claim) or {}).get("devices") or {}).get("results") or []
     return [{"request": r.get("request"), "driver": r.get("driver"), "pool": r.get("pool"),
              "device": r.get("device"), "admin_access": bool(r.get("adminAccess"))} for r in results]
+
+
+def _true_conditions(claim, result):
+    """The types of the conditions that are True in the claim's status of this allocated device (the scheduler
+    finds the device's status by driver, pool and device)."""
+    for device in _status(claim).get("devices") or []:
+        if (device.get("driver"), device.get("pool"), device.get("device")) == (
+                result.get("driver"), result.get("pool"), result.get("device")):
+            return set(c.get("type") for c in device.get("conditions") or [] if c.get("status") == "True")
+    return set()
+
+
+def binding_waits(claim):
+    """[{device, waiting, failed}] of the claim's allocated devices with binding conditions that keep kube-scheduler
+    from binding the pod (its PreBind, ``isClaimReadyForBinding``): waiting, the binding conditions not True yet;
+    failed, the binding failure conditions that are True (the scheduler then gives the allocation up)."""
+    waits = []
+    for result in ((allocation(claim) or {}).get("devices") or {}).get("results") or []:
+        if not result.get("bindingConditions"):
+            continue
+        true = _true_conditions(claim, result)
+        waiting = [c for c in result["bindingConditions"] if c not in true]
+        failed = [c for c in result.get("bindingFailureConditions") or [] if c in true]
+        if waiting or failed:
+            waits.append({"device": "%s/%s/%s" % (result.get("driver"), result.get("pool"), result.get("device")),
+                          "waiting": waiting, "failed": failed})
+    return waits

@@ -51,6 +51,29 @@ def device_fields(device):
     return device.get("basic") or device
 
 
+_ATTRIBUTE_KINDS = ("string", "int", "bool", "version")
+
+
+def device_attributes(device, driver=None):
+    """{name: value} of a published device; v1beta1 keeps them under ``basic``.
+
+    A name qualified with the driver's own domain (``gpu.example.com/uuid``) is
+    also available unqualified, as in CEL selectors.
+    """
+    values = {}
+    for name, attribute in (device_fields(device).get("attributes") or {}).items():
+        value = None
+        if isinstance(attribute, dict):
+            for kind in _ATTRIBUTE_KINDS:
+                if kind in attribute:
+                    value = attribute[kind]
+                    break
+        values[name] = value
+        if driver and name.startswith(driver + "/"):
+            values.setdefault(name[len(driver) + 1:], value)
+    return values
+
+
 def device_location(resource_slice, device):
     """Where one device of the slice is: a node name, SLICE_ALL_NODES or SLICE_NODE_SELECTOR."""
     spec = _spec(resource_slice)

@@ -8,16 +8,19 @@ the canary's free device, the allocation explainer, device maintenance and healt
 read a rule, and they do not read it alike:
 
 - kube-scheduler's allocator (``k8s.io/dynamic-resource-allocation/resourceslice/tracker``): a rule without
-  ``deviceSelector`` selects every device; each of ``driver``, ``pool`` and ``device`` that is set must equal
+  ``deviceSelector`` selects every device up to 1.37.0, and no device from 1.37.1 and 1.38 on
+  (``allocator_reader``, ``catalog.TAINT_RULE_NO_SELECTOR_NONE_FROM``; an empty ``deviceSelector: {}`` still
+  selects every device); each of ``driver``, ``pool`` and ``device`` that is set must equal
   the device's. On 1.33 and 1.34 the selector may also name a DeviceClass and CEL selectors, and then every
   selector of the class and of the rule must match too (1.35 dropped both fields).
 - kube-controller-manager's device-taint-eviction controller: from 1.35 it matches a claim's allocated devices
   itself (``ruleMatchesDevice``), and a rule without ``deviceSelector`` selects no device there; before 1.35 it
   read the tracker, as the allocator does.
 
-So a rule without a selector keeps every device from new allocations but evicts nobody on 1.35 to 1.37: the
-callers that ask what the scheduler does pass ``reader=ALLOCATOR``, those that ask whom the eviction controller
-evicts pass ``eviction_reader(minor)``.
+So a rule without a selector keeps every device from new allocations but evicts nobody on 1.35 to 1.37.0, and
+from 1.37.1 and 1.38 on it does nothing at all: the callers that ask what the scheduler does pass
+``reader=allocator_reader(version)`` (``ALLOCATOR``, the reading before the change, when the release is unknown),
+those that ask whom the eviction controller evicts pass ``eviction_reader(minor)``.
 
 Pure: no Ansible, no network.
 """
@@ -27,6 +30,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.dra.admin.plugins.module_utils.kube.cel import class_expressions, selector_expressions
+from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import (
+    TAINT_RULE_NO_SELECTOR_NONE_FROM, has_patch_change,
+)
 
 RESOURCE = "devicetaintrules"
 KIND = "DeviceTaintRule"
@@ -41,7 +47,11 @@ EFFECTS = (EFFECT_NONE, NO_SCHEDULE, NO_EXECUTE)
 KEEPS_ALLOCATIONS_OFF = (NO_SCHEDULE, NO_EXECUTE)
 
 ALLOCATOR = "allocator"
+# kube-scheduler's allocator from 1.37.1 and 1.38: as ALLOCATOR, except that a rule without selector selects nothing.
+ALLOCATOR_NO_SELECTOR_NONE = "allocator-no-selector-none"
 EVICTION = "eviction"
+# The readers for which a rule without deviceSelector selects every device.
+NO_SELECTOR_SELECTS_ALL = (ALLOCATOR,)
 # From this release the device-taint-eviction controller matches rules itself (a rule without selector: none).
 OWN_EVICTION_MATCH_FROM = 35
 SELECTOR_FIELDS = ("driver", "pool", "device")
@@ -50,6 +60,13 @@ SELECTOR_FIELDS = ("driver", "pool", "device")
 def eviction_reader(minor):
     """The reader whose answer the device-taint-eviction controller of release 1.<minor> gives."""
     return EVICTION if minor is None or minor >= OWN_EVICTION_MATCH_FROM else ALLOCATOR
+
+
+def allocator_reader(version):
+    """The reader whose answer kube-scheduler's allocator of `version` gives (ALLOCATOR when None: unknown)."""
+    if version is None or not has_patch_change(TAINT_RULE_NO_SELECTOR_NONE_FROM, version):
+        return ALLOCATOR
+    return ALLOCATOR_NO_SELECTOR_NONE
 
 
 def rule_effect(rule):
@@ -89,7 +106,7 @@ def selector_selects(selector, driver, pool, device, reader=ALLOCATOR, evaluate=
     so a caller answers True there: the device may be kept off); classes: {name: DeviceClass}.
     """
     if selector is None:
-        return reader == ALLOCATOR
+        return reader in NO_SELECTOR_SELECTS_ALL
     if not fields_match(selector, driver, pool, device):
         return False
     if not selector.get("deviceClassName") and not selector.get("selectors"):

@@ -15,6 +15,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.dra.admin.plugins.module_utils.canary import canary as canary_metrics
+from ansible_collections.dra.admin.plugins.module_utils.devices import device_map
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.metrics import diagnosis
 
@@ -88,6 +89,7 @@ CANARY_STALE = "DRACanaryNotRun"
 CANARY_DEFAULTS = {"phase_seconds_high": 60, "stale_seconds": 7200}
 _BY_PHASE = "by (driver, pool, phase)"
 SCHEDULER_METRICS_ABSENT = "DRASchedulerMetricsAbsent"
+GPU_XID_ON_DEVICE = "DRAGPUXidOnDevice"
 
 
 class RulesError(DraAdminError, ValueError):
@@ -209,6 +211,34 @@ def absent_alerts(workqueue_depth_selector, absent_for, labels):
     ]
 
 
+def gpu_xid_alert(labels):
+    """The device map's alert: a GPU whose last Xid (the DCGM exporter's) is not 0, named as the DRA device and the
+    pod holding it (devices.device_map: the join on the GPU's UUID)."""
+    return {
+        "alert": GPU_XID_ON_DEVICE,
+        "expr": device_map.XID_CONSUMERS_QUERY,
+        "labels": dict(labels),
+        "annotations": {
+            "summary": "A GPU held by a DRA claim reported an Xid.",
+            "description": "GPU {{ $labels.uuid }} - DRA device {{ $labels.driver }}/{{ $labels.pool }}/"
+                           "{{ $labels.device }} on {{ $labels.node }}, claim {{ $labels.namespace }}/"
+                           "{{ $labels.claim }}, pod {{ $labels.pod }} - reported Xid {{ $value }} (the DCGM "
+                           "exporter's %s). Module dra.admin.dra_gpu_health_facts says what the code asks for; "
+                           "role dra.admin.device_maintenance (remediate, with the node in "
+                           "dra_device_maintenance_remediate_gpu_nodes) takes this one device out of service, "
+                           "not the whole node." % device_map.DCGM_XID_ERRORS},
+    }
+
+
+def device_map_queries():
+    """The dashboard's device map panel: the pods and DRA devices on GPUs whose last Xid is not 0."""
+    return [dict(id="gpu_xid_devices", title="GPU Xids on DRA devices", unit="", grafana_unit="short",
+                 expr=device_map.XID_CONSUMERS_QUERY, threshold=None,
+                 description="dra.admin device map (playbooks/health.yml with dra_health_device_map_file) joined to "
+                             "the DCGM exporter's %s by GPU UUID: the last Xid per pod and device"
+                             % device_map.DCGM_XID_ERRORS)]
+
+
 def _canary_limits(canary_limits):
     limits = dict(CANARY_DEFAULTS)
     unknown = sorted(set(canary_limits or {}) - set(limits))
@@ -274,13 +304,13 @@ def canary_queries(canary_limits=None):
 
 def rule_groups(thresholds=None, group_prefix="dra-admin", interval="", alert_for="10m", alert_labels=None,
                 workqueue_depth_selector=None, absent=True, absent_for="15m", device_taint_eviction_alert=True,
-                canary_rules=True, canary_limits=None):
+                canary_rules=True, canary_limits=None, gpu_xid=True):
     """The Prometheus rule file's content: ``{"groups": [<prefix>.recording, <prefix>.alerts]}``.
 
     thresholds: overrides of diagnosis.DEFAULT_THRESHOLDS by name; workqueue_depth_selector:
     the depth query's target matchers (None keeps the page's); interval: the groups'
     evaluation interval ("" = Prometheus' global one); canary_rules: the canary alerts, with canary_limits
-    overriding CANARY_DEFAULTS.
+    overriding CANARY_DEFAULTS; gpu_xid: the device map's alert on GPU Xids (gpu_xid_alert).
     """
     if not group_prefix:
         raise RulesError("the rule group prefix is empty: give a name such as dra-admin")
@@ -293,6 +323,8 @@ def rule_groups(thresholds=None, group_prefix="dra-admin", interval="", alert_fo
         alerts.extend(absent_alerts(workqueue_depth_selector, absent_for, labels))
     if canary_rules:
         alerts.extend(canary_alerts(canary_limits, labels))
+    if gpu_xid:
+        alerts.append(gpu_xid_alert(labels))
     groups = []
     for suffix, rules in (("recording", recording_rules(workqueue_depth_selector)), ("alerts", alerts)):
         group = {"name": "%s.%s" % (group_prefix, suffix)}

@@ -41,6 +41,7 @@ from ansible_collections.dra.admin.plugins.module_utils.kube.selection import (
 )
 from ansible_collections.dra.admin.plugins.module_utils.kube.slices import driver_publishes_for_node, slices_for_node
 from ansible_collections.dra.admin.plugins.module_utils.common.progress import elapsed_since
+from ansible_collections.dra.admin.plugins.module_utils.common.waits import growing_delays
 from ansible_collections.dra.admin.plugins.module_utils.nodes.drain_progress import (
     CLAIM_PODS_GONE, CLAIMS_RELEASED, DRAIN_WAITS, DRIVER_PODS_GONE, OTHER_PODS_GONE, WAIT_PHASE, drain_progress,
     drain_waiting_for,
@@ -330,6 +331,7 @@ class NodeDrain(object):
     def wait_pods_gone(self, pods):
         """Poll the node's pod list (one LIST per round, field-selected on the node) until the pods are gone."""
         waiting = set(p["metadata"]["uid"] for p in pods)
+        delays = growing_delays(self.p["wait_sleep"])
         while True:
             present = set(p["metadata"]["uid"] for p in self.pods_on_node())
             waiting &= present
@@ -338,7 +340,7 @@ class NodeDrain(object):
             if self.remaining() <= 0:
                 return [{"pod": pod_key(p), "pdbs": [], "message": "%s evicted but still terminating" % pod_key(p)}
                         for p in pods if p["metadata"]["uid"] in waiting]
-            self.sleep(self.p["wait_sleep"])
+            self.sleep(next(delays))
 
     def wait_claims_released(self, version, held, claim_pods, labels):
         """Poll the node's known claims by name until none keeps the driver on the node; then one final LIST."""
@@ -347,6 +349,7 @@ class NodeDrain(object):
             for name in pod_claims(pod):
                 watched.add((pod["metadata"]["namespace"], name))
         last_report = 0
+        delays = growing_delays(self.p["wait_sleep"])
         while True:
             still = self.claims_still_held(version, watched, labels)
             if not still:
@@ -367,7 +370,7 @@ class NodeDrain(object):
                     "cordoned and the DRA driver was not touched, so it can still unprepare them. Next: check "
                     "the consumers listed, then run the drain again." % (len(still), self.node, describe_claims(still)),
                     {"claims": claim_keys(still)})
-            self.sleep(self.p["wait_sleep"])
+            self.sleep(next(delays))
 
     def watched_claims(self, version, watched):
         """The watched claims that still exist. One request per namespace: a GET for a lone claim, else a LIST."""
@@ -488,6 +491,7 @@ class NodeDrain(object):
             self.event("no driver DaemonSet places a pod on %s; none waited for" % self.node)
         if not (expected or self.p["driver_pod_labels"]):
             return
+        delays = growing_delays(self.p["wait_sleep"])
         while True:
             plan = plan_drain(self.pods_on_node(), driver_daemonsets=self.driver_refs,
                               driver_labels=self.p["driver_pod_labels"])
@@ -500,16 +504,17 @@ class NodeDrain(object):
                 raise DrainError("no ready pod of %s on %s after the timeout; the node stays cordoned. Check "
                                  "the driver DaemonSet's rollout and its pod logs." % (", ".join(missing), self.node),
                                  {"driver_daemonsets_not_ready": missing})
-            self.sleep(self.p["wait_sleep"])
+            self.sleep(next(delays))
 
     def wait_slices_published(self):
         labels = (self.get_node().get("metadata") or {}).get("labels") or {}  # after the exclusion label went
         for driver in self.p["drivers"]:
+            delays = growing_delays(self.p["wait_sleep"])
             while not self.node_has_slices(driver, labels):
                 if self.remaining() <= 0:
                     raise DrainError("driver %s publishes no ResourceSlice for %s after the timeout; the node "
                                      "stays cordoned. Check the driver pod's logs." % (driver, self.node))
-                self.sleep(self.p["wait_sleep"])
+                self.sleep(next(delays))
             self.event("%s publishes ResourceSlices for %s" % (driver, self.node))
 
     def node_has_slices(self, driver, labels):

@@ -19,7 +19,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.dra.admin.plugins.module_utils.kube.slices import (
-    device_fields, device_location, slices_for_node, summarize_pools,
+    device_attributes, device_location, slices_for_node, summarize_pools,
 )
 
 PROFILE_DEFAULTS = {
@@ -39,8 +39,6 @@ KNOWN_PROFILES = {
                        "hardware_id": "nvidia_uuid", "device_match": {"type": "gpu"}},
 }
 
-_ATTRIBUTE_KINDS = ("string", "int", "bool", "version")
-
 
 def driver_profile(name, given=None):
     """A complete profile: defaults, then the known profile for the driver, then what was given."""
@@ -52,26 +50,6 @@ def driver_profile(name, given=None):
     profile["name"] = name
     profile["pci_vendors"] = [v.lower().replace("0x", "") for v in profile["pci_vendors"]]
     return profile
-
-
-def device_attributes(device, driver=None):
-    """{name: value} of a published device; v1beta1 keeps them under ``basic``.
-
-    A name qualified with the driver's own domain (``gpu.example.com/uuid``) is
-    also available unqualified, as in CEL selectors.
-    """
-    values = {}
-    for name, attribute in (device_fields(device).get("attributes") or {}).items():
-        value = None
-        if isinstance(attribute, dict):
-            for kind in _ATTRIBUTE_KINDS:
-                if kind in attribute:
-                    value = attribute[kind]
-                    break
-        values[name] = value
-        if driver and name.startswith(driver + "/"):
-            values.setdefault(name[len(driver) + 1:], value)
-    return values
 
 
 def _same(value, wanted):

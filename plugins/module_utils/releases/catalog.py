@@ -246,6 +246,38 @@ ALLOCATION_RESULTS_MAX_SIZE = 32
 # never fixed, minors above (1.38 on) are fixed from their first release.
 SCHEDULER_COUNT_OVERFLOW_FIXED_IN = {34: 12, 35: 9, 36: 5, 37: 1}
 
+# What 1.38 changes for DRA beyond gates and API versions (the upgrade check; docs/decisions.md, "What the catalog
+# says about 1.38", names each source). Tables of "first patch of each minor with the change; minors above have it
+# from their first release, minors below never":
+# - kube-scheduler's allocator reads a DeviceTaintRule without deviceSelector as selecting no device (before: every
+#   device; kubernetes#141648, in k8s.io/dynamic-resource-allocation v0.37.1's resourceslice/tracker).
+TAINT_RULE_NO_SELECTOR_NONE_FROM = {37: 1}
+# - the device-taint-eviction controller also evicts pods whose DRA-backed extended resources' claim
+#   (status.extendedResourceClaimStatus) holds a tainted device (kubernetes#142289; resourceclaim.PodClaims of
+#   k8s.io/dynamic-resource-allocation v0.37.2 yields that claim).
+EXTENDED_RESOURCE_TAINT_EVICTION_FROM = {37: 2}
+# kubelet gRPC probes fail at once on a refused connection instead of retrying until the probe's timeout
+# (kubernetes#142457, v1.38.0-alpha.2; v1.37.2's pkg/probe/grpc still dials with WithBlock).
+GRPC_PROBE_FAIL_FAST_FROM = 38
+# From this target on the plan says that putting an older kubelet binary back is no undo: the kubelet's checkpoints
+# (CPU manager V2/V3, DRA's) are written in the newer format (kubernetes#139069).
+KUBELET_DOWNGRADE_NOTE_FROM = 38
+
+
+def has_patch_change(table, version):
+    """Whether a release has a change listed by first patch per minor (TAINT_RULE_NO_SELECTOR_NONE_FROM,
+    EXTENDED_RESOURCE_TAINT_EVICTION_FROM): minors above the table have it, minors below do not."""
+    minor = parse_minor(version)
+    if minor > max(table):
+        return True
+    first = table.get(minor)
+    return first is not None and parse_patch(version) >= first
+
+
+def patch_change_from(table):
+    """The first release of each minor with the change, as text ('1.37.1, 1.38.0')."""
+    return ", ".join(["1.%d.%d" % item for item in sorted(table.items())] + ["1.%d.0" % (max(table) + 1)])
+
 
 class VersionError(DraAdminError, ValueError):
     """A Kubernetes version the catalog cannot answer for."""

@@ -9,19 +9,92 @@ Requests: the version, resource.k8s.io discovery (the group and each served vers
 namespaces with the old admin-access label, DaemonSets and ResourceSlices; then two SubjectAccessReviews
 per driver service account and per scheduler subject; and, unless switched off, one GET of each node's kubelet
 /configz through the API server's node proxy (the only requests that grow with the cluster: one per node).
-Nothing grows with the number of claims.
+For the findings of ``behaviour``: paginated LISTs of the DeviceClasses, ResourceClaimTemplates and
+DeviceTaintRules (their last-applied-configuration annotations, and the rules' selectors and effects), of the
+deployed Helm releases' Secrets (``owner=helm,status=deployed``; unless switched off), and of the ResourceClaims
+only when a NoExecute taint is in force and the upgrade makes such taints evict pods with DRA-backed extended
+resources. The files of ``manifest_paths`` are read on the host the module runs on. Nothing else grows with the
+number of claims.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.dra.admin.plugins.module_utils.upgrade import checks
+import os
+
+from ansible_collections.dra.admin.plugins.module_utils.upgrade import behaviour, checks, stored_versions
 from ansible_collections.dra.admin.plugins.module_utils.drivers.checks import driver_accounts
+from ansible_collections.dra.admin.plugins.module_utils.releases import catalog
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import OLD_ADMIN_LABEL
 from ansible_collections.dra.admin.plugins.module_utils.access.api import DraApiError
 
 STORAGE_VERSIONS_PATH = "/apis/internal.apiserver.k8s.io/v1alpha1/storageversions"
+SECRETS_PATH = "/api/v1/secrets"
+# The DRA objects whose last-applied-configuration annotation is read (ResourceSlices come with the driver list).
+LAST_APPLIED_RESOURCES = ("deviceclasses", "resourceclaimtemplates", "devicetaintrules")
+SKIPPED_DIRS = (".git",)
+
+
+def manifest_path_errors(paths):
+    """checks.UpgradeInputError naming manifest_paths when a path does not exist."""
+    missing = [p for p in paths or [] if not os.path.exists(p)]
+    if missing:
+        raise checks.UpgradeInputError(
+            "manifest_paths: %s not found on the host the module runs on; give files or directories of YAML or JSON "
+            "manifests there (a git checkout works), or leave the option out" % ", ".join(missing))
+
+
+def manifest_files(path):
+    """The manifest files under `path` (itself when a file), sorted; .git is skipped."""
+    if not os.path.isdir(path):
+        return [path]
+    found = []
+    for root, dirs, files in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
+        found.extend(os.path.join(root, f) for f in sorted(files) if f.endswith(stored_versions.MANIFEST_SUFFIXES))
+    return found
+
+
+def read_manifests(paths):
+    """({path: text}, [why a file could not be read])."""
+    texts, errors = {}, []
+    for path in paths or []:
+        for name in manifest_files(path):
+            try:
+                with open(name, "rb") as handle:
+                    texts[name] = handle.read().decode("utf-8")
+            except (IOError, OSError, UnicodeDecodeError) as exc:
+                errors.append("%s: %s" % (name, exc))
+    return texts, errors
+
+
+def _served_list(api, facts, resource):
+    """Every object of a resource.k8s.io resource, from the newest served version that has it ([] when none)."""
+    for version in facts["served_versions"]:
+        if resource in facts["served_resources"].get(version, []):
+            return list(api.list_items(api.resource_path(resource, version=version)))
+    return []
+
+
+def gather_behaviour(api, facts, current, target, helm_releases=True):
+    """The facts behaviour.findings reads from the API (manifest files are read by check)."""
+    objects = dict((r, _served_list(api, facts, r)) for r in LAST_APPLIED_RESOURCES)
+    facts["taint_rules"] = objects["devicetaintrules"]
+    facts["last_applied_objects"] = [dict(o, kind=checks.KINDS[r]) for r in LAST_APPLIED_RESOURCES
+                                     for o in objects[r]] + facts["resource_slices"]
+    if helm_releases:
+        try:
+            facts["helm_secrets"] = list(api.list_items(SECRETS_PATH, {"labelSelector":
+                                                                       stored_versions.HELM_OWNER_SELECTOR}))
+        except DraApiError as exc:
+            if exc.status not in (401, 403):
+                raise
+            facts["helm_error"] = str(exc)
+    table = catalog.EXTENDED_RESOURCE_TAINT_EVICTION_FROM
+    crossing = not catalog.has_patch_change(table, current) and catalog.has_patch_change(table, target)
+    if crossing and behaviour.no_execute_taints(facts, target):
+        facts["claims"] = _served_list(api, facts, "resourceclaims")
 
 
 def _count(api, path):
@@ -78,13 +151,15 @@ def gather(api, schedulers=(), kubelet_gates=True):
         facts["storage_source"] = "discovery storageVersionHash"
     version = api.resource_api_version() if served else None
     facts["object_counts"] = {}
+    facts["resource_slices"] = []
     drivers = set()
     if version:
         for resource in checks.STORED_RESOURCES:
             if resource in facts["served_resources"].get(version, []):
                 facts["object_counts"][resource] = _count(api, api.resource_path(resource, version=version))
-        drivers = set((s.get("spec") or {}).get("driver") for s in api.list_items(
-            api.resource_path("resourceslices", version=version)))
+        facts["resource_slices"] = [dict(s, kind=checks.KINDS["resourceslices"]) for s in api.list_items(
+            api.resource_path("resourceslices", version=version))]
+        drivers = set((s.get("spec") or {}).get("driver") for s in facts["resource_slices"])
     facts["control_plane_flags"] = checks.flags_from_pods(api.list_items(
         "/api/v1/namespaces/kube-system/pods", {"labelSelector": "tier=control-plane"}))
     facts["nodes"] = list(api.list_items("/api/v1/nodes"))
@@ -92,7 +167,8 @@ def gather(api, schedulers=(), kubelet_gates=True):
         facts["kubelet_gates"] = read_kubelet_gates(api, facts["nodes"])
     facts["admin_namespaces"] = list(api.list_items(
         "/api/v1/namespaces", {"labelSelector": OLD_ADMIN_LABEL}, metadata_only=True))
-    facts["driver_accounts"] = driver_accounts(api.list_items("/apis/apps/v1/daemonsets"), drivers)
+    facts["daemonsets"] = list(api.list_items("/apis/apps/v1/daemonsets"))
+    facts["driver_accounts"] = driver_accounts(facts["daemonsets"], drivers)
     facts["access"] = []
     for key, body in checks.access_reviews(facts["driver_accounts"], schedulers):
         answer = api.request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", body=body,
@@ -111,12 +187,15 @@ def kubelet_gates_source(facts):
             "source": "/configz through the API server's node proxy"}
 
 
-def check(api, target, schedulers=(), kubelet_gates=True):
+def check(api, target, schedulers=(), kubelet_gates=True, manifest_paths=(), helm_releases=True):
     """The module's whole answer: versions, findings, their counts by severity, and the facts' sources."""
     current = api.server_version().get("gitVersion")
     checks.check_target(current, target)  # bad input fails before anything else is read
+    manifest_path_errors(manifest_paths)
     facts = gather(api, schedulers, kubelet_gates)
-    found = checks.findings(facts, current, target)
+    facts["manifest_texts"], facts["manifest_errors"] = read_manifests(manifest_paths)
+    gather_behaviour(api, facts, current, target, helm_releases)
+    found = behaviour.findings(facts, current, target)
     return {
         "kubernetes_version": current,
         "target_version": target,
@@ -128,5 +207,8 @@ def check(api, target, schedulers=(), kubelet_gates=True):
             "driver_service_accounts": ["%s/%s" % (a["namespace"], a["service_account"])
                                         for a in facts["driver_accounts"]],
             "kubelet_feature_gates": kubelet_gates_source(facts),
+            "manifest_files": sorted(facts["manifest_texts"]),
+            "helm_releases": len(facts.get("helm_secrets") or []) if helm_releases else
+            "not read (helm_releases: false)",
         },
     }

@@ -12,7 +12,7 @@ from conftest import ROOT
 MODULE_UTILS = os.path.join(ROOT, "plugins", "module_utils")
 DOC = os.path.join(ROOT, "docs", "architecture.md")
 PREFIX = "ansible_collections.dra.admin.plugins.module_utils."
-ACCESS = {"access/api.py", "access/http.py", "access/files.py"}
+ACCESS = {"access/api.py", "access/http.py", "access/prometheus.py", "access/files.py"}
 NOT_PURE_ANSIBLE = ("ansible.module_utils.basic", "ansible.module_utils.urls")
 
 
@@ -127,7 +127,7 @@ DOMAIN_IMPORTS = {
     "drivers": {"rbac"},                            # a driver's plan includes its persona's RBAC
     "devices": {"allocation", "claims", "drivers"},  # the eviction preview; consumers; which DaemonSets are drivers'
     "nodes": {"allocation", "claims", "drivers"},   # the same, for a whole node
-    "metrics": {"canary", "control_plane"},         # the canary's series; the components' built-in QPS/Burst
+    "metrics": {"canary", "control_plane", "devices"},  # the canary's and the device map's series; built-in QPS/Burst
     "upgrade": {"control_plane", "drivers", "rbac"},  # what an upgrade changes in each of them
 }
 

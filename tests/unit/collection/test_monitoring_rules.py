@@ -84,7 +84,7 @@ def test_every_alert_has_a_firing_and_a_silent_promtool_case(rendered):
     for case in tests:
         for check in case["alert_rule_test"]:
             (fired if check["exp_alerts"] else silent).add(check["alertname"])
-    assert len(alerts) == 14
+    assert len(alerts) == 15
     assert set(alerts) == fired == silent
 
 
@@ -114,7 +114,7 @@ def test_device_taint_eviction_alert_is_the_metrics_module_one(rendered):
 def test_device_taint_eviction_alert_can_be_switched_off(tmp_path):
     out = render(tmp_path, dra_monitoring_device_taint_eviction_alert=False)
     alerts = [r["alert"] for g in yaml.safe_load(rule_file(out).read_text())["groups"] for r in g["rules"] if "alert" in r]
-    assert len(alerts) == 13 and diagnosis.DEVICE_TAINT_EVICTIONS["alert"] not in alerts
+    assert len(alerts) == 14 and diagnosis.DEVICE_TAINT_EVICTIONS["alert"] not in alerts
 
 
 def test_role_thresholds_equal_the_advice_module_defaults():
@@ -178,7 +178,7 @@ def test_dashboard_shows_the_canary_phases_with_the_slow_threshold(tmp_path):
     duration panel with the slow-phase alert's threshold as its line."""
     out = render(tmp_path, dra_monitoring_canary_phase_seconds_high=45)
     panels = json.loads((out / "dra-admin.json").read_text())["panels"]
-    seconds, success = panels[-2:]
+    seconds, success = panels[-3:-1]
     assert seconds["targets"][0]["expr"] == "max by (driver, pool, phase) (%s)" % canary.METRIC_PHASE_SECONDS
     assert success["targets"][0]["expr"] == "min by (driver, pool, phase) (%s)" % canary.METRIC_SUCCESS
     assert seconds["fieldConfig"]["defaults"]["thresholds"]["steps"][1]["value"] == 45.0
@@ -198,7 +198,7 @@ def test_dashboard_shows_the_canary_phases_with_the_slow_threshold(tmp_path):
 def test_canary_alerts_can_be_switched_off(tmp_path):
     out = render(tmp_path, dra_monitoring_canary_alerts=False)
     alerts = [r["alert"] for g in yaml.safe_load(rule_file(out).read_text())["groups"] for r in g["rules"] if "alert" in r]
-    assert len(alerts) == 11 and not [a for a in alerts if a.startswith("DRACanary")]
+    assert len(alerts) == 12 and not [a for a in alerts if a.startswith("DRACanary")]
 
 
 @pytest.mark.parametrize("selector,expected", [

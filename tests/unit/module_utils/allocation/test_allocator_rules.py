@@ -172,3 +172,23 @@ def test_a_node_where_the_search_meets_what_cannot_be_evaluated_keeps_another_no
     assert by_node["node-0"]["verdict"] == search.CANNOT_TELL and by_node["node-0"].get("may_error") is True
     assert by_node["node-1"]["verdict"] == search.FITS
     assert result["verdict"] == search.CANNOT_TELL and result["fits_on"] == ["node-1"]
+
+
+@pytest.mark.parametrize("version, fits", [("v1.37.0", False), ("v1.37.2", True), ("v1.36.6", False)])
+def test_a_device_taint_rule_without_selector_taints_every_device_up_to_1_37_0_and_none_from_1_37_1(version, fits):
+    """k8s.io/dynamic-resource-allocation's resourceslice/tracker: up to v0.37.0 a rule without deviceSelector
+    applies to every device; from v0.37.1 it applies to none ("No selector matches no devices")."""
+    from ansible_collections.dra.admin.plugins.module_utils.allocation import explain
+    features = {model.DEVICE_TAINTS}
+    rule = {"metadata": {"name": "all"}, "spec": {"taint": {"key": "k", "effect": "NoSchedule"}}}
+    cluster = {"classes": CLASSES, "slices": [slice_("a", "p", ["d0", "d1"])], "claims": [], "rules": [rule],
+               "server_version": version}
+    ctx = explain.context(cel.Environment(37), cluster, features)
+    kind, detail, found = search.node_verdict(ctx, [claim({"count": 1})], "node-0", {})
+    assert kind == (search.FITS if fits else search.DOES_NOT_FIT), detail
+    reasons = set(reason for reason, dummy in found.candidates[(0, 0, 0)].reasons.values())
+    assert reasons == {search.AVAILABLE if fits else search.TAINTED}
+    # a rule whose selector names the pool taints its devices on every release
+    cluster["rules"] = [dict(rule, spec=dict(rule["spec"], deviceSelector={"pool": "p"}))]
+    ctx = explain.context(cel.Environment(37), cluster, features)
+    assert search.node_verdict(ctx, [claim({"count": 1})], "node-0", {})[0] == search.DOES_NOT_FIT

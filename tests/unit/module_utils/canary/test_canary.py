@@ -94,6 +94,23 @@ def test_tainted_devices_are_not_chosen_and_a_claim_tolerates_none(release):
     assert "tolerations" not in json.dumps(template)
 
 
+@pytest.mark.parametrize("version", ["v1.37.0", "v1.37.2"])
+def test_a_device_taint_rule_without_selector_keeps_every_device_off_up_to_1_37_0_and_none_from_1_37_1(version):
+    """kube-scheduler's tracker reads a rule without deviceSelector as selecting every device up to 1.37.0 and
+    none from 1.37.1 (kube.taint_rules.allocator_reader); the canary probes what the scheduler would allocate."""
+    data = dict(recorded("v1.37.2"), version=version)
+    rules = [{"metadata": {"name": "all"}, "spec": {"taint": {"key": "k", "effect": "NoSchedule"}}},
+             {"metadata": {"name": "first"}, "spec": {"deviceSelector": {"device": "gpu-0"},
+                                                      "taint": {"key": "k", "effect": "NoSchedule"}}}]
+    out = plan(data, taint_rules=rules)
+    if version == "v1.37.0":
+        assert out["probes"] == [] and [s["pool"] for s in out["skipped"]] == workers(data)
+        assert all(s["reason"].startswith("no free device (8 devices, 8 tainted") for s in out["skipped"])
+        return
+    assert out["skipped"] == [] and [p["pool"] for p in out["probes"]] == workers(data)
+    assert all(p["tainted"] == 1 and p["device"] != "gpu-0" for p in out["probes"])
+
+
 @pytest.mark.parametrize("release", RELEASES)
 def test_a_cordoned_node_or_a_driver_without_a_device_class_is_skipped(release):
     data = recorded(release)

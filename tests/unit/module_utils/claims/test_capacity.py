@@ -36,7 +36,8 @@ def test_counts_per_driver_pool_node_and_class():
     assert out["by_driver"]["gpu.example.com"] == {"total": 16, "allocated": 2, "tainted": 0, "free": 14,
                                                    "unavailable": 0, "capacity": {}}
     assert shared["complete"] is True and shared["problem"] is None and shared["counters"] == {}
-    assert out["allocator"] == {"release": 36, "counters_per_pool": True, "incomplete_pools_allocated": False}
+    assert out["allocator"] == {"release": 36, "counters_per_pool": True, "incomplete_pools_allocated": False,
+                                "taint_reader": "allocator"}
     assert out["by_node"]["node-000000"]["total"] == 11 and out["by_node"]["node-000001"]["allocated"] == 2
     assert out["totals"]["total"] == 19 and out["totals"]["free"] == 15
     classes = out["by_device_class"]

@@ -14,6 +14,7 @@ from hypothesis import assume, given, settings, strategies as st
 
 from ansible_collections.dra.admin.plugins.module_utils.claims import capacity as capacity_rules
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import gather_capacity
+from ansible_collections.dra.admin.plugins.module_utils.kube.taint_rules import ALLOCATOR, ALLOCATOR_NO_SELECTOR_NONE
 
 from test_claims_doctor import ReplayApi
 
@@ -194,10 +195,15 @@ def test_a_shared_device_in_use_is_free_while_a_claim_without_a_request_fits():
 
 def test_allocator_rules_by_release():
     assert capacity_rules.allocator_rules("v1.33.13") == {"release": 33, "counters_per_pool": False,
-                                                          "incomplete_pools_allocated": True}
+                                                          "incomplete_pools_allocated": True, "taint_reader": ALLOCATOR}
     assert capacity_rules.allocator_rules("v1.35.0")["counters_per_pool"] is True
     assert capacity_rules.allocator_rules(None) == {"release": None, "counters_per_pool": True,
-                                                    "incomplete_pools_allocated": False}
+                                                    "incomplete_pools_allocated": False, "taint_reader": ALLOCATOR}
+    # how a DeviceTaintRule without deviceSelector is read changed in a patch release (kube.taint_rules)
+    assert capacity_rules.allocator_rules("v1.37.0")["taint_reader"] == ALLOCATOR
+    assert capacity_rules.allocator_rules("v1.37.2")["taint_reader"] == ALLOCATOR_NO_SELECTOR_NONE
+    assert capacity_rules.allocator_rules("v1.38.0-alpha.1")["taint_reader"] == ALLOCATOR_NO_SELECTOR_NONE
+    assert capacity_rules.allocator_rules("not a version")["taint_reader"] == ALLOCATOR
 
 
 # Recorded by tests/integration/test_capacity_allocatable.py (DRA_IT_RECORD) after the first claims were
@@ -229,15 +235,21 @@ def test_device_taint_rules_taint_what_they_select():
     def rule(effect, **sel):
         return {"spec": {"deviceSelector": sel, "taint": {"key": "k", "effect": effect}}}
 
-    def free(*rules):
-        out = capacity_rules.capacity_report(slices, [], server_version=NEW, taint_rules=rules)["by_pool"]
+    def free(*rules, **kwargs):
+        out = capacity_rules.capacity_report(slices, [], server_version=kwargs.get("version", NEW),
+                                             taint_rules=rules)["by_pool"]
         return out[DRIVER + "/p"]["free"], out[DRIVER + "/q"]["free"]
     assert free() == (2, 1)
     assert free(rule("NoSchedule", driver=DRIVER, pool="p")) == (0, 1)
     assert free(rule("NoExecute", device="d0")) == (1, 0)  # the device name alone matches in every pool
     assert free(rule("None", driver=DRIVER)) == (2, 1)  # a dry run keeps nothing off
     assert free(rule("NoSchedule")) == (0, 0)  # the empty selector matches every device
-    # no selector: kube-scheduler's tracker keeps every device off (the eviction controller evicts nobody for it)
-    assert free({"spec": {"taint": {"effect": "NoSchedule"}}}) == (0, 0)
+    # no selector: kube-scheduler's tracker keeps every device off up to 1.37.0 (the eviction controller evicts
+    # nobody for it), and keeps none off from 1.37.1
+    no_selector = {"spec": {"taint": {"key": "k", "effect": "NoSchedule"}}}
+    assert free(no_selector, version="v1.37.0") == (0, 0)
+    assert free(no_selector, version=OLD) == (0, 0)
+    assert free(no_selector, version="v1.37.2") == (2, 1)
+    assert free(no_selector, rule("NoSchedule", pool="q"), version="v1.37.2") == (2, 0)
     # 1.33's alpha rules with a DeviceClass or CEL selectors are not evaluated (left out, not guessed)
     assert free(rule("NoSchedule", driver=DRIVER, deviceClassName="gpu")) == (2, 1)

@@ -49,7 +49,8 @@ def test_each_check_is_exactly_its_alert_with_its_thresholds(thresholds):
     limits = dict(diagnosis.DEFAULT_THRESHOLDS, **thresholds)
     alerts = alerts_of(rules.rule_groups(thresholds))
     check_alerts = [a for a in alerts if "absent(" not in a["expr"]
-                    and a["alert"] != diagnosis.DEVICE_TAINT_EVICTIONS["alert"] and not a["alert"].startswith("DRACanary")]
+                    and a["alert"] not in (diagnosis.DEVICE_TAINT_EVICTIONS["alert"], rules.GPU_XID_ON_DEVICE)
+                    and not a["alert"].startswith("DRACanary")]
     assert len(check_alerts) == len(diagnosis.CHECKS) == len(rules.ALERTS)
     assert set(rules.ALERTS) == set(c["id"] for c in diagnosis.CHECKS)
     for check, alert in zip(diagnosis.CHECKS, check_alerts):
@@ -88,7 +89,7 @@ def test_recording_rules_are_the_page_queries_in_order():
 def test_options_shape_the_groups():
     groups = rules.rule_groups(group_prefix="p", interval="30s", alert_for="2m",
                                alert_labels={"team": "x"}, absent=False,
-                               device_taint_eviction_alert=False, canary_rules=False)["groups"]
+                               device_taint_eviction_alert=False, canary_rules=False, gpu_xid=False)["groups"]
     assert [g["name"] for g in groups] == ["p.recording", "p.alerts"]
     assert all(g["interval"] == "30s" for g in groups)
     assert len(groups[1]["rules"]) == len(diagnosis.CHECKS)
@@ -169,3 +170,14 @@ def test_bad_thresholds_fail_with_the_name(thresholds, words):
         monitoring_rules_filter(thresholds)
     with pytest.raises(AnsibleFilterError, match=re.escape(words)):
         monitoring_queries_filter(thresholds)
+
+
+def test_the_gpu_xid_alert_joins_the_device_map_by_uuid():
+    alerts = dict((a["alert"], a) for a in alerts_of(rules.rule_groups(alert_labels={"team": "x"})))
+    xid = alerts[rules.GPU_XID_ON_DEVICE]
+    assert xid["expr"] == ('dra_admin_device_consumer_info * on(uuid) group_left() label_replace(max by (UUID) '
+                           '(DCGM_FI_DEV_XID_ERRORS) > 0, "uuid", "$1", "UUID", "(.+)")')
+    assert xid["labels"] == {"team": "x"} and "for" not in xid
+    assert rules.GPU_XID_ON_DEVICE not in [a["alert"] for a in alerts_of(rules.rule_groups(gpu_xid=False))]
+    (panel,) = rules.device_map_queries()
+    assert panel["expr"] == xid["expr"]

@@ -260,10 +260,10 @@ def test_per_device_node_selection(gpu_facts, uuids):
 def test_device_attributes_of_each_kind():
     dev = {"attributes": {"a": {"string": "x"}, "b": {"int": 3}, "c": {"bool": False}, "d": {"version": "1.2.3"},
                           "example.com/e": {"string": "y"}}}
-    assert drift_rules.device_attributes(dev, "example.com") == {"a": "x", "b": 3, "c": False, "d": "1.2.3",
+    assert slice_rules.device_attributes(dev, "example.com") == {"a": "x", "b": 3, "c": False, "d": "1.2.3",
                                                                  "example.com/e": "y", "e": "y"}
-    assert drift_rules.device_attributes({"basic": {"attributes": {"a": {"int": 1}}}}) == {"a": 1}
-    assert drift_rules.device_attributes({"name": "bare"}) == {}
+    assert slice_rules.device_attributes({"basic": {"attributes": {"a": {"int": 1}}}}) == {"a": 1}
+    assert slice_rules.device_attributes({"name": "bare"}) == {}
 
 
 def test_given_profile_overrides_known_one():

@@ -1,0 +1,175 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: dra.admin contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: dra_dcgm_health_info
+short_description: Read the health of the cluster's NVIDIA GPUs from the DCGM exporter's series in Prometheus
+version_added: 0.3.0
+description:
+  - Queries Prometheus for the series of NVIDIA's DCGM exporter, per GPU (labels C(UUID) and C(Hostname)), and
+    returns each GPU's health in the shape of M(dra.admin.dra_gpu_health_facts)' facts, one entry per node, ready for
+    the O(dra.admin.dra_device_health_info#module:gpu_health) option of M(dra.admin.dra_device_health_info) and
+    M(dra.admin.dra_device_remediation) - the same verdicts and actions, from the cluster's monitoring instead of
+    each node.
+  - C(DCGM_FI_DEV_XID_ERRORS) (the last Xid of the GPU) counts when the series changed within O(xid_window) seconds;
+    the code's meaning and action are those of M(dra.admin.dra_gpu_health_facts).
+  - C(DCGM_FI_DEV_ROW_REMAP_FAILURE) above 0 asks for a replacement; C(DCGM_FI_DEV_ROW_REMAP_PENDING),
+    C(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL) and C(DCGM_FI_DEV_RETIRED_PENDING) above 0 for a GPU reset;
+    C(DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS) is a note.
+  - The exporter collects what its counters file names; a series no GPU reports is listed in RV(series_missing), not
+    an error. One query per series, whatever the number of GPUs.
+  - Read-only; the same answer in check mode.
+author:
+  - dra.admin maintainers (@dra-admin)
+extends_documentation_fragment:
+  - dra.admin.attributes
+  - dra.admin.attributes.info_module
+options:
+  prometheus_url:
+    description:
+      - Base URL of the Prometheus HTTP API that scrapes the DCGM exporter (for example
+        V(http://prometheus-operated.monitoring.svc:9090)).
+    type: str
+    required: true
+  bearer_token:
+    description:
+      - Bearer token sent to O(prometheus_url).
+    type: str
+  headers:
+    description:
+      - Extra HTTP headers sent to O(prometheus_url) (for example a tenant header).
+    type: dict
+    default: {}
+  validate_certs:
+    description:
+      - Verify the TLS certificate of O(prometheus_url).
+    type: bool
+    default: true
+  ca_path:
+    description:
+      - CA bundle to verify O(prometheus_url) with.
+    type: path
+  timeout:
+    description:
+      - Seconds each HTTP request may take.
+    type: float
+    default: 10
+  xid_window:
+    description:
+      - Seconds within which a change of a GPU's C(DCGM_FI_DEV_XID_ERRORS) counts as an Xid.
+    type: int
+    default: 3600
+  require_series:
+    description:
+      - Fail when Prometheus has none of the DCGM series (no exporter scraped), rather than return no GPU.
+    type: bool
+    default: false
+seealso:
+  - module: dra.admin.dra_gpu_health_facts
+  - module: dra.admin.dra_device_health_info
+"""
+
+EXAMPLES = r"""
+- name: The GPUs' health from the DCGM exporter
+  dra.admin.dra_dcgm_health_info:
+    prometheus_url: http://prometheus-operated.monitoring.svc:9090
+  register: dcgm
+
+- name: Take the unhealthy GPUs' devices out of service
+  dra.admin.dra_device_remediation:
+    effect: NoSchedule
+    gpu_health: "{{ dcgm.gpu_health }}"
+"""
+
+RETURN = r"""
+gpu_health:
+  description:
+    - One entry per node (the exporter's C(Hostname)), as the C(dra_gpu_health) fact of
+      M(dra.admin.dra_gpu_health_facts) - C(node), C(available), C(source) (C(dcgm)) and C(gpus), each with C(uuid),
+      C(node), C(condition) (C(healthy) or C(unhealthy)), C(action), C(reasons), C(notes), C(findings) and the
+      C(series) values read.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - node: gpu-node-1
+      available: true
+      source: dcgm
+      gpus:
+        - uuid: GPU-1b2c3d4e-0000-4000-8000-000000000001
+          condition: unhealthy
+          action: reboot-node
+          reasons: ["Xid 79: the GPU has fallen off the bus"]
+          notes: []
+series_found:
+  description: The DCGM series at least one GPU reports.
+  returned: always
+  type: list
+  elements: str
+series_missing:
+  description: The DCGM series no GPU reports (the exporter does not collect them, or no exporter is scraped).
+  returned: always
+  type: list
+  elements: str
+queries:
+  description: The PromQL query per series.
+  returned: always
+  type: dict
+api_requests:
+  description: Number of HTTP requests made.
+  returned: always
+  type: int
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import (
+    DraAdminError, InputError, fails_on_error,
+)
+from ansible_collections.dra.admin.plugins.module_utils.access.http import Http
+from ansible_collections.dra.admin.plugins.module_utils.access.prometheus import Prometheus
+from ansible_collections.dra.admin.plugins.module_utils.devices.dcgm_service import read_dcgm_health
+
+
+def argument_spec():
+    return dict(
+        prometheus_url=dict(type="str", required=True),
+        bearer_token=dict(type="str", no_log=True),
+        headers=dict(type="dict", default={}),
+        validate_certs=dict(type="bool", default=True),
+        ca_path=dict(type="path"),
+        timeout=dict(type="float", default=10),
+        xid_window=dict(type="int", default=3600),
+        require_series=dict(type="bool", default=False),
+    )
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    params = module.params
+    http = Http(params["timeout"])
+    with fails_on_error(module) as failure:
+        if params["xid_window"] < 1:
+            raise InputError("xid_window is %d; give the seconds an Xid counts, 1 or more" % params["xid_window"])
+        if not params["prometheus_url"].startswith(("http://", "https://")):
+            raise InputError("prometheus_url %r is not an http(s) URL: give the Prometheus HTTP API's base URL"
+                             % params["prometheus_url"])
+        failure.keep(api_requests=lambda: http.requests)
+        prom = Prometheus(http, params["prometheus_url"], token=params["bearer_token"], headers=params["headers"],
+                          validate_certs=params["validate_certs"], ca_path=params["ca_path"])
+        result = read_dcgm_health(prom, params["xid_window"])
+        if params["require_series"] and not result["series_found"]:
+            raise DraAdminError("Prometheus at %s has none of the DCGM exporter's series (%s): is the exporter "
+                                "scraped?" % (params["prometheus_url"], ", ".join(result["series_missing"])), result)
+    module.exit_json(changed=False, api_requests=http.requests, **result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,146 @@
+"""dra_dcgm_health_info against a real Prometheus scraping a page in the DCGM exporter's format, and its GPUs as a
+health source of dra_device_health_info on the real local cluster.
+
+What is real: Debian's Prometheus (its scrapes, its PromQL: the Xid series' change within the window, the
+per-GPU reduction), the module's HTTP queries, the API server and the example driver's ResourceSlices. What is
+written here: the exporter's page, in dcgm-exporter's text format (its default labels gpu, UUID, pci_bus_id,
+device, modelName, Hostname; the recorded H100's model and bus), naming as GPU UUIDs the uuid attributes the example
+driver publishes - there is no GPU on this machine. The page changes while Prometheus scrapes it: the GPU's Xid
+series goes from 0 to 79, as an exporter's does when the GPU reports one.
+"""
+import http.server
+import threading
+
+import pytest
+
+from dra_objects import DRIVER
+from prometheus_server import PrometheusServer
+
+PAGE = """# HELP DCGM_FI_DEV_XID_ERRORS Value of the last XID error encountered.
+# TYPE DCGM_FI_DEV_XID_ERRORS gauge
+{xid_rows}
+# HELP DCGM_FI_DEV_ROW_REMAP_FAILURE Whether remapping of rows has failed
+# TYPE DCGM_FI_DEV_ROW_REMAP_FAILURE gauge
+{failure_rows}
+# HELP DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS Number of remapped rows for uncorrectable errors
+# TYPE DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS counter
+{remapped_rows}
+"""
+
+
+class ExporterPage:
+    """An HTTP server answering /metrics with the current page (changed by the test)."""
+
+    def __init__(self):
+        self.text = ""
+        page = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 (the http.server API)
+                body = page.text.encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()
+
+
+def labels(index, uuid, node):
+    return ('gpu="%d",UUID="%s",pci_bus_id="00000000:%02X:00.0",device="nvidia%d",modelName="NVIDIA H100 80GB HBM3",'
+            'Hostname="%s",DCGM_FI_DRIVER_VERSION="580.159.04"' % (index, uuid, 6 + index, index, node))
+
+
+def page(gpus, xid, failure):
+    """The exporter's page for gpus [(uuid, node)]: the first GPU's last Xid and the second's remap failure."""
+    rows = [labels(i, uuid, node) for i, (uuid, node) in enumerate(gpus)]
+    return PAGE.format(
+        xid_rows="\n".join("DCGM_FI_DEV_XID_ERRORS{%s} %d" % (r, xid if i == 0 else 0) for i, r in enumerate(rows)),
+        failure_rows="\n".join("DCGM_FI_DEV_ROW_REMAP_FAILURE{%s} %d" % (r, failure if i == 1 else 0)
+                               for i, r in enumerate(rows)),
+        remapped_rows="\n".join("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS{%s} 0" % r for r in rows))
+
+
+def published_gpus(cluster, count):
+    """[(uuid, node)] of the example driver's first devices, as its ResourceSlices publish them."""
+    found = []
+    for item in sorted(cluster.get_json("resourceslices")["items"], key=lambda s: s["metadata"]["name"]):
+        spec = item["spec"]
+        if spec["driver"] != DRIVER:
+            continue
+        for device in spec.get("devices") or []:
+            uuid = ((device.get("attributes") or {}).get("uuid") or {}).get("string")
+            if uuid:
+                found.append((uuid, spec.get("nodeName")))
+    assert len(found) >= count, found
+    return found[:count]
+
+
+@pytest.fixture
+def exporter(cluster, tmp_path):
+    served = ExporterPage()
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    prom = PrometheusServer([{"job_name": "dcgm-exporter", "static_configs": [
+        {"targets": ["127.0.0.1:%d" % served.port]}]}], str(rules), str(tmp_path), cluster.wait_until)
+    yield served, prom
+    prom.stop()
+    served.stop()
+
+
+def test_dcgm_series_become_the_health_of_the_devices_with_those_uuids(cluster, exporter):
+    served, prom = exporter
+    gpus = published_gpus(cluster, 3)
+    served.text = page(gpus, xid=0, failure=0)
+    # Every GPU healthy, once Prometheus has the page.
+    cluster.wait_until(lambda: prom.value("count(DCGM_FI_DEV_XID_ERRORS)") == 3, 60, "the page scraped")
+    quiet = cluster.run_module("dra.admin.dra_dcgm_health_info", {"prometheus_url": prom.url, "xid_window": 600})
+    assert quiet["series_found"] == ["DCGM_FI_DEV_ROW_REMAP_FAILURE", "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"]
+    assert "DCGM_FI_DEV_XID_ERRORS" in quiet["series_missing"]  # no change of the Xid series yet
+    assert [g["condition"] for n in quiet["gpu_health"] for g in n["gpus"]] == ["healthy"] * 3
+
+    # The first GPU reports Xid 79, the second a failed row remapping.
+    served.text = page(gpus, xid=79, failure=1)
+    cluster.wait_until(lambda: prom.value("max(DCGM_FI_DEV_XID_ERRORS)") == 79, 60, "the Xid scraped")
+    read = cluster.run_module("dra.admin.dra_dcgm_health_info", {"prometheus_url": prom.url, "xid_window": 600})
+    by_uuid = dict((g["uuid"], g) for n in read["gpu_health"] for g in n["gpus"])
+    assert (by_uuid[gpus[0][0]]["action"], by_uuid[gpus[0][0]]["reasons"]) == (
+        "reboot-node", ["Xid 79: the GPU has fallen off the bus"])
+    assert (by_uuid[gpus[1][0]]["action"], by_uuid[gpus[1][0]]["reasons"]) == ("replace-gpu", ["row remapping failed"])
+    assert by_uuid[gpus[2][0]]["condition"] == "healthy"
+    assert read["api_requests"] == 6  # one query per series
+
+    health = cluster.run_module("dra.admin.dra_device_health_info",
+                                {"gpu_health": read["gpu_health"], "list_devices": "all", "driver": DRIVER})
+    devices = dict((d["uuid"], d) for d in health["devices"] if d["uuid"])
+    assert [devices[uuid]["condition"] for uuid, dummy in gpus[:2]] == ["unhealthy", "unhealthy"]
+    assert devices[gpus[0][0]]["reasons"][-1] == ("GPU %s on %s: Xid 79: the GPU has fallen off the bus "
+                                                  "(reboot-node)" % gpus[0])
+    assert not [r for r in devices[gpus[2][0]]["reasons"] if r.startswith("GPU ")]
+    assert devices[gpus[2][0]]["gpu"]["condition"] == "healthy"
+    assert health["sources"]["gpu_health"]["available"] is True
+    assert 'uuid="%s"' % gpus[0][0] in health["metrics_text"]
+
+    # An Xid whose change is older than the window counts no more.
+    def xid_gone():
+        again = cluster.run_module("dra.admin.dra_dcgm_health_info", {"prometheus_url": prom.url, "xid_window": 4})
+        return "DCGM_FI_DEV_XID_ERRORS" in again["series_missing"]
+    cluster.wait_until(xid_gone, 90, "the Xid's change out of a 4 s window")
+
+
+def test_no_exporter_is_said_and_refused_when_required(cluster, exporter):
+    dummy, prom = exporter
+    read = cluster.run_module("dra.admin.dra_dcgm_health_info", {"prometheus_url": prom.url})
+    assert read["gpu_health"] == [] and read["series_found"] == []
+    failed = cluster.run_module("dra.admin.dra_dcgm_health_info", {"prometheus_url": prom.url, "require_series": True},
+                                expect_failure=True)
+    assert "has none of the DCGM exporter's series" in failed["msg"]

@@ -1,0 +1,298 @@
+"""GPU health as the node reads it (devices.gpu_health), on the real H100's recorded nvidia-smi -q -x report and
+kernel log (tests/unit/fixtures/gpu-health/h100/) and variants of them: counters raised, flags set, Xid lines
+added in the format the NVIDIA kernel driver writes them; then as the third source of device health, matched by
+uuid to the devices of the ResourceSlices recorded from the real cluster (fixtures/device-health/v1.36.3)."""
+import datetime
+import json
+import os
+import re
+
+import pytest
+
+from ansible_collections.dra.admin.plugins.module_utils.devices import gpu_health as gh
+from ansible_collections.dra.admin.plugins.module_utils.devices import health as dh
+from ansible_collections.dra.admin.plugins.module_utils.devices import remediation as rem
+from conftest import FIXTURES
+
+H100 = os.path.join(FIXTURES, "gpu-health", "h100")
+UUID = "GPU-1b2c3d4e-0000-4000-8000-000000000001"
+BUS = "0000:00:06"
+NOW = datetime.datetime(2026, 11, 23, 17, 30, tzinfo=datetime.timezone.utc)
+
+
+def text(name):
+    with open(os.path.join(H100, name)) as fh:
+        return fh.read()
+
+
+def proc_text():
+    """The /proc information file as the kernel writes it (the recording's header line is the file's path)."""
+    return "\n".join(line for line in text("proc-gpu-information.txt").splitlines() if not line.startswith("=="))
+
+
+def variant(**tags):
+    """The recorded report with the named elements' texts replaced (the first element of each name)."""
+    xml = text("nvidia-smi-q.xml")
+    for tag, value in tags.items():
+        xml, count = re.subn(r"<%s>[^<]*</%s>" % (tag, tag), "<%s>%s</%s>" % (tag, value, tag), xml, count=1)
+        assert count == 1, tag
+    return xml
+
+
+def judged(xml=None, log=None, uptime="5000.00 100.00", window=3600, proc=True):
+    smi = gh.parse_smi_xml(xml if xml is not None else text("nvidia-smi-q.xml")) if xml is not False else None
+    kernel = text("dmesg-nvrm.txt") + (log or "")
+    return gh.judge_gpus(smi, kernel, [proc_text()] if proc else [], uptime, window)
+
+
+def only_gpu(report):
+    (gpu,) = report["gpus"]
+    return gpu
+
+
+def xid_line(seconds, code, message, bus="0000:00:06"):
+    return "[%10.6f] NVRM: Xid (PCI:%s): %d, pid=1234, name=python3, %s\n" % (seconds, bus, code, message)
+
+
+# --- the recorded H100 ---------------------------------------------------------------
+
+def test_recorded_h100_is_healthy_with_every_counter_read():
+    report = judged()
+    gpu = only_gpu(report)
+    assert (gpu["uuid"], gpu["pci_bus"], gpu["index"], gpu["name"]) == (UUID, BUS, 0, "NVIDIA H100 80GB HBM3")
+    assert gpu["ecc"] == {"mode": "Enabled", "volatile": {"uncorrectable": 0, "correctable": 0},
+                          "aggregate": {"uncorrectable": 0, "correctable": 0},
+                          "sram_threshold_exceeded": False, "unrepairable_memory": False}
+    assert gpu["remapped_rows"] == {"correctable": 0, "uncorrectable": 0, "pending": False, "failure": False}
+    # H100 remaps rows; it does not retire pages (N/A in the report).
+    assert gpu["retired_pages"] is None
+    assert (gpu["condition"], gpu["action"], gpu["reasons"], gpu["notes"]) == ("healthy", "none", [], [])
+    assert report["driver_version"] == "580.159.04" and report["unhealthy"] == [] and report["xids"] == []
+
+
+@pytest.mark.parametrize("tags,action,reason", [
+    ({"dram_uncorrectable": 2}, gh.RESET_GPU, "2 uncorrectable ECC error(s) since the driver loaded"),
+    ({"sram_uncorrectable_secded": 1}, gh.RESET_GPU, "1 uncorrectable ECC error(s) since the driver loaded"),
+    ({"remapped_row_pending": "Yes"}, gh.RESET_GPU, "a row remapping is pending (a GPU reset applies it)"),
+    ({"remapped_row_failure": "Yes"}, gh.REPLACE, "row remapping failed"),
+    ({"unrepairable_memory": "Yes"}, gh.REPLACE, "memory that cannot be repaired (unrepairable_memory)"),
+    ({"sram_threshold_exceeded": "Yes"}, gh.REPLACE,
+     "uncorrectable SRAM errors past the threshold (sram_threshold_exceeded)"),
+    ({"gpu_recovery_action": "Drain and Reset"}, gh.RESET_GPU, "the driver asks for recovery action Drain and Reset"),
+    ({"gpu_recovery_action": "Reboot"}, gh.REBOOT, "the driver asks for recovery action Reboot"),
+    ({"gpu_recovery_action": "Drain P2P"}, gh.DRAIN_P2P, "the driver asks for recovery action Drain P2P"),
+])
+def test_a_raised_counter_or_flag_takes_the_gpu_out_of_service(tags, action, reason):
+    gpu = only_gpu(judged(variant(**tags)))
+    assert (gpu["condition"], gpu["action"], gpu["reasons"]) == ("unhealthy", action, [reason])
+
+
+def test_the_worst_action_wins_and_every_reason_is_kept():
+    gpu = only_gpu(judged(variant(dram_uncorrectable=3, remapped_row_failure="Yes", remapped_row_pending="Yes")))
+    assert gpu["action"] == gh.REPLACE
+    assert len(gpu["reasons"]) == 3
+
+
+def test_lifetime_counters_alone_are_notes():
+    # The first dram_uncorrectable is the volatile one; raise the aggregate one (the second) instead.
+    xml = text("nvidia-smi-q.xml")
+    head, tail = xml.split("<aggregate>", 1)
+    raised = tail.replace("<dram_uncorrectable>0</dram_uncorrectable>", "<dram_uncorrectable>4</dram_uncorrectable>", 1)
+    xml = head + "<aggregate>" + raised
+    xml = xml.replace("<remapped_row_unc>0</remapped_row_unc>", "<remapped_row_unc>2</remapped_row_unc>")
+    gpu = only_gpu(judged(xml))
+    assert (gpu["condition"], gpu["action"]) == ("healthy", gh.WATCH)
+    assert gpu["notes"] == ["4 uncorrectable ECC error(s) over the GPU's life",
+                            "2 row(s) remapped for uncorrectable errors"]
+
+
+def test_a_gpu_before_ampere_with_a_pending_page_retirement():
+    xml = variant(**{"pending_retirement": "Yes", "remapped_row_pending": "N/A"})
+    xml = xml.replace("<retired_count>N/A</retired_count>", "<retired_count>3</retired_count>", 1)
+    gpu = only_gpu(judged(xml))
+    assert gpu["remapped_rows"] is None
+    assert gpu["retired_pages"] == {"single_bit": 3, "double_bit": None, "pending": True}
+    assert (gpu["condition"], gpu["action"]) == ("unhealthy", gh.RESET_GPU)
+
+
+# --- Xids -------------------------------------------------------------------------
+
+def test_an_xid_in_the_window_counts_with_its_meaning():
+    report = judged(log=xid_line(4000.5, 79, "GPU has fallen off the bus."))
+    gpu = only_gpu(report)
+    assert (gpu["condition"], gpu["action"]) == ("unhealthy", gh.REBOOT)
+    assert gpu["reasons"] == ["Xid 79: the GPU has fallen off the bus"]
+    (xid,) = gpu["xids"]
+    assert (xid["bus"], xid["code"], xid["age_seconds"]) == (BUS, 79, 999)
+    assert report["unhealthy"] == [UUID]
+
+
+def test_an_xid_older_than_the_window_does_not_count():
+    gpu = only_gpu(judged(log=xid_line(100.0, 48, "DBE (double bit error) ECC error."), uptime="100000.0 1.0"))
+    assert (gpu["condition"], gpu["xids"]) == ("healthy", [])
+
+
+def test_an_xid_without_a_time_counts_whatever_its_age():
+    line = "Nov 27 05:30:01 node kernel: NVRM: Xid (PCI:0000:00:06): 95, pid=77, Uncontained: FBHUB.\n"
+    gpu = only_gpu(judged(log=line, uptime="100000.0 1.0"))
+    assert (gpu["action"], gpu["xids"][0]["age_seconds"]) == (gh.RESET_GPU, None)
+
+
+@pytest.mark.parametrize("code,action,condition", [
+    (13, gh.RESTART_APP, "healthy"), (31, gh.RESTART_APP, "healthy"), (94, gh.RESTART_APP, "healthy"),
+    (92, gh.WATCH, "healthy"), (999, gh.LOOK_UP, "healthy"), (48, gh.RESET_GPU, "unhealthy"),
+    (119, gh.RESET_GPU, "unhealthy"),
+])
+def test_what_each_code_asks_for(code, action, condition):
+    gpu = only_gpu(judged(log=xid_line(4990.0, code, "message")))
+    assert (gpu["action"], gpu["condition"]) == (action, condition)
+
+
+def test_xid_154_carries_the_new_recovery_action():
+    line = xid_line(4990.0, 154, "GPU recovery action changed from 0x0 (None) to 0x1 (Reset).")
+    gpu = only_gpu(judged(log=line))
+    assert (gpu["condition"], gpu["action"]) == ("unhealthy", gh.RESET_GPU)
+
+
+def test_an_xid_on_another_bus_is_unmatched():
+    report = judged(log=xid_line(4990.0, 79, "GPU has fallen off the bus.", bus="0000:0a:00"))
+    assert only_gpu(report)["condition"] == "healthy"
+    assert [x["bus"] for x in report["unmatched_xids"]] == ["0000:0a:00"]
+
+
+# --- GPUs nvidia-smi cannot reach -----------------------------------------------------
+
+def without_gpus(xml):
+    return re.sub(r"<gpu id=.*</gpu>", "", xml, flags=re.S)
+
+
+def test_a_gpu_the_kernel_knows_and_nvidia_smi_does_not_report_fell_off_the_bus():
+    gpu = only_gpu(judged(without_gpus(text("nvidia-smi-q.xml"))))
+    assert (gpu["reported"], gpu["condition"], gpu["action"]) == (False, "unhealthy", gh.REBOOT)
+    # The UUID comes from /proc (the second recorded machine's).
+    assert gpu["uuid"] == "GPU-1b2c3d4e-0000-4000-8000-000000000002" and gpu["pci_bus"] == BUS
+
+
+def test_without_nvidia_smi_a_known_gpu_is_unknown_unless_the_log_says_it_is_lost():
+    assert only_gpu(judged(False))["condition"] == "unknown"
+    lost = "[ 4990.100000] NVRM: GPU 0000:00:06.0: GPU has fallen off the bus.\n"
+    assert only_gpu(judged(False, log=lost))["action"] == gh.REBOOT
+
+
+def test_nvidia_smi_naming_a_gpu_it_cannot_reach():
+    xml = "Unable to determine the device handle for GPU0000:00:06.0: Unknown Error\n" + without_gpus(
+        text("nvidia-smi-q.xml"))
+    report = judged(xml, proc=False)
+    gpu = only_gpu(report) if report["gpus"] else None
+    # Without /proc the bus is known only from nvidia-smi's message: no GPU entry, nothing to judge by UUID.
+    assert gpu is None and gh.smi_lost_buses(gh.parse_smi_xml(xml)["messages"]) == {BUS}
+
+
+def test_the_kernel_log_names_a_lost_gpus_uuid():
+    log = ("[ 4990.000000] NVRM: GPU at PCI:0000:00:06: GPU-1b2c3d4e-0000-4000-8000-000000000001\n"
+           + xid_line(4990.1, 79, "GPU has fallen off the bus."))
+    gpu = only_gpu(judged(without_gpus(text("nvidia-smi-q.xml")), log=log, proc=False))
+    assert (gpu["uuid"], gpu["action"]) == (UUID, gh.REBOOT)
+
+
+@pytest.mark.parametrize("bad", ["", "No devices were found", "<?xml version=\"1.0\" ?><nvidia_smi_log><gpu>"])
+def test_text_that_is_not_the_report_is_refused(bad):
+    with pytest.raises(gh.GpuHealthError):
+        gh.parse_smi_xml(bad)
+
+
+def test_bus_ids_of_every_source_agree():
+    assert gh.bus_key("00000000:00:06.0") == gh.bus_key("0000:00:06") == gh.bus_key("0000:00:06.0") == BUS
+    assert gh.bus_key("0000:AB:00.0") == "0000:ab:00"
+
+
+# --- a third source of device health ---------------------------------------------------
+
+def recorded_cluster():
+    rec = os.path.join(FIXTURES, "device-health", "v1.36.3")
+    out = []
+    for name in ("resourceslices", "resourceclaims", "pods"):
+        with open(os.path.join(rec, name + ".json")) as fh:
+            out.append(json.load(fh)["items"])
+    return out
+
+
+def published_uuid(slices, pool, device):
+    for item in slices:
+        if item["spec"]["pool"]["name"] == pool:
+            for dev in item["spec"]["devices"]:
+                if dev["name"] == device:
+                    return dev["attributes"]["uuid"]["string"]
+    raise AssertionError("no %s/%s" % (pool, device))
+
+
+def node_facts(xml, node, uuid=None):
+    """dra_gpu_health_facts' facts of one node whose GPU (the recorded H100) carries the given uuid."""
+    if uuid:
+        xml = xml.replace(UUID, uuid)
+    facts = gh.judge_gpus(gh.parse_smi_xml(xml), text("dmesg-nvrm.txt"), [], "5000 1", 3600)
+    facts.update(node=node, available=True, kernel_log_read=True, errors=[])
+    return facts
+
+
+def test_an_unhealthy_gpu_makes_its_device_unhealthy_and_nothing_else():
+    slices, claims, pods = recorded_cluster()
+    uuid = published_uuid(slices, "node-000000", "gpu-1")
+    facts = node_facts(variant(remapped_row_pending="Yes"), "node-000000", uuid)
+    before = dh.device_health(slices, claims, pods, NOW)
+    after = dh.device_health(slices, claims, pods, NOW, gpu_health=[facts])
+    device = "gpu.example.com/node-000000/gpu-1"
+    changed = set(d["id"] for d in after["unhealthy"]) - set(d["id"] for d in before["unhealthy"])
+    assert changed == {device}
+    entry = next(d for d in after["devices"] if d["id"] == device)
+    assert entry["uuid"] == uuid and entry["gpu"]["condition"] == "unhealthy"
+    assert entry["reasons"] == ["GPU %s on node-000000: a row remapping is pending (a GPU reset applies it) "
+                                "(reset-gpu)" % uuid]
+    assert after["gpus_unmatched"] == []
+
+
+def test_a_healthy_gpu_makes_its_device_healthy_and_an_unknown_one_unknown():
+    slices, claims, pods = recorded_cluster()
+    uuid = published_uuid(slices, "node-000001", "gpu-3")
+    facts = node_facts(text("nvidia-smi-q.xml"), "node-000001", uuid)
+    healthy = dh.device_health(slices, claims, pods, NOW, gpu_health=[facts])
+    entry = next(d for d in healthy["devices"] if d["uuid"] == uuid)
+    assert entry["condition"] == "healthy"
+    unknown_facts = {"node": "node-000001", "available": False, "gpus": [
+        {"uuid": uuid, "condition": "unknown", "action": "none", "reasons": [], "notes": []}]}
+    unknown = dh.device_health(slices, claims, pods, NOW, gpu_health=[unknown_facts])
+    entry = next(d for d in unknown["devices"] if d["uuid"] == uuid)
+    assert entry["condition"] == "unknown"
+
+
+def test_an_unhealthy_gpu_no_device_names_is_a_problem():
+    slices, claims, pods = recorded_cluster()
+    facts = node_facts(variant(remapped_row_failure="Yes"), "gpu-node-9")
+    report = dh.device_health(slices, claims, pods, NOW, gpu_health=[facts])
+    assert [g["uuid"] for g in report["gpus_unmatched"]] == [UUID]
+    assert any(UUID in line and "no DRA device publishes its uuid" in line for line in dh.problems(report, 600))
+
+
+@pytest.mark.parametrize("bad,where", [
+    ("not a list", "gpu_health must be a list"),
+    ([{"node": "n"}], "gpu_health[0] is not a dra_gpu_health fact"),
+    ([{"gpus": [{"uuid": "GPU-x", "condition": "sick"}]}], "gpu_health[0].gpus holds"),
+])
+def test_bad_gpu_health_is_refused_naming_the_entry(bad, where):
+    slices, claims, pods = recorded_cluster()
+    with pytest.raises(dh.HealthInputError, match=re.escape(where)):
+        dh.device_health(slices, claims, pods, NOW, gpu_health=bad)
+
+
+def test_the_remediation_taints_the_device_of_an_unhealthy_gpu():
+    slices, claims, pods = recorded_cluster()
+    uuid = published_uuid(slices, "node-000000", "gpu-2")
+    facts = node_facts(variant(dram_uncorrectable=1), "node-000000", uuid)
+
+    def taints(gpu_health):
+        health = dh.device_health(slices, claims, pods, NOW, gpu_health=gpu_health)
+        return set(a["id"] for a in rem.plan(health["devices"], [], NOW, 600, driver="gpu.example.com")
+                   if a["action"] == "taint")
+
+    # The recorded pods already report one device Unhealthy; the GPU's reading adds exactly its own device.
+    assert taints([facts]) - taints(None) == {"gpu.example.com/node-000000/gpu-2"}
