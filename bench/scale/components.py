@@ -18,6 +18,7 @@ import kube  # noqa: E402  (hack/cluster/kube.py)
 
 flags = clusterlib.collection_module("control_plane.command_line")
 metrics = clusterlib.collection_module("metrics.diagnosis")
+metrics_text = clusterlib.collection_module("kube.prometheus_text")
 gates = clusterlib.collection_module("releases.catalog")
 
 

@@ -43,7 +43,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "hack", 
 import components  # noqa: E402
 import kube  # noqa: E402  (hack/cluster/kube.py: the API client and wait helper shared with tests and hack/)
 import workload  # noqa: E402
-from components import clusterlib, gates, metrics  # noqa: E402
+from components import clusterlib, gates, metrics, metrics_text  # noqa: E402
 
 REPO_ROOT = components.REPO_ROOT
 KCM = gates.KUBE_CONTROLLER_MANAGER
@@ -222,14 +222,14 @@ def scrape(api, cluster):
     """Samples of kube-controller-manager and kube-scheduler, each labelled endpoint=<component>."""
     samples = []
     for component, url in ((KCM, cluster.kcm_url()), (gates.KUBE_SCHEDULER, cluster.scheduler_url())):
-        for sample in metrics.parse_text(filtered(api.metrics_text(url))).samples:
+        for sample in metrics_text.parse_text(filtered(api.metrics_text(url))).samples:
             sample.labels["endpoint"] = component
             samples.append(sample)
     return samples
 
 
 def total(samples, name, matchers=()):
-    return sum(s.value for s in metrics.select(samples, name, matchers))
+    return sum(s.value for s in metrics_text.select(samples, name, matchers))
 
 
 def cpu_seconds(pid):
@@ -315,7 +315,7 @@ def restart_kcm(api, cluster, setting):
         "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-controller-manager"))
 
     def leader():
-        samples = metrics.parse_text(filtered(api.metrics_text(cluster.kcm_url()))).samples
+        samples = metrics_text.parse_text(filtered(api.metrics_text(cluster.kcm_url()))).samples
         return total(samples, "leader_election_master_status", (("name", "=", KCM),)) == 1
     kube.wait_for(leader, 90, "kube-controller-manager to become leader", retry_on=(Exception,))
 
@@ -334,7 +334,7 @@ def wait_quiet(api, cluster, timeout=60):
     streak = [0]
 
     def quiet():
-        samples = metrics.parse_text(filtered(api.metrics_text(cluster.kcm_url()))).samples
+        samples = metrics_text.parse_text(filtered(api.metrics_text(cluster.kcm_url()))).samples
         empty = total(samples, "workqueue_depth", (("name", "=~", "resource_claim|job"),)) == 0
         streak[0] = streak[0] + 1 if empty else 0
         return streak[0] >= 2

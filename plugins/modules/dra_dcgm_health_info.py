@@ -31,6 +31,7 @@ author:
 extends_documentation_fragment:
   - dra.admin.attributes
   - dra.admin.attributes.info_module
+  - dra.admin.prometheus
 options:
   prometheus_url:
     description:
@@ -38,24 +39,6 @@ options:
         V(http://prometheus-operated.monitoring.svc:9090)).
     type: str
     required: true
-  bearer_token:
-    description:
-      - Bearer token sent to O(prometheus_url).
-    type: str
-  headers:
-    description:
-      - Extra HTTP headers sent to O(prometheus_url) (for example a tenant header).
-    type: dict
-    default: {}
-  validate_certs:
-    description:
-      - Verify the TLS certificate of O(prometheus_url).
-    type: bool
-    default: true
-  ca_path:
-    description:
-      - CA bundle to verify O(prometheus_url) with.
-    type: path
   timeout:
     description:
       - Seconds each HTTP request may take.
@@ -134,17 +117,14 @@ from ansible_collections.dra.admin.plugins.module_utils.common.errors import (
     DraAdminError, InputError, fails_on_error,
 )
 from ansible_collections.dra.admin.plugins.module_utils.access.http import Http
-from ansible_collections.dra.admin.plugins.module_utils.access.prometheus import Prometheus
+from ansible_collections.dra.admin.plugins.module_utils.access.prometheus import Prometheus, connection_options
 from ansible_collections.dra.admin.plugins.module_utils.devices.dcgm_service import read_dcgm_health
 
 
 def argument_spec():
     return dict(
         prometheus_url=dict(type="str", required=True),
-        bearer_token=dict(type="str", no_log=True),
-        headers=dict(type="dict", default={}),
-        validate_certs=dict(type="bool", default=True),
-        ca_path=dict(type="path"),
+        **connection_options(),
         timeout=dict(type="float", default=10),
         xid_window=dict(type="int", default=3600),
         require_series=dict(type="bool", default=False),

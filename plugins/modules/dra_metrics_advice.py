@@ -34,6 +34,7 @@ author:
 extends_documentation_fragment:
   - dra.admin.attributes
   - dra.admin.attributes.info_module
+  - dra.admin.prometheus
 options:
   prometheus_url:
     description:
@@ -41,24 +42,6 @@ options:
       - The page's queries are evaluated as instant queries (their windows are 5m).
       - Mutually exclusive with O(scrape).
     type: str
-  bearer_token:
-    description:
-      - Bearer token sent to O(prometheus_url).
-    type: str
-  headers:
-    description:
-      - Extra HTTP headers sent to O(prometheus_url) (for example a tenant header).
-    type: dict
-    default: {}
-  validate_certs:
-    description:
-      - Verify the TLS certificate of O(prometheus_url).
-    type: bool
-    default: true
-  ca_path:
-    description:
-      - CA bundle to verify O(prometheus_url) with.
-    type: path
   scrape:
     description:
       - Instead of Prometheus, scrape these C(/metrics) endpoints twice, O(interval) seconds apart, and
@@ -276,16 +259,14 @@ from ansible_collections.dra.admin.plugins.module_utils.common.errors import fai
 from ansible_collections.dra.admin.plugins.module_utils.metrics import diagnosis
 from ansible_collections.dra.admin.plugins.module_utils.metrics.advice import input_error
 from ansible_collections.dra.admin.plugins.module_utils.access.http import Http
+from ansible_collections.dra.admin.plugins.module_utils.access.prometheus import connection_options
 from ansible_collections.dra.admin.plugins.module_utils.metrics.prometheus_service import advise
 
 
 def argument_spec():
     return dict(
         prometheus_url=dict(type="str"),
-        bearer_token=dict(type="str", no_log=True),
-        headers=dict(type="dict", default={}),
-        validate_certs=dict(type="bool", default=True),
-        ca_path=dict(type="path"),
+        **connection_options(),
         scrape=dict(type="list", elements="dict", options=dict(
             url=dict(type="str", required=True),
             component=dict(type="str", required=True, choices=list(diagnosis.SCRAPED_COMPONENTS)),

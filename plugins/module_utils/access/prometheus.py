@@ -15,6 +15,13 @@ from ansible_collections.dra.admin.plugins.module_utils.common.errors import Dra
 from ansible_collections.dra.admin.plugins.module_utils.access.http import SourceError
 
 
+def connection_options():
+    """The argument spec of how a module reaches Prometheus (doc fragment dra.admin.prometheus), besides its own
+    prometheus_url."""
+    return dict(bearer_token=dict(type="str", no_log=True), headers=dict(type="dict", default={}),
+                validate_certs=dict(type="bool", default=True), ca_path=dict(type="path"))
+
+
 class QueryError(DraAdminError):
     """Prometheus answered but rejected a query."""
 
