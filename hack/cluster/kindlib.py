@@ -22,6 +22,18 @@ def nodenet_version():
     return "v0-" + tree_digest(NODENET_SRC)
 
 
+# The health test driver (hack/healthdriver): this project's own kubelet plugin on the kubeletplugin helper of
+# k8s.io/dynamic-resource-allocation (the version its go.mod pins), reporting device health from files on the node.
+HEALTH_DRIVER_SRC = os.path.join(os.path.dirname(HERE), "healthdriver")
+HEALTH_DRIVER = "dra-health-driver"
+HEALTH_DRIVER_BINARY = "healthdriver"
+
+
+def health_driver_version():
+    """The health driver's cache version: a digest of its sources, go.mod and go.sum (which pin the helper)."""
+    return "v0-" + tree_digest(HEALTH_DRIVER_SRC)
+
+
 def coredns_version(versions):
     """The CoreDNS release with a digest of the plugin list it is built with (hack/cluster/kind/coredns)."""
     return f"{versions['COREDNS_VERSION']}-plugins-{tree_digest(COREDNS_SRC, 8)}"
@@ -693,6 +705,34 @@ def load_driver_upgrade_image(versions, cluster, log=print):
     kind_bin = component_bin("kind", versions["KIND_VERSION"], "kind")
     run([kind_bin, "load", "image-archive", archive, "--name", cluster], env=podman_env(network_name(cluster)))
     return ref
+
+
+def health_driver_image():
+    return f"localhost/dra-admin/{HEALTH_DRIVER}:{health_driver_version()}"
+
+
+def health_driver_archive(log=print):
+    """The health driver's image archive (written once per version from the built binary); its path."""
+    from clusterlib import CACHE_ROOT, ClusterError, component_bin
+    binary = component_bin(HEALTH_DRIVER, health_driver_version(), HEALTH_DRIVER_BINARY)
+    if not os.access(binary, os.X_OK):
+        raise ClusterError(f"{binary} is not built: run hack/cluster/build --kind --only {HEALTH_DRIVER}")
+    ref = health_driver_image()
+    path = os.path.join(CACHE_ROOT, "kind-images", ref.replace("/", "_").replace(":", "_") + ".tar")
+    if not os.path.exists(path):
+        log(f"image {ref}: writing {path}")
+        layer = Layer().file("/usr/bin/" + HEALTH_DRIVER_BINARY, binary, 0o755).directory("/tmp", 0o1777)
+        write_image_archive(path, [ref], layer, entrypoint=["/usr/bin/" + HEALTH_DRIVER_BINARY])
+    return path
+
+
+def load_health_driver_image(versions, cluster, log=print):
+    """`kind load image-archive` of the health driver into every node of the cluster; the image reference."""
+    from clusterlib import component_bin
+    archive = health_driver_archive(log)
+    kind_bin = component_bin("kind", versions["KIND_VERSION"], "kind")
+    run([kind_bin, "load", "image-archive", archive, "--name", cluster], env=podman_env(network_name(cluster)))
+    return health_driver_image()
 
 
 # --- clusters ---------------------------------------------------------------------------------

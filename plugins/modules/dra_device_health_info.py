@@ -16,13 +16,19 @@ description:
   - Per device (driver, pool, device), its health from two sources the API server keeps, and a third one read on the
     nodes when given (O(gpu_health)), and which pods use the unhealthy ones.
   - Pod status - the kubelet writes C(status.containerStatuses[].allocatedResourcesStatus) (gate
-    C(ResourceHealthStatus), beta and on from Kubernetes 1.36, alpha and off before). Each entry names a claim and
-    request of the container (C(claim:<name>/<request>)) and gives per resource a C(resourceID) and a health of
-    C(Healthy), C(Unhealthy) or C(Unknown) (the kubelet says C(Unknown) when the driver sent no update for 30
-    seconds). The kubelet of 1.36 writes the device's first CDI device ID as C(resourceID) when the driver gave one,
-    not C(<driver>/<pool>/<device>), so a report is tied to its device through the pod's claim and request; a
+    C(ResourceHealthStatus), beta and on from Kubernetes 1.36, alpha and off before; with it off, as on 1.33, the
+    kubelet does not watch the drivers' health at all). Each entry names a claim of the container as the container
+    names it - C(claim:<name>), or C(claim:<name>/<request>) when the container names a request - and gives per
+    resource a C(resourceID) and a health of C(Healthy), C(Unhealthy) or C(Unknown). The kubelet of 1.36 and 1.37
+    writes the device's first CDI device ID as C(resourceID) when the driver gave one (C(<vendor>/<class>=<name>)),
+    otherwise C(<driver>/<pool>/<device>), so a report is tied to its device through the pod's claim and request; a
     report on a request holding several devices that its C(resourceID) does not name is listed in
     RV(unresolved).
+  - C(Unknown) - a device the driver has not reported for 30 seconds (or the driver's own per-device timeout) is
+    C(Unknown). The kubelet of 1.37 writes that to the pod when the driver next reports its other devices (seen
+    about 30 seconds after the device's last report); a driver that sends nothing at all, its stream still open,
+    shows only when the kubelet next syncs the pod (seen after 80 to 85 seconds). A change of health the driver reports is in the pod's
+    status within seconds. A deleted pod takes its reports with it - its device is C(not-reported) again.
   - Driver taints - the taints a driver publishes on devices in its ResourceSlices (gate C(DRADeviceTaints), beta
     and on from 1.36, alpha and off before). A taint with effect C(NoSchedule) or C(NoExecute) makes a device
     unhealthy; effect C(None) is only listed. Taints of DeviceTaintRules are not read here.
