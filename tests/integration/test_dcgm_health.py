@@ -13,8 +13,15 @@ import threading
 
 import pytest
 
-from dra_objects import DRIVER
+from dra_objects import DRIVER, claim_template, pod
 from prometheus_server import PrometheusServer
+
+import clusterlib  # noqa: E402  pylint: disable=wrong-import-order
+
+clusterlib.collection_on_path()
+from ansible_collections.dra.admin.plugins.module_utils.devices.device_map import (  # noqa: E402
+    XID_CONSUMERS_QUERY,
+)
 
 PAGE = """# HELP DCGM_FI_DEV_XID_ERRORS Value of the last XID error encountered.
 # TYPE DCGM_FI_DEV_XID_ERRORS gauge
@@ -70,8 +77,9 @@ def page(gpus, xid, failure):
         remapped_rows="\n".join("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS{%s} 0" % r for r in rows))
 
 
-def published_gpus(cluster, count):
-    """[(uuid, node)] of the example driver's first devices, as its ResourceSlices publish them."""
+def published_gpus(cluster, count, first=None):
+    """[(uuid, node)] of the example driver's devices as its ResourceSlices publish them, `first` (a (pool, device)
+    pair) first."""
     found = []
     for item in sorted(cluster.get_json("resourceslices")["items"], key=lambda s: s["metadata"]["name"]):
         spec = item["spec"]
@@ -80,26 +88,49 @@ def published_gpus(cluster, count):
         for device in spec.get("devices") or []:
             uuid = ((device.get("attributes") or {}).get("uuid") or {}).get("string")
             if uuid:
-                found.append((uuid, spec.get("nodeName")))
+                where = (uuid, spec.get("nodeName"))
+                if (spec["pool"]["name"], device["name"]) == first:
+                    found.insert(0, where)
+                else:
+                    found.append(where)
     assert len(found) >= count, found
     return found[:count]
 
 
+def allocated_device(cluster, namespace, pod_name):
+    """(pool, device) of the running pod's one claim, once the scheduler allocated it."""
+    def allocated():
+        status = cluster.get_json("pod", "-n", namespace, pod_name).get("status") or {}
+        names = [s.get("resourceClaimName") for s in status.get("resourceClaimStatuses") or []]
+        if not names or not names[0]:
+            return None
+        claim = cluster.get_json("resourceclaim", "-n", namespace, names[0])
+        results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results")
+        return (results[0]["pool"], results[0]["device"]) if results else None
+    return cluster.wait_until(allocated, 90, "pod %s's claim allocated" % pod_name)
+
+
 @pytest.fixture
 def exporter(cluster, tmp_path):
-    served = ExporterPage()
+    """(the DCGM exporter's page, node-exporter's textfile page, Prometheus scraping both)."""
+    served, textfile = ExporterPage(), ExporterPage()
     rules = tmp_path / "rules"
     rules.mkdir()
-    prom = PrometheusServer([{"job_name": "dcgm-exporter", "static_configs": [
-        {"targets": ["127.0.0.1:%d" % served.port]}]}], str(rules), str(tmp_path), cluster.wait_until)
-    yield served, prom
+    prom = PrometheusServer([{"job_name": job, "static_configs": [{"targets": ["127.0.0.1:%d" % page.port]}]}
+                             for job, page in (("dcgm-exporter", served), ("node", textfile))],
+                            str(rules), str(tmp_path), cluster.wait_until)
+    yield served, textfile, prom
     prom.stop()
     served.stop()
+    textfile.stop()
 
 
-def test_dcgm_series_become_the_health_of_the_devices_with_those_uuids(cluster, exporter):
-    served, prom = exporter
-    gpus = published_gpus(cluster, 3)
+def test_dcgm_series_become_the_health_of_the_devices_with_those_uuids(cluster, namespace, exporter):
+    served, textfile, prom = exporter
+    # A pod holding a device: the first GPU of the page is that device.
+    cluster.apply([claim_template(cluster.resource_version, namespace, "one-gpu"),
+                   pod(namespace, "holder", template="one-gpu")])
+    gpus = published_gpus(cluster, 3, first=allocated_device(cluster, namespace, "holder"))
     served.text = page(gpus, xid=0, failure=0)
     # Every GPU healthy, once Prometheus has the page.
     cluster.wait_until(lambda: prom.value("count(DCGM_FI_DEV_XID_ERRORS)") == 3, 60, "the page scraped")
@@ -130,6 +161,13 @@ def test_dcgm_series_become_the_health_of_the_devices_with_those_uuids(cluster, 
     assert health["sources"]["gpu_health"]["available"] is True
     assert 'uuid="%s"' % gpus[0][0] in health["metrics_text"]
 
+    # The device map beside the exporter's series: the alert's join names the pod holding the Xid GPU, only it.
+    textfile.text = health["metrics_text"]
+    cluster.wait_until(lambda: prom.value("count(dra_admin_device_consumer_info)"), 60, "the device map scraped")
+    joined = prom.api("/api/v1/query", query=XID_CONSUMERS_QUERY)["result"]
+    assert [(r["metric"]["uuid"], r["metric"]["namespace"], r["metric"]["pod"], r["value"][1]) for r in joined] == [
+        (gpus[0][0], namespace, "holder", "79")]
+
     # An Xid whose change is older than the window counts no more.
     def xid_gone():
         again = cluster.run_module("dra.admin.dra_dcgm_health_info", {"prometheus_url": prom.url, "xid_window": 4})
@@ -138,7 +176,7 @@ def test_dcgm_series_become_the_health_of_the_devices_with_those_uuids(cluster, 
 
 
 def test_no_exporter_is_said_and_refused_when_required(cluster, exporter):
-    dummy, prom = exporter
+    dummy, dummy2, prom = exporter
     read = cluster.run_module("dra.admin.dra_dcgm_health_info", {"prometheus_url": prom.url})
     assert read["gpu_health"] == [] and read["series_found"] == []
     failed = cluster.run_module("dra.admin.dra_dcgm_health_info", {"prometheus_url": prom.url, "require_series": True},

@@ -27,7 +27,7 @@ import clusterlib  # noqa: E402  pylint: disable=wrong-import-position
 
 clusterlib.collection_on_path()
 from ansible_collections.dra.admin.plugins.module_utils.metrics.rules import (  # noqa: E402
-    canary_queries, dashboard_queries,
+    canary_queries, dashboard_queries, device_map_queries,
 )
 
 BURST_PODS = 30
@@ -225,9 +225,10 @@ PROMETHEUS_RULE_CRD = {
 
 
 def expected_dashboard_titles():
-    """The dashboard's panel titles in order: the page's queries, device capacity, then the canary's panels."""
+    """The dashboard's panel titles in order: the page's queries, device capacity, the canary's panels, then the
+    device map's."""
     return ([q["title"] for q in dashboard_queries()] + ["Free DRA devices per pool"]
-            + [q["title"] for q in canary_queries()])
+            + [q["title"] for q in canary_queries()] + [q["title"] for q in device_map_queries()])
 
 
 def test_role_delivers_prometheusrule_and_dashboard_configmap(cluster, namespace, workdir):
