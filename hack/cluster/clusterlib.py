@@ -31,6 +31,12 @@ def supported_k8s_versions(versions=None):
     return (versions or load_versions())["K8S_VERSIONS"].split()
 
 
+def kind_k8s_versions(versions=None):
+    """Releases a kind cluster may run: the pinned ones, then the one the upgrade test starts from."""
+    versions = versions or load_versions()
+    return supported_k8s_versions(versions) + versions.get("K8S_UPGRADE_FROM", "").split()
+
+
 def tree_digest(directory, length=12):
     """A digest of the files under directory (names and contents): a version for this project's own sources."""
     digest = hashlib.sha256()

@@ -128,7 +128,7 @@ DOMAIN_IMPORTS = {
     "devices": {"allocation", "claims", "drivers"},  # the eviction preview; consumers; which DaemonSets are drivers'
     "nodes": {"allocation", "claims", "drivers"},   # the same, for a whole node
     "metrics": {"canary", "control_plane", "devices"},  # the canary's and the device map's series; built-in QPS/Burst
-    "upgrade": {"control_plane", "drivers", "rbac"},  # what an upgrade changes in each of them
+    "upgrade": {"allocation", "control_plane", "drivers", "nodes", "rbac"},  # what an upgrade changes in each; the drain preview per node
 }
 
 

@@ -1,0 +1,90 @@
+# -*- coding: utf-8 -*-
+# Copyright: dra.admin contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Whether a node is back after its own work (a kubelet upgrade, a GPU driver, a reboot): Ready, its kubelet at
+the expected version, each DRA driver's pod ready on it, and the same devices published for it as before.
+
+Pure: no Ansible, no network.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.dra.admin.plugins.module_utils.kube.slices import device_names, pool_key, slices_for_node
+
+
+def ready_condition(node):
+    for condition in (node.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            return condition
+    return {}
+
+
+def kubelet_version(node):
+    return ((node.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion") or ""
+
+
+def same_release(have, want):
+    """Whether a kubelet's version (v1.37.2, or v1.37.2-3+abc from a distribution) is the release `want`."""
+    return have == want or have.startswith(want + "-") or have.startswith(want + "+")
+
+
+def node_problems(node, expected_version=""):
+    """What keeps the node itself from being back: not Ready (with the kubelet's reason), another version."""
+    problems = []
+    ready = ready_condition(node)
+    if ready.get("status") != "True":
+        problems.append("node %s is not Ready (%s: %s)" % (
+            node["metadata"]["name"], ready.get("reason") or "no Ready condition", ready.get("message") or "-"))
+    have = kubelet_version(node)
+    if expected_version and not same_release(have, expected_version):
+        problems.append("node %s runs kubelet %s, not %s" % (node["metadata"]["name"], have or "(unknown)",
+                                                              expected_version))
+    return problems
+
+
+def published_devices(slices, node, drivers):
+    """{driver: sorted 'pool/device'} each driver publishes for the node (its own slices, the newest
+    generation)."""
+    found = dict((driver, set()) for driver in drivers)
+    for item in slices_for_node(slices, node):
+        driver, pool = pool_key(item)
+        if driver in found:
+            found[driver].update("%s/%s" % (pool, name) for name in device_names(item) if name)
+    return dict((driver, sorted(names)) for driver, names in found.items())
+
+
+def device_problems(node, devices, expected):
+    """Each driver that publishes nothing for the node, or not the devices it had (`expected`: {driver: [...]},
+    from a look before the node's work)."""
+    problems = []
+    for driver in sorted(devices):
+        have = set(devices[driver])
+        if not have:
+            problems.append("%s publishes no device for %s" % (driver, node))
+            continue
+        if driver not in (expected or {}):
+            continue
+        missing, new = set(expected[driver]) - have, have - set(expected[driver])
+        if missing:
+            problems.append("%s no longer publishes %s for %s" % (driver, ", ".join(sorted(missing)), node))
+        if new:
+            problems.append("%s publishes %s for %s, which it did not before" % (driver, ", ".join(sorted(new)), node))
+    return problems
+
+
+# A klog error line ("E1127 21:33:34.123456 ...") and the words a kubelet that refuses to start writes.
+_KLOG_ERROR = re.compile(r"^E\d{4} ")
+_FATAL_WORDS = ("unknown flag", "failed to run kubelet", "command failed", "error:", "invalid")
+KUBELET_ERRORS_KEPT = 5
+
+
+def kubelet_errors(lines, keep=KUBELET_ERRORS_KEPT):
+    """The last `keep` error lines of a kubelet's journal (klog errors, and the lines of a kubelet that refuses
+    to start), oldest first."""
+    found = [line.strip() for line in lines or []
+             if _KLOG_ERROR.match(line.strip()) or any(word in line.lower() for word in _FATAL_WORDS)]
+    return found[-keep:]

@@ -1,0 +1,205 @@
+"""playbooks/upgrade.yml on real nodes (conftest.py's `kind_cluster`, the example driver from `kind_driver`): node
+maintenance with verification, the rolling run that a Kubernetes upgrade also takes, watched from outside.
+
+- `--check` prints the plan (each node, the drain preview) and changes nothing;
+- the run takes each worker in turn: its claim pod is evicted before its driver pod leaves, the user's node work
+  runs while the node is drained, the driver comes back and republishes the same devices before the uncordon;
+- a node whose kubelet does not come back (the node work gives it a flag it refuses) stops the run there: the
+  message names the node and the kubelet's own error, the node stays drained, the cluster keeps serving, and the
+  next run finishes it.
+
+Not part of `make integration` (it needs podman and the kind build): `make integration-kind`.
+"""
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
+from dra_objects import DRIVER, claim_template  # noqa: E402
+from kind_nodes import DRIVER_NAMESPACE, is_ready, live_driver_pods, node_slices, wait_until  # noqa: E402
+
+DRIVER_DAEMONSET = f"{DRIVER_NAMESPACE}/gpu-example-com-kubeletplugin"
+NODE_WORK_FILE = "/var/tmp/dra-admin-node-work"
+KUBELET_DEFAULTS = "/etc/default/kubelet"
+REFUSED_FLAG = "--dra-admin-no-such-flag"
+
+NODE_WORK = """\
+- name: The node work of the test (the node is drained and its driver gone)
+  ansible.builtin.shell: date +%s.%N > {work_file}
+  changed_when: true
+
+- name: The second worker's kubelet is given a flag it refuses
+  ansible.builtin.copy:
+    dest: {defaults}
+    content: "KUBELET_EXTRA_ARGS={flag}\\n"
+    mode: "0644"
+  when: inventory_hostname == (refuse_on | default(''))
+"""
+
+
+class Watch(object):
+    """`kubectl get --watch` of one resource, each line stamped with the time it arrived."""
+
+    def __init__(self, c, resource, template, *args):
+        self.lines = []
+        argv = ["kubectl", "--kubeconfig", c.kubeconfig, "get", resource, "--watch", "--output-watch-events",
+                "-o", "jsonpath=" + template + "{\"\\n\"}"] + list(args)
+        self.proc = subprocess.Popen(argv, env=c.env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.append((time.time(), line.split()))
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(10)
+        self.thread.join(10)
+        return self.lines
+
+
+def pod_watch(c):
+    return Watch(c, "pods", "{.type} {.object.metadata.namespace} {.object.metadata.name} {.object.spec.nodeName} "
+                 "{.object.metadata.deletionTimestamp}", "--all-namespaces")
+
+
+def node_watch(c):
+    return Watch(c, "nodes", "{.type} {.object.metadata.name} {.object.spec.unschedulable}")
+
+
+def first_deletion(lines, namespace, prefix, node):
+    """When the watch first saw a pod of `namespace` named `prefix`... on `node` marked for deletion."""
+    for stamp, fields in lines:
+        if len(fields) >= 5 and fields[1] == namespace and fields[2].startswith(prefix) and fields[3] == node:
+            return stamp
+    return None
+
+
+def uncordoned_at(lines, node, after):
+    """When the watch saw `node` schedulable again after `after` (cordoned in between)."""
+    cordoned = False
+    for stamp, fields in lines:
+        if len(fields) >= 2 and fields[1] == node and stamp >= after:
+            if len(fields) >= 3 and fields[2] == "true":
+                cordoned = True
+            elif cordoned:
+                return stamp
+    return None
+
+
+def inventory(c, tmp_path):
+    path = tmp_path / "upgrade-nodes.yml"
+    path.write_text(yaml.safe_dump({"all": {"children": {
+        "k8s_api": {"hosts": {"localhost": {"ansible_connection": "local",
+                                            "ansible_python_interpreter": sys.executable}}},
+        "kind_nodes": {"vars": {"ansible_connection": "containers.podman.podman",
+                                "ansible_python_interpreter": "/usr/bin/python3", "ansible_become": False},
+                       "children": {"dra_nodes": {"hosts": dict((n, {}) for n in c.nodes[1:])}}}}}}))
+    return str(path)
+
+
+def run_upgrade(c, tmp_path, extra_vars, check=False):
+    vars_file = tmp_path / "upgrade-vars.json"
+    vars_file.write_text(json.dumps(extra_vars))
+    argv = ["ansible-playbook", "-i", inventory(c, tmp_path), f"{ROOT}/playbooks/upgrade.yml", "-e", f"@{vars_file}"]
+    return subprocess.run(argv + (["--check", "--diff"] if check else ["--diff"]), env=c.env, capture_output=True,
+                          text=True, cwd=ROOT, check=False)
+
+
+def node_work_time(c, node):
+    res = c.on_node(node, "cat", NODE_WORK_FILE)
+    assert res.returncode == 0, f"the node work did not run on {node}: {res.stderr}"
+    return float(res.stdout.strip())
+
+
+def trainer_deployment(c, ns, node):
+    template = c.claim_pod("trainer", ns, ["sleep", "3600"])
+    template["metadata"] = {"labels": {"app": "trainer"}}
+    template["spec"]["restartPolicy"] = "Always"
+    template["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": f"trainer-{node}", "namespace": ns},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "trainer", "node": node}},
+                     "template": {"metadata": {"labels": {"app": "trainer", "node": node}}, "spec": template["spec"]}}}
+
+
+def devices_of(c, node):
+    return sorted(d["name"] for s in node_slices(c, node) for d in s["spec"].get("devices") or [])
+
+
+def test_maintenance_run_drains_in_dra_order_verifies_and_stops_at_a_node_that_does_not_come_back(
+        kind_cluster, kind_driver, tmp_path):
+    c = kind_cluster
+    workers = c.nodes[1:]
+    ns = "itk-upgrade"
+    c.fresh_namespace(ns)
+    c.apply([claim_template(c.resource_version, ns, "one-gpu")] + [trainer_deployment(c, ns, n) for n in workers])
+
+    def running_trainers():
+        pods = c.get_json("pods", "-n", ns, "-l", "app=trainer")["items"]
+        running = [p for p in pods if p["status"].get("phase") == "Running" and not p["metadata"].get(
+            "deletionTimestamp")]
+        return running if len(running) == len(workers) else None
+    wait_until(running_trainers, 180, "a claim pod running on each worker")
+    before = dict((n, devices_of(c, n)) for n in workers)
+    assert all(before.values()), before
+    node_work = tmp_path / "node-work.yml"
+    node_work.write_text(NODE_WORK.format(work_file=NODE_WORK_FILE, defaults=KUBELET_DEFAULTS, flag=REFUSED_FLAG))
+    common = {"dra_node_upgrade_driver_daemonsets": [DRIVER_DAEMONSET], "dra_node_upgrade_drivers": [DRIVER],
+              "dra_node_upgrade_node_tasks": str(node_work), "dra_node_upgrade_restart_kubelet": True,
+              "dra_node_upgrade_ready_timeout": 120}
+
+    # --check: the plan, each worker with its drain preview; nothing changes.
+    res = run_upgrade(c, tmp_path, common, check=True)
+    assert res.returncode == 0, res.stdout[-6000:] + res.stderr[-2000:]
+    assert f"node maintenance: {len(workers)} node(s) to take through ({', '.join(workers)})" in res.stdout
+    for node in workers:
+        assert f"worker {node} (kubelet {c.version}): maintain; drain preview:" in res.stdout
+        assert not c.get_json("node", node)["spec"].get("unschedulable")
+        assert c.on_node(node, "test", "-e", NODE_WORK_FILE).returncode != 0
+
+    # The run: each worker in turn, watched from outside.
+    pods, nodes = pod_watch(c), node_watch(c)
+    started = time.time()
+    res = run_upgrade(c, tmp_path, common)
+    pod_lines, node_lines = pods.stop(), nodes.stop()
+    assert res.returncode == 0, res.stdout[-8000:] + res.stderr[-2000:]
+    previous_back = started
+    for node in workers:
+        evicted = first_deletion(pod_lines, ns, f"trainer-{node}", node)
+        driver_left = first_deletion(pod_lines, DRIVER_NAMESPACE, "gpu-example-com-kubeletplugin", node)
+        worked = node_work_time(c, node)
+        back = uncordoned_at(node_lines, node, previous_back)
+        assert evicted and driver_left and back, (node, evicted, driver_left, back)
+        assert previous_back <= evicted < driver_left < worked < back, (node, evicted, driver_left, worked, back)
+        assert [p for p in live_driver_pods(c, node) if is_ready(p)]
+        assert devices_of(c, node) == before[node]
+        previous_back = back
+    wait_until(running_trainers, 180, "the claim pods running again")
+
+    # The second worker's kubelet refuses its new flag: the run stops there, naming the node and the kubelet's error.
+    refused = workers[-1]
+    common["dra_node_upgrade_ready_timeout"] = 40
+    try:
+        res = run_upgrade(c, tmp_path, dict(common, refuse_on=refused))
+        assert res.returncode != 0, res.stdout[-6000:]
+        assert f"{refused} is not back" in res.stdout and f"unknown flag: {REFUSED_FLAG}" in res.stdout, \
+            res.stdout[-6000:]
+        assert c.get_json("node", refused)["spec"].get("unschedulable") is True
+        assert not c.get_json("node", workers[0])["spec"].get("unschedulable")
+        assert c.kubectl("get", "--raw", "/readyz").returncode == 0
+    finally:
+        c.on_node(refused, "rm", "-f", KUBELET_DEFAULTS)
+        c.on_node(refused, "systemctl", "restart", "kubelet")
+    # The next run (the flag gone) takes the nodes through again and returns the stopped one.
+    res = run_upgrade(c, tmp_path, common)
+    assert res.returncode == 0, res.stdout[-8000:] + res.stderr[-2000:]
+    assert not c.get_json("node", refused)["spec"].get("unschedulable")
+    assert devices_of(c, refused) == before[refused]
+    c.kubectl("delete", "namespace", ns, "--wait=false")

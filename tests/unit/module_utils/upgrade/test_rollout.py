@@ -1,0 +1,149 @@
+"""upgrade.rollout: the rolling upgrade's plan, on kubeadm-config recorded from the real local clusters
+(tests/unit/fixtures/kubeadm-v*/) and nodes recorded from a kind cluster (tests/unit/fixtures/upgrade/)."""
+import copy
+import json
+import os
+
+import pytest
+import yaml
+
+from ansible_collections.dra.admin.plugins.module_utils.upgrade import rollout as r
+from ansible_collections.dra.admin.plugins.module_utils.upgrade.checks import UpgradeInputError
+from conftest import FIXTURES
+
+
+def cluster_configuration(release):
+    with open(os.path.join(FIXTURES, "kubeadm-%s" % release, "kubeadm-config.yaml")) as fh:
+        return yaml.safe_load(yaml.safe_load(fh)["data"]["ClusterConfiguration"])
+
+
+def kind_nodes():
+    with open(os.path.join(FIXTURES, "upgrade", "nodes-kind-v1.37.2.json")) as fh:
+        return json.load(fh)["items"]
+
+
+def with_apiserver_args(config, flags):
+    """The recorded ClusterConfiguration (v1beta4: extraArgs a list) with the API server's flags added."""
+    config = copy.deepcopy(config)
+    config["apiServer"]["extraArgs"] = list(config["apiServer"].get("extraArgs") or []) + [
+        {"name": name, "value": value} for name, value in flags.items()]
+    return config
+
+
+@pytest.mark.parametrize("current,target,mode", [
+    ("v1.36.3", "v1.37.2", r.UPGRADE), ("v1.37.2", "v1.37.2", r.UPGRADE), ("v1.37.2", "", r.MAINTENANCE),
+    ("v1.37.0", "v1.37.2", r.UPGRADE), ("v1.37.2", "v1.38.0", r.UPGRADE)])
+def test_run_mode_takes_the_same_or_the_next_minor(current, target, mode):
+    assert r.run_mode(current, target) == mode
+
+
+@pytest.mark.parametrize("current,target,words", [
+    ("v1.36.3", "v1.38.0", "one minor release at a time"),
+    ("v1.37.2", "v1.36.3", "never downgraded"),
+    ("v1.37.2", "v1.37.1", "never downgraded"),
+    ("v1.36.3", "v1.37", "not a full release"),
+    ("v1.36.3", "latest", "not a full release")])
+def test_run_mode_refuses_what_kubeadm_cannot_do_naming_the_field(current, target, words):
+    with pytest.raises(UpgradeInputError) as err:
+        r.run_mode(current, target)
+    assert str(err.value).startswith("target_version: ") and words in str(err.value)
+
+
+def test_control_plane_first_then_workers_in_the_order_given():
+    nodes = kind_nodes()
+    names = sorted(n["metadata"]["name"] for n in nodes)
+    control_plane, workers = r.order_nodes(nodes, [names[2], names[0], names[1]])
+    assert [r.node_name(n) for n in control_plane] == [n for n in names if n.endswith("control-plane")]
+    assert [r.node_name(n) for n in workers] == [names[2], names[1]]
+    with pytest.raises(UpgradeInputError) as err:
+        r.order_nodes(nodes, ["no-such-node"])
+    assert str(err.value).startswith("nodes: ") and "no-such-node" in str(err.value)
+
+
+def test_node_action_skips_a_node_at_the_target_unless_a_drain_left_it_out():
+    node = kind_nodes()[0]
+    assert r.kubelet_version(node) == "v1.37.2"
+    assert r.node_action(node, r.UPGRADE, "v1.37.2", []) == r.ACTION_DONE
+    assert r.node_action(node, r.UPGRADE, "v1.37.2", ["label dra.admin/driver-excluded"]) == r.ACTION_FINISH
+    assert r.node_action(node, r.MAINTENANCE, "", []) == r.ACTION_MAINTAIN
+    older = copy.deepcopy(node)
+    older["status"]["nodeInfo"]["kubeletVersion"] = "v1.36.3"
+    assert r.node_action(older, r.UPGRADE, "v1.37.2", []) == r.ACTION_UPGRADE
+    with pytest.raises(UpgradeInputError) as err:
+        r.node_action(node, r.UPGRADE, "v1.37.1", [])
+    assert "newer than v1.37.1" in str(err.value)
+
+
+def test_drain_marks_are_the_exclusion_label_and_the_cordon_annotation():
+    node = copy.deepcopy(kind_nodes()[0])
+    assert r.drain_marks(node, "dra.admin/driver-excluded", "dra.admin/cordoned-before-drain") == []
+    node["metadata"]["labels"]["dra.admin/driver-excluded"] = "true"
+    node["metadata"].setdefault("annotations", {})["dra.admin/cordoned-before-drain"] = "false"
+    assert len(r.drain_marks(node, "dra.admin/driver-excluded", "dra.admin/cordoned-before-drain")) == 2
+
+
+def test_kubeadm_apply_runs_once_on_the_first_control_plane_node_to_upgrade():
+    entries = [{"node": "cp-1", "control_plane": True, "action": r.ACTION_UPGRADE},
+               {"node": "cp-2", "control_plane": True, "action": r.ACTION_UPGRADE},
+               {"node": "w-1", "control_plane": False, "action": r.ACTION_UPGRADE}]
+    steps = [e["kubeadm_step"] for e in r.kubeadm_steps(copy.deepcopy(entries), r.UPGRADE, "v1.36.3", "v1.37.2")]
+    assert steps == ["apply", "node", "node"]
+    # The control plane already at the target (a run that stopped at a worker): no second apply.
+    steps = [e["kubeadm_step"] for e in r.kubeadm_steps(copy.deepcopy(entries), r.UPGRADE, "v1.37.2", "v1.37.2")]
+    assert steps == ["node", "node", "node"]
+    assert [e["kubeadm_step"] for e in r.kubeadm_steps(copy.deepcopy(entries), r.MAINTENANCE, "v1.37.2", "")] == [
+        None, None, None]
+
+
+def test_batches_of_the_size_asked():
+    assert r.batches(["a", "b", "c"], 2) == [["a", "b"], ["c"]]
+    with pytest.raises(UpgradeInputError) as err:
+        r.batches(["a"], 0)
+    assert str(err.value).startswith("batch_size: ")
+
+
+def test_a_gate_the_target_removes_is_not_carried_into_kubeadm_config():
+    """DynamicResourceAllocation is locked on from 1.35 and gone in 1.38 (the catalog): kubeadm-config must lose it
+    before kubeadm renders 1.38's manifests; a gate the target keeps stays, in its place."""
+    config = with_apiserver_args(cluster_configuration("v1.37.2"), {
+        "feature-gates": "DynamicResourceAllocation=true,DRADeviceTaintRules=true",
+        "runtime-config": "resource.k8s.io/v1beta1=true,resource.k8s.io/v1beta2=true"})
+    carried = r.carried_flags(config, "v1.38.0")
+    assert carried["extra_args"] == {"kube-apiserver": {"feature-gates": "DRADeviceTaintRules=true",
+                                                        "runtime-config": "resource.k8s.io/v1beta2=true"}}
+    assert sorted((d["flag"], d["entry"]) for d in carried["dropped"]) == [
+        ("feature-gates", "DynamicResourceAllocation"), ("runtime-config", "resource.k8s.io/v1beta1")]
+    # To 1.37 the same flags are carried whole (1.37 still knows the gate, locked to true, and serves v1beta1).
+    assert r.carried_flags(config, "v1.37.2")["extra_args"] == {}
+
+
+def test_a_flag_left_empty_is_removed_and_v1beta3_maps_are_read():
+    config = cluster_configuration("v1.33.13")
+    config["apiServer"]["extraArgs"] = {"feature-gates": "DynamicResourceAllocation=true"}
+    config["apiVersion"] = "kubeadm.k8s.io/v1beta3"
+    carried = r.carried_flags(config, "v1.38.0")
+    assert carried["extra_args"] == {"kube-apiserver": {"feature-gates": None}}
+
+
+def test_blockers_leave_out_the_control_plane_gates_the_upgrade_settles():
+    settled = {"id": "feature-gate-removed", "severity": "breaking", "evidence": {"component": "kube-apiserver"}}
+    kubelet = {"id": "feature-gate-removed", "severity": "breaking", "evidence": {"component": "kubelet"}}
+    stored = {"id": "stored-api-version", "severity": "breaking", "evidence": {}}
+    warning = {"id": "storage-version", "severity": "warning", "evidence": {}}
+    assert r.blockers([settled, kubelet, stored, warning]) == [kubelet, stored]
+
+
+def test_plan_lines_name_each_node_and_what_happens_there():
+    plan = {"summary": "upgrade to v1.37.2: 1 node(s) to take through (w-1)", "carried_flags": {"dropped": [
+        {"component": "kube-apiserver", "flag": "feature-gates", "entry": "A", "why": "removed"}]},
+        "control_plane": [{"node": "cp", "control_plane": True, "kubelet_version": "v1.37.2", "action": "done",
+                           "drain_marks": [], "kubeadm_step": "node"}],
+        "workers": [{"node": "w-1", "control_plane": False, "kubelet_version": "v1.36.3", "action": "upgrade",
+                     "drain_marks": [], "kubeadm_step": "node", "drain_preview": {"summary": "1 of 1 fit"}}]}
+    lines = r.plan_lines(plan)
+    assert lines[1] == "kubeadm-config kube-apiserver --feature-gates: A left out (removed)"
+    assert lines[2] == "control plane cp (kubelet v1.37.2): done"
+    assert lines[3] == "worker w-1 (kubelet v1.36.3): upgrade, kubeadm upgrade node; drain preview: 1 of 1 fit"
+    assert r.node_entry(plan, "w-1")["action"] == "upgrade"
+    with pytest.raises(UpgradeInputError):
+        r.node_entry(plan, "w-2")
