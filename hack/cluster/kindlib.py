@@ -735,6 +735,24 @@ def load_health_driver_image(versions, cluster, log=print):
     return health_driver_image()
 
 
+# The images a kubeadm upgrade to a release asks each node for (the node images hold their own release's only).
+UPGRADE_IMAGE_ROLES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "pause")
+
+
+def load_release_images(versions, k8s_version, cluster, log=print):
+    """`kind load image-archive` of a release's control-plane, kube-proxy and pause images into every node of the
+    cluster, as a registry would serve them to `kubeadm upgrade`; the references loaded."""
+    from clusterlib import component_bin
+    archives = image_archives(versions, k8s_version, base_rootfs(versions, log), log)
+    images = cluster_images(versions, k8s_version)
+    kind_bin = component_bin("kind", versions["KIND_VERSION"], "kind")
+    refs = [images[role] for role in UPGRADE_IMAGE_ROLES]
+    for ref in refs:
+        run([kind_bin, "load", "image-archive", archives[ref], "--name", cluster],
+            env=podman_env(network_name(cluster)))
+    return refs
+
+
 # --- clusters ---------------------------------------------------------------------------------
 
 KIND_CLUSTER_LABEL = "io.x-k8s.kind.cluster"

@@ -41,8 +41,8 @@ def node_problems(node, expected_version=""):
             node["metadata"]["name"], ready.get("reason") or "no Ready condition", ready.get("message") or "-"))
     have = kubelet_version(node)
     if expected_version and not same_release(have, expected_version):
-        problems.append("node %s runs kubelet %s, not %s" % (node["metadata"]["name"], have or "(unknown)",
-                                                              expected_version))
+        problems.append("node %s runs kubelet %s, not %s"
+                        % (node["metadata"]["name"], have or "(unknown)", expected_version))
     return problems
 
 
@@ -58,26 +58,27 @@ def published_devices(slices, node, drivers):
 
 
 def device_problems(node, devices, expected):
-    """Each driver that publishes nothing for the node, or not the devices it had (`expected`: {driver: [...]},
-    from a look before the node's work)."""
+    """Each driver that no longer publishes the devices it had for the node, or publishes new ones (`expected`:
+    {driver: [...]}, from a look before the node's work). A driver without an expectation is not judged: a node
+    it never served (a control-plane node its DaemonSet leaves out) publishes nothing, rightly."""
     problems = []
     for driver in sorted(devices):
-        have = set(devices[driver])
-        if not have:
-            problems.append("%s publishes no device for %s" % (driver, node))
-            continue
         if driver not in (expected or {}):
             continue
+        have = set(devices[driver])
         missing, new = set(expected[driver]) - have, have - set(expected[driver])
-        if missing:
+        if missing and not have:
+            problems.append("%s publishes no device for %s (it had %s)" % (driver, node, ", ".join(sorted(missing))))
+        elif missing:
             problems.append("%s no longer publishes %s for %s" % (driver, ", ".join(sorted(missing)), node))
         if new:
             problems.append("%s publishes %s for %s, which it did not before" % (driver, ", ".join(sorted(new)), node))
     return problems
 
 
-# A klog error line ("E1127 21:33:34.123456 ...") and the words a kubelet that refuses to start writes.
-_KLOG_ERROR = re.compile(r"^E\d{4} ")
+# A klog line ("E1127 21:33:34.123456 ...": E error, F fatal; I and W are not errors), and the words of the lines
+# a kubelet that refuses to start writes before klog runs (its flag parsing, cobra's "Error:").
+_KLOG_LINE = re.compile(r"^([IWEF])\d{4} ")
 _FATAL_WORDS = ("unknown flag", "failed to run kubelet", "command failed", "error:", "invalid")
 KUBELET_ERRORS_KEPT = 5
 
@@ -85,6 +86,10 @@ KUBELET_ERRORS_KEPT = 5
 def kubelet_errors(lines, keep=KUBELET_ERRORS_KEPT):
     """The last `keep` error lines of a kubelet's journal (klog errors, and the lines of a kubelet that refuses
     to start), oldest first."""
-    found = [line.strip() for line in lines or []
-             if _KLOG_ERROR.match(line.strip()) or any(word in line.lower() for word in _FATAL_WORDS)]
+    found = []
+    for line in lines or []:
+        line = line.strip()
+        klog = _KLOG_LINE.match(line)
+        if (klog and klog.group(1) in "EF") or (not klog and any(word in line.lower() for word in _FATAL_WORDS)):
+            found.append(line)
     return found[-keep:]

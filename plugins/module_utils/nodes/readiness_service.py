@@ -9,6 +9,12 @@ __metaclass__ = type
 
 import time
 
+try:
+    from urllib3.exceptions import HTTPError as NoAnswer  # the kubernetes client's transport: no connection
+except ImportError:  # pragma: no cover - the kubernetes client brings urllib3
+    NoAnswer = OSError
+
+from ansible_collections.dra.admin.plugins.module_utils.access.api import DraApiError
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.common.waits import growing_delays
 from ansible_collections.dra.admin.plugins.module_utils.drivers.nodes import select_nodes_for_daemonset
@@ -18,6 +24,11 @@ from ansible_collections.dra.admin.plugins.module_utils.nodes.drain_service impo
 from ansible_collections.dra.admin.plugins.module_utils.nodes.readiness import (
     device_problems, kubelet_version, node_problems, published_devices,
 )
+
+
+# What a kube-apiserver answers while it restarts (kubeadm upgrade apply, a kubelet restart on its node): its
+# authorizer not yet synced (403), not ready (429, 5xx), or no answer at all (no status).
+TRANSIENT_STATUSES = (None, 401, 403, 429, 500, 502, 503, 504)
 
 
 class NodeNotBack(DraAdminError):
@@ -67,7 +78,13 @@ def wait_until_back(api, params, clock=time.time, sleep=time.sleep):
     deadline = clock() + params["wait_timeout"]
     delays = growing_delays(params["wait_sleep"])
     while True:
-        result = look(api, params, daemonsets)
+        try:
+            result = look(api, params, daemonsets)
+        except (DraApiError, NoAnswer) as exc:
+            if getattr(exc, "status", None) not in TRANSIENT_STATUSES:
+                raise
+            result = {"node": params["node"], "kubelet_version": "", "driver_pods": [], "devices": {},
+                      "problems": ["the API server did not answer: %s" % exc], "back": False}
         if result["back"] or clock() >= deadline:
             break
         sleep(next(delays))

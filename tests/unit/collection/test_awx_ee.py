@@ -199,12 +199,13 @@ def test_every_playbook_has_a_job_template():
     templates = job_templates()
     playbooks = sorted(p.stem for p in (ROOT / "playbooks").glob("*.yml") if p.stem != "awx_configure")
     assert sorted(templates) == playbooks == ["canary", "device_maintenance", "device_remediation", "driver_upgrade",
-                                              "health", "maintenance", "node_doctor", "site", "upgrade_check"]
+                                              "health", "maintenance", "node_doctor", "site", "upgrade",
+                                              "upgrade_check"]
     for name, template in templates.items():
         assert template["playbook"] == "playbooks/%s.yml" % name
     # A survey where a run must be told something no inventory holds (the node, the device, the target release).
     surveyed = sorted(n for n, t in templates.items() if "survey" in t)
-    assert surveyed == ["device_maintenance", "maintenance", "upgrade_check"]
+    assert surveyed == ["device_maintenance", "maintenance", "upgrade", "upgrade_check"]
 
 
 def schedules():
