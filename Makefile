@@ -47,7 +47,7 @@ KUBE_BIN := $(CACHE)/kubernetes-$(K8S_DEFAULT)/bin
 
 .PHONY: help venv venv-oldest venv-publish sanity-oldest unit-oldest publish-check build-kind-one build build-kind kind-deps up down up-kwok down-kwok demo demo-kwok site site-kwok lint sanity \
 	test-deps unit integration integration-kind integration-kind-nodes integration-readme molecule molecule-kind test collection-link clean gate-matrix \
-	gate-matrix-test
+	gate-matrix-test build-kind-upgrade integration-kind-upgrade
 
 KIND_WORKERS ?= 2
 # podman settings of the kind backend come from the project's own file, never from the host's.
@@ -174,8 +174,18 @@ integration-kind: integration-kind-nodes integration-readme
 KIND_LAST := tests/integration/test_kind_device_health.py
 integration-kind-nodes: venv collection-link kind-deps build-kind
 	cd $(ROOT) && $(BIN)/python -m pytest -q \
-		$(filter-out %/test_kind_readme.py $(KIND_LAST),$(wildcard tests/integration/test_kind_*.py)) $(KIND_LAST) \
+		$(filter-out %/test_kind_readme.py %/test_kind_upgrade_minor.py $(KIND_LAST),$(wildcard tests/integration/test_kind_*.py)) $(KIND_LAST) \
 		$(if $(KIND_RELEASE),-k "$(KIND_RELEASE)") --durations=20
+
+# A kubeadm upgrade of a kind cluster from K8S_UPGRADE_FROM to the default release (hack/cluster/versions.env),
+# with playbooks/upgrade.yml; out of `make test` for its build time (docs/decisions.md, "The upgrade test on real
+# nodes").
+build-kind-upgrade: build-kind-one
+	$(ROOT)/hack/cluster/build --kind --kind-only --k8s-version \
+		$(shell sed -n 's/^K8S_UPGRADE_FROM=//p' $(ROOT)/hack/cluster/versions.env)
+
+integration-kind-upgrade: venv collection-link kind-deps build-kind-upgrade
+	cd $(ROOT) && $(BIN)/python -m pytest -q tests/integration/test_kind_upgrade_minor.py --durations=10
 
 # The README's commands as written and the AWX job templates under ansible-runner, on the installed
 # artifact: one kind cluster of the default release (test_kind_readme.py).

@@ -1,0 +1,145 @@
+"""playbooks/upgrade.yml upgrades a real kubeadm cluster one minor release, node by node in DRA order: a kind
+cluster of K8S_UPGRADE_FROM (hack/cluster/versions.env, the minor before the default release) with the example
+driver and claim pods on both workers, upgraded to the default release with the release's kubeadm, kubelet and
+kubectl binaries (built here) and its images loaded into the nodes as a registry would serve them.
+
+Watched from outside: each worker's claim pods are evicted before its driver pod leaves, the driver is back (ready,
+the same devices published) before the node is uncordoned, no claim fails to prepare, the control plane and every
+kubelet report the release, the upgrade check for the release finds nothing breaking, and a second run changes
+nothing.
+
+Not part of `make test` (a third Kubernetes release to build; docs/decisions.md, "The upgrade test on real nodes"):
+`make integration-kind-upgrade`.
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
+import clusterlib  # noqa: E402
+import kind_nodes  # noqa: E402
+import kindlib  # noqa: E402
+from dra_objects import DRIVER, claim_template  # noqa: E402
+from kind_nodes import DRIVER_NAMESPACE, is_ready, live_driver_pods, wait_until  # noqa: E402
+from test_kind_upgrade import (  # noqa: E402
+    DRIVER_DAEMONSET, devices_of, first_deletion, node_watch, pod_watch, trainer_deployment, uncordoned_at,
+)
+
+VERSIONS = clusterlib.load_versions()
+FROM, TO = VERSIONS["K8S_UPGRADE_FROM"], clusterlib.supported_k8s_versions()[0]
+# kind's nodes run on this host's cgroup v1 (the kubelet allows it: failCgroupV1 false); kubeadm's preflight refuses
+# it unless told, as kind's own kubeadm init is.
+KUBEADM_ARGS = ["--ignore-preflight-errors=SystemVerification"]
+
+
+@pytest.fixture(scope="module")
+def old_cluster(tmp_path_factory):
+    name = "itu-%d" % os.getpid()
+    up = [sys.executable, os.path.join(ROOT, "hack", "cluster", "kind-up"), "--name", name, "--k8s-version", FROM,
+          "--workers", "2", "--enable-dra"]
+    res = subprocess.run(up, capture_output=True, text=True, check=False)
+    try:
+        assert res.returncode == 0, f"kind cluster {FROM} did not come up:\n{res.stdout}\n{res.stderr}"
+        c = kind_nodes.KindCluster(name, FROM, 2)
+        res = c.run_role("dra.admin.driver", tmp_path_factory.mktemp("driver"), {
+            "dra_driver_name": DRIVER, "dra_driver_namespace": DRIVER_NAMESPACE,
+            "dra_driver_image": kindlib.driver_image(c.versions), "dra_driver_command": ["dra-example-kubeletplugin"],
+            "dra_driver_wait_timeout": 240})
+        assert res.returncode == 0, f"driver role failed:\n{res.stdout[-6000:]}\n{res.stderr[-2000:]}"
+        # What a registry serves to kubeadm upgrade: the release's control-plane, kube-proxy and pause images.
+        kindlib.load_release_images(c.versions, TO, name, log=lambda line: None)
+        yield c
+    finally:
+        subprocess.run([sys.executable, os.path.join(ROOT, "hack", "cluster", "kind-down"), "--name", name],
+                       capture_output=True, text=True, check=False)
+
+
+def inventory(c, tmp_path):
+    import yaml  # pylint: disable=import-outside-toplevel
+    path = tmp_path / "upgrade-cluster.yml"
+    path.write_text(yaml.safe_dump({"all": {"children": {
+        "k8s_api": {"hosts": {"localhost": {"ansible_connection": "local",
+                                            "ansible_python_interpreter": sys.executable}}},
+        "kind_nodes": {"vars": {"ansible_connection": "containers.podman.podman",
+                                "ansible_python_interpreter": "/usr/bin/python3", "ansible_become": False},
+                       "children": {"control_plane": {"hosts": {c.nodes[0]: {}}},
+                                    "dra_nodes": {"hosts": dict((n, {}) for n in c.nodes[1:])}}}}}}))
+    return str(path)
+
+
+def run_upgrade(c, tmp_path, check=False):
+    vars_file = tmp_path / "upgrade-vars.json"
+    vars_file.write_text(json.dumps({
+        "dra_upgrade_version": TO,
+        "dra_node_upgrade_binaries_dir": os.path.dirname(clusterlib.component_bin("kubernetes", TO, "kubeadm")),
+        "dra_node_upgrade_kubeadm_args": KUBEADM_ARGS,
+        "dra_node_upgrade_driver_daemonsets": [DRIVER_DAEMONSET], "dra_node_upgrade_drivers": [DRIVER]}))
+    argv = ["ansible-playbook", "-i", inventory(c, tmp_path), f"{ROOT}/playbooks/upgrade.yml", "-e", f"@{vars_file}"]
+    return subprocess.run(argv + (["--check"] if check else []), env=c.env, capture_output=True, text=True,
+                          cwd=ROOT, check=False)
+
+
+def control_plane_images(c):
+    pods = c.get_json("pods", "-n", "kube-system", "-l", "tier=control-plane")["items"]
+    return dict((p["metadata"]["labels"]["component"], p["spec"]["containers"][0]["image"]) for p in pods)
+
+
+def test_upgrade_to_the_next_minor_node_by_node_in_dra_order(old_cluster, tmp_path):
+    c = old_cluster
+    workers = c.nodes[1:]
+    ns = "itu-claims"
+    c.fresh_namespace(ns)
+    c.apply([claim_template(c.resource_version, ns, "one-gpu")] + [trainer_deployment(c, ns, n) for n in workers])
+
+    def running_trainers():
+        pods = c.get_json("pods", "-n", ns, "-l", "app=trainer")["items"]
+        running = [p for p in pods if p["status"].get("phase") == "Running" and not p["metadata"].get(
+            "deletionTimestamp")]
+        return running if len(running) == len(workers) else None
+    wait_until(running_trainers, 180, "a claim pod running on each worker")
+    before = dict((n, devices_of(c, n)) for n in workers)
+    assert all(before.values()), before
+
+    planned = run_upgrade(c, tmp_path, check=True)
+    assert planned.returncode == 0, planned.stdout[-6000:] + planned.stderr[-2000:]
+    assert f"upgrade to {TO}: 3 node(s) to take through" in planned.stdout
+    assert f"control plane {c.nodes[0]} (kubelet {FROM}): upgrade, kubeadm upgrade apply" in planned.stdout
+    assert [n["status"]["nodeInfo"]["kubeletVersion"] for n in c.get_json("nodes")["items"]] == [FROM] * 3
+
+    pods, nodes = pod_watch(c), node_watch(c)
+    started = time.time()
+    res = run_upgrade(c, tmp_path)
+    pod_lines, node_lines = pods.stop(), nodes.stop()
+    print(f"\nupgrade {FROM} -> {TO} took {time.time() - started:.0f}s")
+    assert res.returncode == 0, res.stdout[-8000:] + res.stderr[-2000:]
+    previous_back = started
+    for node in workers:
+        evicted = first_deletion(pod_lines, ns, f"trainer-{node}", node)
+        driver_left = first_deletion(pod_lines, DRIVER_NAMESPACE, "gpu-example-com-kubeletplugin", node)
+        back = uncordoned_at(node_lines, node, previous_back)
+        assert evicted and driver_left and back, (node, evicted, driver_left, back)
+        assert previous_back <= evicted < driver_left < back, (node, evicted, driver_left, back)
+        assert [p for p in live_driver_pods(c, node) if is_ready(p)]
+        assert devices_of(c, node) == before[node]
+        previous_back = back
+    assert [n["status"]["nodeInfo"]["kubeletVersion"] for n in c.get_json("nodes")["items"]] == [TO] * 3
+    assert set(control_plane_images(c).values()) == {
+        f"registry.k8s.io/{component}:{TO}" for component in ("kube-apiserver", "kube-controller-manager",
+                                                              "kube-scheduler")} | {
+        kindlib.cluster_images(c.versions, TO)["etcd"]}
+    wait_until(running_trainers, 180, "the claim pods running again on the upgraded nodes")
+    events = c.get_json("events", "-n", ns)["items"]
+    assert [e["message"] for e in events if e.get("reason") == "FailedPrepareDynamicResources"] == []
+    check = c.run_module("dra.admin.dra_upgrade_check_info", {"target_version": TO}, tmp_path)
+    assert not check.get("failed") and check["summary"].get("breaking", 0) == 0, json.dumps(check, indent=1)[:4000]
+
+    again = run_upgrade(c, tmp_path)
+    assert again.returncode == 0, again.stdout[-6000:]
+    assert "0 node(s) to take through (none)" in again.stdout
+    assert "changed=0" in again.stdout.split("PLAY RECAP", 1)[1] and "changed=1" not in again.stdout.split(
+        "PLAY RECAP", 1)[1]
