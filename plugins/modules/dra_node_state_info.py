@@ -20,7 +20,9 @@ description:
     driver's devices with their CDI device ids.
   - The plugin registration sockets (C(<kubelet_root_dir>/plugins_registry)) and the plugin data directories
     (C(<kubelet_root_dir>/plugins/<driver>)), the driver and pod UID their names carry, and whether each socket
-    answers (a Unix socket connect; a socket nobody listens on refuses it).
+    answers - a gRPC server's first answer (its HTTP/2 SETTINGS frame) within 1 s of the connection preface, so a
+    socket nobody listens on (refused) and a plugin that is stopped or hung (the kernel accepts, the process sends
+    nothing) both count as not answering.
   - The CDI spec files of O(cdi_spec_dirs) (JSON, or YAML where PyYAML is installed on the node) with their kind,
     devices and the claim UIDs they name.
   - Through C(crictl) (when found), the running containers and the CDI devices each was started with

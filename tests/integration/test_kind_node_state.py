@@ -267,6 +267,33 @@ def test_dead_registration_socket_is_removed(kind_cluster, kind_driver, tmp_path
     assert_clean_second_run(c, tmp_path, node)
 
 
+def test_a_stopped_plugin_is_not_taken_for_an_answering_one(kind_cluster, kind_driver, tmp_path):
+    """SIGSTOP of the example driver's plugin process: the kernel still accepts connections on its sockets, but the
+    process sends nothing. The doctor asks each socket the first question of gRPC (HTTP/2's SETTINGS) with a
+    deadline, so the stopped plugin's sockets are named as not answering, with its running pod, and nothing is made
+    eligible for repair; let go on (SIGCONT), a second run finds nothing."""
+    c = kind_cluster
+    node = c.nodes[-1]
+    pod = wait_until(lambda: [p for p in live_driver_pods(c, node) if is_ready(p)], 120,
+                     f"a ready driver pod on {node}")[0]
+    pid = node_text(c, node, "sh", "-c", "crictl inspect -o go-template --template '{{.info.pid}}' "
+                    f"$(crictl ps -q --name '^plugin$' --label io.kubernetes.pod.uid={pod['metadata']['uid']})").strip()
+    assert pid.isdigit(), pid
+    stopped = c.on_node(node, "kill", "-STOP", pid)
+    assert stopped.returncode == 0, stopped.stderr
+    try:
+        rc, tasks, dummy = run_doctor(c, tmp_path, {"dra_node_doctor_repair": True}, check=True)
+    finally:
+        c.on_node(node, "kill", "-CONT", pid)
+    assert rc == 0, json.dumps(tasks, indent=1)[:4000]
+    found = [f for f in node_report(tasks, node)["findings"] if f["kind"] == "dead_socket"]
+    assert found, node_report(tasks, node)
+    for f in found:
+        assert "stopped or hung" in f["message"] and f.get("repair") is None, f
+        assert "restart the pod" in f["next_step"], f
+    assert_clean_second_run(c, tmp_path, node)
+
+
 def node_ready(c, node):
     conditions = c.get_json("node", node)["status"].get("conditions") or []
     return any(x["type"] == "Ready" and x["status"] == "True" for x in conditions)

@@ -27,17 +27,47 @@ except ImportError:  # pragma: no cover - a node without PyYAML reads JSON specs
     HAS_YAML = False
 
 SOCKET_TIMEOUT = 1.0
+# Every socket of a DRA driver (registration, DRA service) is a gRPC server, that is HTTP/2: a client opens with the
+# connection preface and a SETTINGS frame, and a live server sends its own SETTINGS frame first thing (RFC 9113,
+# 3.4). A process that is stopped or hung still has the kernel accept connections on its socket, but sends nothing.
+HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+HTTP2_EMPTY_SETTINGS = b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+HTTP2_FRAME_HEADER = 9
+HTTP2_SETTINGS = 4
+
+
+def _read_frame_header(client):
+    data = b""
+    while len(data) < HTTP2_FRAME_HEADER:
+        chunk = client.recv(HTTP2_FRAME_HEADER - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def http2_settings_answer(header):
+    """(True, None) when the bytes are an HTTP/2 SETTINGS frame header on stream 0, else (False, why)."""
+    if len(header) < HTTP2_FRAME_HEADER:
+        return False, "closed the connection without answering"
+    stream = int.from_bytes(header[5:9], "big") & 0x7FFFFFFF
+    if header[3] != HTTP2_SETTINGS or stream != 0:
+        return False, "answers, but not as a gRPC server (no HTTP/2 SETTINGS frame)"
+    return True, None
 
 
 def socket_answers(path):
-    """(True, None) when something accepts a connection on the Unix socket `path`, else (False, why)."""
+    """(True, None) when a gRPC server answers on the Unix socket `path` within SOCKET_TIMEOUT (its HTTP/2 SETTINGS
+    frame), else (False, why): nothing listens, or a process accepts but does not answer (stopped, hung)."""
     client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     client.settimeout(SOCKET_TIMEOUT)
     try:
         client.connect(path)
-        return True, None
+        client.sendall(HTTP2_PREFACE + HTTP2_EMPTY_SETTINGS)
+        return http2_settings_answer(_read_frame_header(client))
     except socket.timeout:
-        return False, "no answer within %.0f s" % SOCKET_TIMEOUT
+        return False, "accepts connections but sends nothing within %.0f s (the process is stopped or hung)" % (
+            SOCKET_TIMEOUT)
     except (OSError, IOError) as exc:
         return False, os.strerror(exc.errno) if exc.errno else str(exc)
     finally:

@@ -5,6 +5,7 @@ import os
 import shutil
 import socket
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -125,15 +126,48 @@ def short_path():
     shutil.rmtree(path)
 
 
+class Http2Server(object):
+    """A Unix socket whose server answers as every gRPC server does first: its HTTP/2 SETTINGS frame (one setting,
+    SETTINGS_MAX_CONCURRENT_STREAMS); or another `answer`; or none at all (b"": a stopped process, whose socket the
+    kernel still accepts connections on). Each connection stays open until the client closes it."""
+
+    SETTINGS = b"\x00\x00\x06\x04\x00\x00\x00\x00\x00" + b"\x00\x03\x00\x00\x00\x64"
+
+    def __init__(self, path, answer=SETTINGS):
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.bind(path)
+        self.sock.listen(4)
+        self.answer = answer
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self):
+        while True:
+            try:
+                conn, dummy = self.sock.accept()
+            except OSError:
+                return
+            try:
+                if self.answer:
+                    conn.sendall(self.answer)
+                while conn.recv(4096):
+                    pass
+            except OSError:  # the client went away first (the test's side of the race)
+                pass
+            finally:
+                conn.close()
+
+    def close(self):
+        self.sock.close()
+
+
 def node_tree(tmp_path):
     """A kubelet root and a CDI directory as on the recorded node, with one live and one dead socket."""
     root = tmp_path / "k"
     (root / "plugins_registry").mkdir(parents=True)
     (root / "plugins" / "gpu.example.com").mkdir(parents=True)
     (root / "dra_manager_state").write_text(recorded("dra_manager_state"))
-    live = socket.socket(socket.AF_UNIX)
-    live.bind(str(root / "plugins_registry" / "gpu.example.com-e17a79f7-cb9b-45d9-88ab-716c779b2bc4-reg.sock"))
-    live.listen(1)
+    live = Http2Server(str(root / "plugins_registry" / "gpu.example.com-e17a79f7-cb9b-45d9-88ab-716c779b2bc4-reg.sock"))
     dead = socket.socket(socket.AF_UNIX)
     dead.bind(str(root / "plugins_registry" / "gpu.example.com-0b6f3c2e-3f7a-4d55-9b0e-2b1f7a9c8d11-reg.sock"))
     dead.close()
@@ -171,6 +205,28 @@ def test_gather_reads_files_sockets_and_containers(short_path):
     assert by_name["broken.json"]["format"] == "unknown"
     assert len(by_name["k8s.gpu.example.com-gpu_%s.yaml" % CLAIM]["used_by"]) == 1
     assert state["containers"]["available"] and state["errors"] == []
+
+
+def test_a_socket_that_accepts_but_never_answers_is_not_taken_for_a_live_plugin(short_path):
+    """What a SIGSTOPped plugin leaves: the kernel accepts connections on its socket, the process sends nothing. A
+    plain listening socket and one whose server answers with something else than HTTP/2 are told apart too."""
+    silent = Http2Server(str(short_path / "stopped.sock"), answer=b"")
+    try:
+        answers, why = node_state_service.socket_answers(str(short_path / "stopped.sock"))
+    finally:
+        silent.close()
+    assert answers is False and "stopped or hung" in why
+    other = Http2Server(str(short_path / "other.sock"), answer=b"HTTP/1.1 400 Bad Request\r\n\r\n")
+    try:
+        answers, why = node_state_service.socket_answers(str(short_path / "other.sock"))
+    finally:
+        other.close()
+    assert answers is False and "not as a gRPC server" in why
+    live = Http2Server(str(short_path / "live.sock"))
+    try:
+        assert node_state_service.socket_answers(str(short_path / "live.sock")) == (True, None)
+    finally:
+        live.close()
 
 
 def test_without_crictl_no_spec_is_known_unused(short_path):
