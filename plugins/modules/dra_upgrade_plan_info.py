@@ -148,6 +148,7 @@ api_requests:
 
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import fails_on_error
 from ansible_collections.dra.admin.plugins.module_utils.access.api import AnsibleK8SModule, DraApi, auth_argument_spec
+from ansible_collections.dra.admin.plugins.module_utils.kube.selection import DEFAULT_EXCLUSION_LABEL
 from ansible_collections.dra.admin.plugins.module_utils.upgrade.rollout_service import plan
 
 
@@ -157,7 +158,7 @@ def argument_spec():
         target_version=dict(type="str", default=""),
         nodes=dict(type="list", elements="str", default=[]),
         batch_size=dict(type="int", default=1),
-        exclusion_label=dict(type="str", default="dra.admin/driver-excluded"),
+        exclusion_label=dict(type="str", default=DEFAULT_EXCLUSION_LABEL),
         preview=dict(type="bool", default=True),
         kubelet_gates=dict(type="bool", default=True),
     )

@@ -87,6 +87,22 @@ class KindCluster:
             "ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}))
         return str(inventory)
 
+    def nodes_inventory(self, tmp_path, control_plane=False):
+        """An inventory of the cluster's nodes as the collection's playbooks take them: k8s_api (localhost), the
+        workers in dra_nodes and, with `control_plane`, the control-plane node in control_plane (podman
+        connection)."""
+        groups = {"dra_nodes": {"hosts": dict((n, {}) for n in self.nodes[1:])}}
+        if control_plane:
+            groups["control_plane"] = {"hosts": {self.nodes[0]: {}}}
+        inventory = tmp_path / "nodes-inventory.yml"
+        inventory.write_text(yaml.safe_dump({"all": {"children": {
+            "k8s_api": {"hosts": {"localhost": {"ansible_connection": "local",
+                                                "ansible_python_interpreter": sys.executable}}},
+            "kind_nodes": {"vars": {"ansible_connection": "containers.podman.podman",
+                                    "ansible_python_interpreter": "/usr/bin/python3", "ansible_become": False},
+                           "children": groups}}}}))
+        return str(inventory)
+
     def run_module(self, module, args, tmp_path):
         """One module ad hoc on localhost against the cluster; its result dict (cluster_harness.run_module)."""
         return cluster_harness.run_module(self.env, self.local_inventory(tmp_path), module, args)

@@ -17,8 +17,6 @@ import sys
 import threading
 import time
 
-import yaml
-
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
 from dra_objects import DRIVER, claim_template  # noqa: E402
@@ -44,24 +42,37 @@ NODE_WORK = """\
 
 
 class Watch(object):
-    """`kubectl get --watch` of one resource, each line stamped with the time it arrived."""
+    """`kubectl get --watch` of one resource, each line stamped with the time it arrived. A watch ends when
+    kube-apiserver restarts (kubeadm upgrade apply): it is started again at once, and its first lines are the
+    objects as they are then."""
 
     def __init__(self, c, resource, template, *args):
         self.lines = []
-        argv = ["kubectl", "--kubeconfig", c.kubeconfig, "get", resource, "--watch", "--output-watch-events",
-                "-o", "jsonpath=" + template + "{\"\\n\"}"] + list(args)
-        self.proc = subprocess.Popen(argv, env=c.env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.argv = ["kubectl", "--kubeconfig", c.kubeconfig, "get", resource, "--watch", "--output-watch-events",
+                     "-o", "jsonpath=" + template + "{\"\\n\"}"] + list(args)
+        self.env = c.env
+        self.stopped = threading.Event()
+        self.proc = None
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()
 
     def _read(self):
-        for line in self.proc.stdout:
-            self.lines.append((time.time(), line.split()))
+        while not self.stopped.is_set():
+            self.proc = subprocess.Popen(self.argv, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                         text=True)
+            for line in self.proc.stdout:
+                self.lines.append((time.time(), line.split()))
+            self.proc.wait()
+            self.stopped.wait(0.5)
 
     def stop(self):
-        self.proc.terminate()
-        self.proc.wait(10)
-        self.thread.join(10)
+        self.stopped.set()
+        for dummy in range(20):
+            if self.proc is not None:
+                self.proc.terminate()
+            self.thread.join(1)
+            if not self.thread.is_alive():
+                break
         return self.lines
 
 
@@ -94,21 +105,11 @@ def uncordoned_at(lines, node, after):
     return None
 
 
-def inventory(c, tmp_path):
-    path = tmp_path / "upgrade-nodes.yml"
-    path.write_text(yaml.safe_dump({"all": {"children": {
-        "k8s_api": {"hosts": {"localhost": {"ansible_connection": "local",
-                                            "ansible_python_interpreter": sys.executable}}},
-        "kind_nodes": {"vars": {"ansible_connection": "containers.podman.podman",
-                                "ansible_python_interpreter": "/usr/bin/python3", "ansible_become": False},
-                       "children": {"dra_nodes": {"hosts": dict((n, {}) for n in c.nodes[1:])}}}}}}))
-    return str(path)
-
-
 def run_upgrade(c, tmp_path, extra_vars, check=False):
     vars_file = tmp_path / "upgrade-vars.json"
     vars_file.write_text(json.dumps(extra_vars))
-    argv = ["ansible-playbook", "-i", inventory(c, tmp_path), f"{ROOT}/playbooks/upgrade.yml", "-e", f"@{vars_file}"]
+    argv = ["ansible-playbook", "-i", c.nodes_inventory(tmp_path), f"{ROOT}/playbooks/upgrade.yml", "-e",
+            f"@{vars_file}"]
     return subprocess.run(argv + (["--check", "--diff"] if check else ["--diff"]), env=c.env, capture_output=True,
                           text=True, cwd=ROOT, check=False)
 
@@ -129,6 +130,16 @@ def trainer_deployment(c, ns, node):
                      "template": {"metadata": {"labels": {"app": "trainer", "node": node}}, "spec": template["spec"]}}}
 
 
+def running_trainers(c, ns, workers):
+    """A probe for wait_until: the namespace's trainer pods when one runs (not terminating) per worker."""
+    def probe():
+        pods = c.get_json("pods", "-n", ns, "-l", "app=trainer")["items"]
+        running = [p for p in pods if p["status"].get("phase") == "Running" and not p["metadata"].get(
+            "deletionTimestamp")]
+        return running if len(running) == len(workers) else None
+    return probe
+
+
 def devices_of(c, node):
     return sorted(d["name"] for s in node_slices(c, node) for d in s["spec"].get("devices") or [])
 
@@ -140,13 +151,7 @@ def test_maintenance_run_drains_in_dra_order_verifies_and_stops_at_a_node_that_d
     ns = "itk-upgrade"
     c.fresh_namespace(ns)
     c.apply([claim_template(c.resource_version, ns, "one-gpu")] + [trainer_deployment(c, ns, n) for n in workers])
-
-    def running_trainers():
-        pods = c.get_json("pods", "-n", ns, "-l", "app=trainer")["items"]
-        running = [p for p in pods if p["status"].get("phase") == "Running" and not p["metadata"].get(
-            "deletionTimestamp")]
-        return running if len(running) == len(workers) else None
-    wait_until(running_trainers, 180, "a claim pod running on each worker")
+    wait_until(running_trainers(c, ns, workers), 180, "a claim pod running on each worker")
     before = dict((n, devices_of(c, n)) for n in workers)
     assert all(before.values()), before
     node_work = tmp_path / "node-work.yml"
@@ -182,7 +187,7 @@ def test_maintenance_run_drains_in_dra_order_verifies_and_stops_at_a_node_that_d
         assert [p for p in live_driver_pods(c, node) if is_ready(p)]
         assert devices_of(c, node) == before[node]
         previous_back = back
-    wait_until(running_trainers, 180, "the claim pods running again")
+    wait_until(running_trainers(c, ns, workers), 180, "the claim pods running again")
 
     # The second worker's kubelet refuses its new flag: the run stops there, naming the node and the kubelet's error.
     refused = workers[-1]

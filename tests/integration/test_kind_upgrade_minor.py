@@ -27,7 +27,8 @@ import kindlib  # noqa: E402
 from dra_objects import DRIVER, claim_template  # noqa: E402
 from kind_nodes import DRIVER_NAMESPACE, is_ready, live_driver_pods, wait_until  # noqa: E402
 from test_kind_upgrade import (  # noqa: E402
-    DRIVER_DAEMONSET, devices_of, first_deletion, node_watch, pod_watch, trainer_deployment, uncordoned_at,
+    DRIVER_DAEMONSET, devices_of, first_deletion, node_watch, pod_watch, running_trainers, trainer_deployment,
+    uncordoned_at,
 )
 
 VERSIONS = clusterlib.load_versions()
@@ -59,19 +60,6 @@ def old_cluster(tmp_path_factory):
                        capture_output=True, text=True, check=False)
 
 
-def inventory(c, tmp_path):
-    import yaml  # pylint: disable=import-outside-toplevel
-    path = tmp_path / "upgrade-cluster.yml"
-    path.write_text(yaml.safe_dump({"all": {"children": {
-        "k8s_api": {"hosts": {"localhost": {"ansible_connection": "local",
-                                            "ansible_python_interpreter": sys.executable}}},
-        "kind_nodes": {"vars": {"ansible_connection": "containers.podman.podman",
-                                "ansible_python_interpreter": "/usr/bin/python3", "ansible_become": False},
-                       "children": {"control_plane": {"hosts": {c.nodes[0]: {}}},
-                                    "dra_nodes": {"hosts": dict((n, {}) for n in c.nodes[1:])}}}}}}))
-    return str(path)
-
-
 def run_upgrade(c, tmp_path, check=False):
     vars_file = tmp_path / "upgrade-vars.json"
     vars_file.write_text(json.dumps({
@@ -79,7 +67,8 @@ def run_upgrade(c, tmp_path, check=False):
         "dra_node_upgrade_binaries_dir": os.path.dirname(clusterlib.component_bin("kubernetes", TO, "kubeadm")),
         "dra_node_upgrade_kubeadm_args": KUBEADM_ARGS,
         "dra_node_upgrade_driver_daemonsets": [DRIVER_DAEMONSET], "dra_node_upgrade_drivers": [DRIVER]}))
-    argv = ["ansible-playbook", "-i", inventory(c, tmp_path), f"{ROOT}/playbooks/upgrade.yml", "-e", f"@{vars_file}"]
+    argv = ["ansible-playbook", "-i", c.nodes_inventory(tmp_path, control_plane=True), f"{ROOT}/playbooks/upgrade.yml",
+            "-e", f"@{vars_file}"]
     return subprocess.run(argv + (["--check"] if check else []), env=c.env, capture_output=True, text=True,
                           cwd=ROOT, check=False)
 
@@ -95,13 +84,7 @@ def test_upgrade_to_the_next_minor_node_by_node_in_dra_order(old_cluster, tmp_pa
     ns = "itu-claims"
     c.fresh_namespace(ns)
     c.apply([claim_template(c.resource_version, ns, "one-gpu")] + [trainer_deployment(c, ns, n) for n in workers])
-
-    def running_trainers():
-        pods = c.get_json("pods", "-n", ns, "-l", "app=trainer")["items"]
-        running = [p for p in pods if p["status"].get("phase") == "Running" and not p["metadata"].get(
-            "deletionTimestamp")]
-        return running if len(running) == len(workers) else None
-    wait_until(running_trainers, 180, "a claim pod running on each worker")
+    wait_until(running_trainers(c, ns, workers), 180, "a claim pod running on each worker")
     before = dict((n, devices_of(c, n)) for n in workers)
     assert all(before.values()), before
 
@@ -133,7 +116,7 @@ def test_upgrade_to_the_next_minor_node_by_node_in_dra_order(old_cluster, tmp_pa
         f"registry.k8s.io/{component}:{TO}" for component in ("kube-apiserver", "kube-controller-manager",
                                                               "kube-scheduler")} | {
         kindlib.cluster_images(c.versions, TO)["etcd"]}
-    wait_until(running_trainers, 180, "the claim pods running again on the upgraded nodes")
+    wait_until(running_trainers(c, ns, workers), 180, "the claim pods running again on the upgraded nodes")
     events = c.get_json("events", "-n", ns)["items"]
     assert [e["message"] for e in events if e.get("reason") == "FailedPrepareDynamicResources"] == []
     check = c.run_module("dra.admin.dra_upgrade_check_info", {"target_version": TO}, tmp_path)

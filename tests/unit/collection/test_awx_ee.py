@@ -337,7 +337,7 @@ def test_every_example_inventory_variable_is_declared_and_valid():
     playbook_text = "".join((ROOT / "playbooks" / name).read_text()
                             for name in ("site.yml", "maintenance.yml", "health.yml", "upgrade_check.yml",
                                          "device_maintenance.yml", "device_remediation.yml", "driver_upgrade.yml",
-                                         "canary.yml"))
+                                         "canary.yml", "upgrade.yml"))
     undeclared = []
     for name, value in variables.items():
         assert name.startswith("dra_"), name

@@ -7,6 +7,8 @@ import os
 import pytest
 import yaml
 
+from ansible_collections.dra.admin.plugins.module_utils.kube.selection import DEFAULT_EXCLUSION_LABEL
+from ansible_collections.dra.admin.plugins.module_utils.nodes.drain import CORDON_ANNOTATION
 from ansible_collections.dra.admin.plugins.module_utils.upgrade import rollout as r
 from ansible_collections.dra.admin.plugins.module_utils.upgrade.checks import UpgradeInputError
 from conftest import FIXTURES
@@ -64,7 +66,7 @@ def test_node_action_skips_a_node_at_the_target_unless_a_drain_left_it_out():
     node = kind_nodes()[0]
     assert r.kubelet_version(node) == "v1.37.2"
     assert r.node_action(node, r.UPGRADE, "v1.37.2", []) == r.ACTION_DONE
-    assert r.node_action(node, r.UPGRADE, "v1.37.2", ["label dra.admin/driver-excluded"]) == r.ACTION_FINISH
+    assert r.node_action(node, r.UPGRADE, "v1.37.2", ["label %s" % DEFAULT_EXCLUSION_LABEL]) == r.ACTION_FINISH
     assert r.node_action(node, r.MAINTENANCE, "", []) == r.ACTION_MAINTAIN
     older = copy.deepcopy(node)
     older["status"]["nodeInfo"]["kubeletVersion"] = "v1.36.3"
@@ -76,10 +78,10 @@ def test_node_action_skips_a_node_at_the_target_unless_a_drain_left_it_out():
 
 def test_drain_marks_are_the_exclusion_label_and_the_cordon_annotation():
     node = copy.deepcopy(kind_nodes()[0])
-    assert r.drain_marks(node, "dra.admin/driver-excluded", "dra.admin/cordoned-before-drain") == []
-    node["metadata"]["labels"]["dra.admin/driver-excluded"] = "true"
-    node["metadata"].setdefault("annotations", {})["dra.admin/cordoned-before-drain"] = "false"
-    assert len(r.drain_marks(node, "dra.admin/driver-excluded", "dra.admin/cordoned-before-drain")) == 2
+    assert r.drain_marks(node, DEFAULT_EXCLUSION_LABEL, CORDON_ANNOTATION) == []
+    node["metadata"]["labels"][DEFAULT_EXCLUSION_LABEL] = "true"
+    node["metadata"].setdefault("annotations", {})[CORDON_ANNOTATION] = "false"
+    assert len(r.drain_marks(node, DEFAULT_EXCLUSION_LABEL, CORDON_ANNOTATION)) == 2
 
 
 def test_kubeadm_apply_runs_once_on_the_first_control_plane_node_to_upgrade():
