@@ -59,11 +59,12 @@ def published_devices(slices, node, drivers):
 
 def device_problems(node, devices, expected):
     """Each driver that no longer publishes the devices it had for the node, or publishes new ones (`expected`:
-    {driver: [...]}, from a look before the node's work). A driver without an expectation is not judged: a node
-    it never served (a control-plane node its DaemonSet leaves out) publishes nothing, rightly."""
+    {driver: [...]}, from a look before the node's work). A driver without devices in the expectation is not
+    judged: a node it never served (a control-plane node its DaemonSet leaves out) publishes nothing, rightly, and
+    a node a stopped run left drained has had its slices removed by the kubelet, so nothing is known of before."""
     problems = []
     for driver in sorted(devices):
-        if driver not in (expected or {}):
+        if not (expected or {}).get(driver):
             continue
         have = set(devices[driver])
         missing, new = set(expected[driver]) - have, have - set(expected[driver])

@@ -40,6 +40,8 @@ ACTION_DONE = "done"
 SETTLED_FINDINGS = ("feature-gate-removed", "feature-gate-locked")
 RESOURCE_GROUP_PREFIX = catalog.RESOURCE_GROUP + "/"
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
+# A release as a target: no pre-release (-rc.1) and no build suffix.
+_RELEASE = re.compile(r"^v?\d+\.\d+\.\d+$")
 
 
 def version_tuple(version):
@@ -48,14 +50,14 @@ def version_tuple(version):
     return tuple(int(part) for part in match.groups()) if match else None
 
 
-def run_mode(current, target):
-    """MAINTENANCE without a target, else UPGRADE; UpgradeInputError naming target_version for a target kubeadm
-    cannot reach from the cluster's release `current`."""
+def release_target(current, target):
+    """The target as kubeadm takes it (`vX.Y.Z`), or "" for maintenance; UpgradeInputError naming target_version
+    for a target kubeadm cannot reach from the cluster's release `current`."""
     if not target:
-        return MAINTENANCE
+        return ""
     wanted, now = version_tuple(target), version_tuple(current)
-    if wanted is None:
-        raise UpgradeInputError("target_version: %r is not a full release: give one such as v1.%d.0 (kubeadm "
+    if wanted is None or not _RELEASE.match(str(target)):
+        raise UpgradeInputError("target_version: %r is not a released version: give one such as v1.%d.0 (kubeadm "
                                 "upgrades to an exact patch release)" % (target, now[1] + 1 if now else 37))
     try:
         catalog.require_upgrade_target(target)
@@ -68,7 +70,12 @@ def run_mode(current, target):
     if now and wanted[1] > now[1] + 1:
         raise UpgradeInputError("target_version: kubeadm upgrades one minor release at a time: the cluster runs %s, "
                                 "so upgrade to a v1.%d release first" % (current, now[1] + 1))
-    return UPGRADE
+    return "v%d.%d.%d" % wanted
+
+
+def run_mode(current, target):
+    """MAINTENANCE without a target, else UPGRADE (release_target's checks)."""
+    return UPGRADE if release_target(current, target) else MAINTENANCE
 
 
 def kubelet_version(node):
@@ -99,10 +106,14 @@ def node_action(node, mode, target, marks):
     if mode == MAINTENANCE:
         return ACTION_MAINTAIN
     have = version_tuple(kubelet_version(node))
-    if have is not None and have > version_tuple(target):
+    if have is None:
+        raise UpgradeInputError("nodes: node %s reports kubelet version %r, not a Kubernetes release (a KWOK or "
+                                "virtual node): leave it out of the inventory groups control_plane and dra_nodes"
+                                % (node_name(node), kubelet_version(node)))
+    if have > version_tuple(target):
         raise UpgradeInputError("target_version: node %s already runs kubelet %s, newer than %s: give %s or newer"
                                 % (node_name(node), kubelet_version(node), target, kubelet_version(node)))
-    if have is None or have < version_tuple(target):
+    if have < version_tuple(target):
         return ACTION_UPGRADE
     return ACTION_FINISH if marks else ACTION_DONE
 
@@ -116,7 +127,7 @@ def order_nodes(nodes, names=None):
         if unknown:
             raise UpgradeInputError("nodes: the cluster has no node %s: give the names `kubectl get nodes` shows"
                                     % ", ".join(unknown))
-        chosen = [by_name[name] for name in names]
+        chosen = [by_name[name] for i, name in enumerate(names) if name not in names[:i]]
     else:
         chosen = [by_name[name] for name in sorted(by_name)]
     return [n for n in chosen if is_control_plane(n)], [n for n in chosen if not is_control_plane(n)]
@@ -210,17 +221,23 @@ def summary_line(plan):
         what, len(todo), ", ".join(todo) or "none", "; already done: %s" % ", ".join(done) if done else "")
 
 
-def kubeadm_steps(entries, mode, current, target):
+def kubeadm_steps(entries, mode, control_plane_version, target):
     """Set each entry's `kubeadm_step`: `apply` on the first control-plane node to upgrade while the control plane
-    is older than the target (kubeadm renders the new control plane there once), `node` everywhere else, None in
-    maintenance."""
-    apply_due = mode == UPGRADE and version_tuple(current) < version_tuple(target)
+    (kubeadm-config's kubernetesVersion) is older than the target (kubeadm renders the new control plane there
+    once), `node` everywhere else, None in maintenance. Returns why the workers must not start, or None: the control
+    plane older than the target with no control-plane node in the run to apply it (a kubelet is never newer than
+    kube-apiserver)."""
+    apply_due = mode == UPGRADE and (version_tuple(control_plane_version) or (0, 0, 0)) < version_tuple(target)
     for entry in entries:
         entry["kubeadm_step"] = None if mode == MAINTENANCE else "node"
         if apply_due and entry["control_plane"] and entry["action"] == ACTION_UPGRADE:
             entry["kubeadm_step"] = "apply"
             apply_due = False
-    return entries
+    if apply_due and any(e["action"] == ACTION_UPGRADE for e in entries):
+        return ("the control plane runs %s, older than %s, and no control-plane node of the run upgrades it: add the "
+                "control-plane nodes (inventory group control_plane) so kubeadm upgrade apply runs before any worker"
+                % (control_plane_version or "an unknown release", target))
+    return None
 
 
 def node_entry(plan, name):

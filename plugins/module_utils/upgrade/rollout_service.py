@@ -38,21 +38,23 @@ def drain_preview(api, node):
 def plan(api, params):
     """The module's answer: mode, versions, the refusals, the flags carried, the nodes in order and batches."""
     current = api.server_version().get("gitVersion")
-    target = params.get("target_version") or ""
-    mode = rollout.run_mode(current, target)
+    target = rollout.release_target(current, params.get("target_version") or "")
+    mode = rollout.UPGRADE if target else rollout.MAINTENANCE
     control_plane, workers = rollout.order_nodes(list(api.list_items("/api/v1/nodes")), params.get("nodes"))
     batches = rollout.batches([rollout.node_name(n) for n in workers], params["batch_size"])
     result = {"mode": mode, "kubernetes_version": current, "target_version": target or current,
               "findings": [], "refused": [], "carried_flags": {"extra_args": {}, "dropped": []}}
     entries = [rollout.node_plan(n, mode, target, params["exclusion_label"], CORDON_ANNOTATION)
                for n in control_plane + workers]
-    rollout.kubeadm_steps(entries, mode, current, target)
+    config = cluster_configuration(api) if mode == rollout.UPGRADE else None
+    # kubeadm's own record of the control plane's release; /version answers from whichever API server it reached.
+    control_plane_version = (config or {}).get("kubernetesVersion") or current
+    ahead = rollout.kubeadm_steps(entries, mode, control_plane_version, target)
     if mode == rollout.UPGRADE:
         found = check(api, target, kubelet_gates=params["kubelet_gates"])["findings"]
         result["findings"] = found
         result["refused"] = ["%s: %s (fix: %s)" % (f["subject"], f["message"], f["fix"])
-                             for f in rollout.blockers(found)]
-        config = cluster_configuration(api)
+                             for f in rollout.blockers(found)] + ([ahead] if ahead else [])
         if config is not None:
             result["carried_flags"] = rollout.carried_flags(config, target)
     if params["preview"]:

@@ -32,29 +32,30 @@ def with_apiserver_args(config, flags):
     return config
 
 
-@pytest.mark.parametrize("current,target,mode", [
-    ("v1.36.3", "v1.37.2", r.UPGRADE), ("v1.37.2", "v1.37.2", r.UPGRADE), ("v1.37.2", "", r.MAINTENANCE),
-    ("v1.37.0", "v1.37.2", r.UPGRADE), ("v1.37.2", "v1.38.0", r.UPGRADE)])
-def test_run_mode_takes_the_same_or_the_next_minor(current, target, mode):
-    assert r.run_mode(current, target) == mode
+@pytest.mark.parametrize("current,target,release", [
+    ("v1.36.3", "v1.37.2", "v1.37.2"), ("v1.37.2", "v1.37.2", "v1.37.2"), ("v1.37.2", "", ""),
+    ("v1.37.0", "1.37.2", "v1.37.2"), ("v1.37.2", "v1.38.0", "v1.38.0")])
+def test_the_target_is_the_same_or_the_next_minor_written_as_kubeadm_takes_it(current, target, release):
+    assert r.release_target(current, target) == release
 
 
 @pytest.mark.parametrize("current,target,words", [
     ("v1.36.3", "v1.38.0", "one minor release at a time"),
     ("v1.37.2", "v1.36.3", "never downgraded"),
     ("v1.37.2", "v1.37.1", "never downgraded"),
-    ("v1.36.3", "v1.37", "not a full release"),
-    ("v1.36.3", "latest", "not a full release")])
-def test_run_mode_refuses_what_kubeadm_cannot_do_naming_the_field(current, target, words):
+    ("v1.36.3", "v1.37", "not a released version"),
+    ("v1.37.2", "v1.38.0-rc.1", "not a released version"),
+    ("v1.36.3", "latest", "not a released version")])
+def test_a_target_kubeadm_cannot_reach_is_refused_naming_the_field(current, target, words):
     with pytest.raises(UpgradeInputError) as err:
-        r.run_mode(current, target)
+        r.release_target(current, target)
     assert str(err.value).startswith("target_version: ") and words in str(err.value)
 
 
 def test_control_plane_first_then_workers_in_the_order_given():
     nodes = kind_nodes()
     names = sorted(n["metadata"]["name"] for n in nodes)
-    control_plane, workers = r.order_nodes(nodes, [names[2], names[0], names[1]])
+    control_plane, workers = r.order_nodes(nodes, [names[2], names[0], names[1], names[2]])
     assert [r.node_name(n) for n in control_plane] == [n for n in names if n.endswith("control-plane")]
     assert [r.node_name(n) for n in workers] == [names[2], names[1]]
     with pytest.raises(UpgradeInputError) as err:
@@ -74,6 +75,12 @@ def test_node_action_skips_a_node_at_the_target_unless_a_drain_left_it_out():
     with pytest.raises(UpgradeInputError) as err:
         r.node_action(node, r.UPGRADE, "v1.37.1", [])
     assert "newer than v1.37.1" in str(err.value)
+    kwok = copy.deepcopy(node)
+    kwok["status"]["nodeInfo"]["kubeletVersion"] = "kwok-0.8.0"  # what the KWOK clusters' nodes report
+    with pytest.raises(UpgradeInputError) as err:
+        r.node_action(kwok, r.UPGRADE, "v1.37.2", [])
+    assert str(err.value).startswith("nodes: ") and "'kwok-0.8.0'" in str(err.value)
+    assert r.node_action(kwok, r.MAINTENANCE, "", []) == r.ACTION_MAINTAIN
 
 
 def test_drain_marks_are_the_exclusion_label_and_the_cordon_annotation():
@@ -88,13 +95,23 @@ def test_kubeadm_apply_runs_once_on_the_first_control_plane_node_to_upgrade():
     entries = [{"node": "cp-1", "control_plane": True, "action": r.ACTION_UPGRADE},
                {"node": "cp-2", "control_plane": True, "action": r.ACTION_UPGRADE},
                {"node": "w-1", "control_plane": False, "action": r.ACTION_UPGRADE}]
-    steps = [e["kubeadm_step"] for e in r.kubeadm_steps(copy.deepcopy(entries), r.UPGRADE, "v1.36.3", "v1.37.2")]
-    assert steps == ["apply", "node", "node"]
+    run = copy.deepcopy(entries)
+    assert r.kubeadm_steps(run, r.UPGRADE, "v1.36.3", "v1.37.2") is None
+    assert [e["kubeadm_step"] for e in run] == ["apply", "node", "node"]
     # The control plane already at the target (a run that stopped at a worker): no second apply.
-    steps = [e["kubeadm_step"] for e in r.kubeadm_steps(copy.deepcopy(entries), r.UPGRADE, "v1.37.2", "v1.37.2")]
-    assert steps == ["node", "node", "node"]
-    assert [e["kubeadm_step"] for e in r.kubeadm_steps(copy.deepcopy(entries), r.MAINTENANCE, "v1.37.2", "")] == [
-        None, None, None]
+    run = copy.deepcopy(entries)
+    assert r.kubeadm_steps(run, r.UPGRADE, "v1.37.2", "v1.37.2") is None
+    assert [e["kubeadm_step"] for e in run] == ["node", "node", "node"]
+    run = copy.deepcopy(entries)
+    assert r.kubeadm_steps(run, r.MAINTENANCE, "v1.37.2", "") is None
+    assert [e["kubeadm_step"] for e in run] == [None, None, None]
+
+
+def test_workers_never_go_ahead_of_a_control_plane_the_run_does_not_upgrade():
+    workers_only = [{"node": "w-1", "control_plane": False, "action": r.ACTION_UPGRADE}]
+    why = r.kubeadm_steps(workers_only, r.UPGRADE, "v1.36.3", "v1.37.2")
+    assert "control plane runs v1.36.3" in why and "control_plane" in why
+    assert r.kubeadm_steps(copy.deepcopy(workers_only), r.UPGRADE, "v1.37.2", "v1.37.2") is None
 
 
 def test_batches_of_the_size_asked():

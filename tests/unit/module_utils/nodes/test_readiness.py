@@ -1,0 +1,83 @@
+"""nodes.readiness: whether a node is back, on the nodes and ResourceSlices recorded from a kind cluster at v1.37.2
+(tests/unit/fixtures/canary/kind-v1.37.2.json: the example driver's slices), and kubelet journal lines as the
+v1.37.2 kubelets wrote them (the upgrade of a kind node, and `kubelet --dra-admin-no-such-flag` run here)."""
+import copy
+import json
+import os
+
+from ansible_collections.dra.admin.plugins.module_utils.nodes import readiness as r
+from conftest import FIXTURES
+
+DRIVER = "gpu.example.com"
+
+
+def recorded():
+    with open(os.path.join(FIXTURES, "canary", "kind-v1.37.2.json")) as fh:
+        return json.load(fh)
+
+
+def worker():
+    data = recorded()
+    return [n for n in data["nodes"] if n["metadata"]["name"].endswith("-worker")][0], data["slices"]
+
+
+def test_a_ready_node_at_its_release_has_no_problem_and_another_release_is_named():
+    node, dummy = worker()
+    name = node["metadata"]["name"]
+    assert r.node_problems(node, "v1.37.2") == []
+    assert r.node_problems(node, "") == []
+    assert r.node_problems(node, "v1.38.0") == ["node %s runs kubelet v1.37.2, not v1.38.0" % name]
+    distribution = copy.deepcopy(node)
+    distribution["status"]["nodeInfo"]["kubeletVersion"] = "v1.37.2-1+0a1b2c"
+    assert r.node_problems(distribution, "v1.37.2") == []
+    assert not r.same_release("v1.37.20", "v1.37.2")
+
+
+def test_a_node_not_ready_is_named_with_the_kubelets_reason():
+    node, dummy = worker()
+    for condition in node["status"]["conditions"]:
+        if condition["type"] == "Ready":
+            condition.update(status="False", reason="KubeletNotReady", message="container runtime is down")
+    assert r.node_problems(node) == ["node %s is not Ready (KubeletNotReady: container runtime is down)"
+                                     % node["metadata"]["name"]]
+
+
+def test_the_devices_published_for_the_node_and_a_change_of_them():
+    node, slices = worker()
+    name = node["metadata"]["name"]
+    devices = r.published_devices(slices, name, [DRIVER, "other.example.com"])
+    assert devices[DRIVER] == sorted("%s/gpu-%d" % (name, i) for i in range(8)) and devices["other.example.com"] == []
+    assert r.device_problems(name, devices, {DRIVER: devices[DRIVER]}) == []
+    fewer = {DRIVER: devices[DRIVER][1:], "other.example.com": []}
+    assert r.device_problems(name, fewer, {DRIVER: devices[DRIVER]}) == [
+        "%s no longer publishes %s for %s" % (DRIVER, devices[DRIVER][0], name)]
+    none = {DRIVER: [], "other.example.com": []}
+    assert r.device_problems(name, none, {DRIVER: devices[DRIVER]})[0].startswith(
+        "%s publishes no device for %s (it had " % (DRIVER, name))
+    assert r.device_problems(name, devices, {DRIVER: devices[DRIVER][1:]}) == [
+        "%s publishes %s for %s, which it did not before" % (DRIVER, devices[DRIVER][0], name)]
+
+
+def test_a_driver_without_devices_before_is_not_judged():
+    """A control-plane node the driver never served, or a node a stopped run left drained (its slices removed by
+    the kubelet): nothing is known of before, so nothing is required after."""
+    node, slices = worker()
+    name = node["metadata"]["name"]
+    devices = r.published_devices(slices, name, [DRIVER])
+    assert r.device_problems(name, devices, {DRIVER: []}) == []
+    assert r.device_problems(name, devices, {}) == []
+    assert r.device_problems(name, {DRIVER: []}, {DRIVER: []}) == []
+
+
+def test_kubelet_errors_keep_the_error_lines_and_those_of_a_kubelet_that_refuses_to_start():
+    lines = [
+        'I1127 21:59:10.197114    3193 server.go:530] "Kubelet version" kubeletVersion="v1.37.2"',
+        'W1127 21:59:10.495530    3193 manager.go:1079] Failed to process watch event: rpc error: code = NotFound',
+        'E1127 21:59:33.217929    3193 remote_runtime.go:657] "ContainerStatus from runtime service failed"',
+        'E1127 22:48:34.383945   25757 run.go:72] "command failed" err="failed to parse kubelet flag: unknown flag: '
+        '--dra-admin-no-such-flag"',
+        "kubelet.service: Main process exited, code=exited, status=1/FAILURE",
+    ]
+    assert r.kubelet_errors(lines) == [lines[2], lines[3]]
+    assert r.kubelet_errors(lines, keep=1) == [lines[3]]
+    assert r.kubelet_errors([]) == []
