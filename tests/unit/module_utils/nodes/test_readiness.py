@@ -5,6 +5,8 @@ import copy
 import json
 import os
 
+import pytest
+
 from ansible_collections.dra.admin.plugins.module_utils.nodes import readiness as r
 from conftest import FIXTURES
 
@@ -81,3 +83,80 @@ def test_kubelet_errors_keep_the_error_lines_and_those_of_a_kubelet_that_refuses
     assert r.kubelet_errors(lines) == [lines[2], lines[3]]
     assert r.kubelet_errors(lines, keep=1) == [lines[3]]
     assert r.kubelet_errors([]) == []
+
+
+class RecordedApi(object):
+    """The recorded kind cluster behind the calls readiness_service makes; `failures` are raised first, one per
+    call, as a kube-apiserver that kubeadm just restarted answers (403 until its authorizer has synced)."""
+
+    def __init__(self, data, failures=()):
+        self.data = data
+        self.failures = list(failures)
+
+    def _answer(self):
+        if self.failures:
+            raise self.failures.pop(0)
+
+    def resource_path(self, plural):
+        return "/apis/resource.k8s.io/v1/" + plural
+
+    def get_or_none(self, path):
+        self._answer()
+        name = path.rsplit("/", 1)[1]
+        return copy.deepcopy(([n for n in self.data["nodes"] if n["metadata"]["name"] == name] or [None])[0])
+
+    def list_items(self, path, query=None):
+        self._answer()
+        return copy.deepcopy(self.data["slices"]) if path.endswith("resourceslices") else []
+
+
+def params(node, **extra):
+    return dict({"node": node, "kubelet_version": "v1.37.2", "driver_daemonsets": [], "drivers": [DRIVER],
+                 "expect_devices": {}, "wait_timeout": 60, "wait_sleep": 1.0, "fail_when_not_back": True}, **extra)
+
+
+class Clock(object):
+    def __init__(self):
+        self.now, self.slept = 0.0, []
+
+    def time(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def test_a_restarting_api_server_is_waited_for_and_a_missing_node_is_refused():
+    from ansible_collections.dra.admin.plugins.module_utils.access.api import DraApiError
+    from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
+    from ansible_collections.dra.admin.plugins.module_utils.nodes import readiness_service as service
+    node, dummy = worker()
+    name = node["metadata"]["name"]
+    clock = Clock()
+    api = RecordedApi(recorded(), [DraApiError("GET /api/v1/nodes/x failed: HTTP 403: forbidden", status=403),
+                                   DraApiError("HTTP 503", status=503)])
+    result = service.wait_until_back(api, params(name), clock.time, clock.sleep)
+    assert result["back"] and len(clock.slept) == 2 and result["devices"][DRIVER]
+    with pytest.raises(DraAdminError) as err:
+        service.wait_until_back(RecordedApi(recorded()), params("no-such-node"), clock.time, clock.sleep)
+    assert str(err.value).startswith("node: the cluster has no node no-such-node")
+    with pytest.raises(DraApiError) as err:  # not a restart: no wait
+        service.wait_until_back(RecordedApi(recorded(), [DraApiError("HTTP 400", status=400)]), params(name),
+                                clock.time, clock.sleep)
+    assert err.value.status == 400
+
+
+def test_a_node_not_back_after_the_time_names_each_problem():
+    from ansible_collections.dra.admin.plugins.module_utils.nodes import readiness_service as service
+    node, dummy = worker()
+    name = node["metadata"]["name"]
+    clock = Clock()
+    with pytest.raises(service.NodeNotBack) as err:
+        service.wait_until_back(RecordedApi(recorded()), params(name, kubelet_version="v1.38.0", wait_timeout=10),
+                                clock.time, clock.sleep)
+    assert str(err.value) == "%s is not back after 10s: node %s runs kubelet v1.37.2, not v1.38.0" % (name, name)
+    assert err.value.details["back"] is False and 10 <= clock.now < 12
+    looked = service.wait_until_back(RecordedApi(recorded()), params(name, kubelet_version="v1.38.0", wait_timeout=0,
+                                                                     fail_when_not_back=False), clock.time, clock.sleep)
+    assert looked["problems"] == ["node %s runs kubelet v1.37.2, not v1.38.0" % name]
