@@ -14,10 +14,21 @@ from ansible_collections.dra.admin.plugins.module_utils.allocation.explain_servi
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import parse_minor
 
 
-def preview_evictions(api, evicted_pods, removed_nodes=(), extra_rules=()):
-    """whatif.preview of the evicted pods with the nodes removed and the DeviceTaintRules added."""
+def eviction_previewer(api, extra_rules=()):
+    """A function (evicted pods, removed nodes) -> whatif.preview, on the cluster read once here (the explainer's
+    fixed reads, with the DeviceTaintRules added): each call starts from that state, so one read serves a preview
+    per node."""
     cluster = read_cluster(api, None, with_pods=False)
     cluster["rules"] = list(cluster["rules"]) + list(extra_rules)
     features, dummy = scheduler_features(api, cluster["server_version"])
-    ctx = explain.context(Environment(parse_minor(cluster["server_version"])), cluster, features)
-    return whatif.preview(ctx, cluster["claims"], cluster["nodes"], list(evicted_pods), removed_nodes)
+    env = Environment(parse_minor(cluster["server_version"]))
+
+    def preview(evicted_pods, removed_nodes=()):
+        ctx = explain.context(env, cluster, features)
+        return whatif.preview(ctx, cluster["claims"], cluster["nodes"], list(evicted_pods), removed_nodes)
+    return preview
+
+
+def preview_evictions(api, evicted_pods, removed_nodes=(), extra_rules=()):
+    """whatif.preview of the evicted pods with the nodes removed and the DeviceTaintRules added."""
+    return eviction_previewer(api, extra_rules)(evicted_pods, removed_nodes)

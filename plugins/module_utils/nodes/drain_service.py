@@ -486,16 +486,14 @@ class NodeDrain(object):
         """A ready, not terminating pod on the node of each driver DaemonSet that admits the node once the
         exclusion label is gone (or, with driver_pod_labels alone, of any pod carrying them)."""
         node = self.get_node()
-        expected = [object_key(ds) for ds in drivers if select_nodes_for_daemonset([node], ds)[0]]
+        expected = daemonsets_placing(node, drivers)
         if drivers and not expected:
             self.event("no driver DaemonSet places a pod on %s; none waited for" % self.node)
         if not (expected or self.p["driver_pod_labels"]):
             return
         delays = growing_delays(self.p["wait_sleep"])
         while True:
-            plan = plan_drain(self.pods_on_node(), driver_daemonsets=self.driver_refs,
-                              driver_labels=self.p["driver_pod_labels"])
-            ready = [p for p in plan["driver_pods"] if pod_ready(p) and not p["metadata"].get("deletionTimestamp")]
+            ready = ready_driver_pods(self.pods_on_node(), self.driver_refs, self.p["driver_pod_labels"])
             missing = missing_driver_pods(expected, ready) if expected else ([] if ready else ["driver pod"])
             if not missing:
                 self.event("driver pod(s) ready: %s" % ", ".join(pod_key(p) for p in ready))
@@ -523,6 +521,17 @@ class NodeDrain(object):
         path = self.api.resource_path("resourceslices")
         every = self.api.list_items(path, {"fieldSelector": "spec.driver=%s" % driver})
         return driver_publishes_for_node(every, driver, self.node, labels)
+
+
+def daemonsets_placing(node, daemonsets):
+    """namespace/name of the DaemonSets that place a pod on the node (its labels and taints, the exclusion label)."""
+    return [object_key(ds) for ds in daemonsets if select_nodes_for_daemonset([node], ds)[0]]
+
+
+def ready_driver_pods(pods, driver_refs, driver_labels=None):
+    """The node's driver pods (of those DaemonSets, or carrying those labels) that are ready and not terminating."""
+    plan = plan_drain(pods, driver_daemonsets=driver_refs, driver_labels=driver_labels)
+    return [p for p in plan["driver_pods"] if pod_ready(p) and not p["metadata"].get("deletionTimestamp")]
 
 
 def missing_driver_pods(expected, ready_pods):

@@ -13,6 +13,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.dra.admin.plugins.module_utils.drivers.upgrade import kubelet_version
 from ansible_collections.dra.admin.plugins.module_utils.kube.slices import device_names, pool_key, slices_for_node
 
 
@@ -21,10 +22,6 @@ def ready_condition(node):
         if condition.get("type") == "Ready":
             return condition
     return {}
-
-
-def kubelet_version(node):
-    return ((node.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion") or ""
 
 
 def same_release(have, want):

@@ -17,12 +17,13 @@ except ImportError:  # pragma: no cover - the kubernetes client brings urllib3
 from ansible_collections.dra.admin.plugins.module_utils.access.api import DraApiError
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.common.waits import growing_delays
-from ansible_collections.dra.admin.plugins.module_utils.drivers.nodes import select_nodes_for_daemonset
-from ansible_collections.dra.admin.plugins.module_utils.kube.pods import object_key, pod_key, pod_ready
-from ansible_collections.dra.admin.plugins.module_utils.nodes.drain import plan_drain
-from ansible_collections.dra.admin.plugins.module_utils.nodes.drain_service import missing_driver_pods
+from ansible_collections.dra.admin.plugins.module_utils.kube.pods import pod_key
+from ansible_collections.dra.admin.plugins.module_utils.nodes.drain_service import (
+    daemonsets_placing, missing_driver_pods, ready_driver_pods,
+)
+from ansible_collections.dra.admin.plugins.module_utils.drivers.upgrade import kubelet_version
 from ansible_collections.dra.admin.plugins.module_utils.nodes.readiness import (
-    device_problems, kubelet_version, node_problems, published_devices,
+    device_problems, node_problems, published_devices,
 )
 
 
@@ -49,10 +50,9 @@ def driver_daemonsets(api, refs):
 
 def driver_pod_problems(api, node, daemonsets):
     """(ready driver pods on the node, problems): a DaemonSet that places a pod on the node without a ready one."""
-    expected = [object_key(ds) for ds in daemonsets if select_nodes_for_daemonset([node], ds)[0]]
+    expected = daemonsets_placing(node, daemonsets)
     pods = api.list_items("/api/v1/pods", {"fieldSelector": "spec.nodeName=%s" % node["metadata"]["name"]})
-    plan = plan_drain(pods, driver_daemonsets=expected)
-    ready = [p for p in plan["driver_pods"] if pod_ready(p) and not p["metadata"].get("deletionTimestamp")]
+    ready = ready_driver_pods(pods, expected)
     return ready, ["no ready pod of %s on %s" % (ref, node["metadata"]["name"])
                    for ref in missing_driver_pods(expected, ready)]
 

@@ -23,6 +23,7 @@ import re
 
 from ansible_collections.dra.admin.plugins.module_utils.control_plane.command_line import parse_map, render_map
 from ansible_collections.dra.admin.plugins.module_utils.control_plane.kubeadm_config import SECTIONS
+from ansible_collections.dra.admin.plugins.module_utils.drivers.upgrade import kubelet_version
 from ansible_collections.dra.admin.plugins.module_utils.releases import catalog
 from ansible_collections.dra.admin.plugins.module_utils.upgrade.checks import (
     CONTROL_PLANE, UpgradeInputError, gate_verdict,
@@ -71,15 +72,6 @@ def release_target(current, target):
         raise UpgradeInputError("target_version: kubeadm upgrades one minor release at a time: the cluster runs %s, "
                                 "so upgrade to a v1.%d release first" % (current, now[1] + 1))
     return "v%d.%d.%d" % wanted
-
-
-def run_mode(current, target):
-    """MAINTENANCE without a target, else UPGRADE (release_target's checks)."""
-    return UPGRADE if release_target(current, target) else MAINTENANCE
-
-
-def kubelet_version(node):
-    return ((node.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion") or ""
 
 
 def node_name(node):

@@ -9,30 +9,35 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.dra.admin.plugins.module_utils.allocation.whatif_service import preview_evictions
+from ansible_collections.dra.admin.plugins.module_utils.allocation.whatif_service import eviction_previewer
 from ansible_collections.dra.admin.plugins.module_utils.control_plane import kubeadm_config as kc
 from ansible_collections.dra.admin.plugins.module_utils.control_plane.config_file import load_config
+from ansible_collections.dra.admin.plugins.module_utils.control_plane.kubeadm_config_service import PATH, WHERE
 from ansible_collections.dra.admin.plugins.module_utils.nodes.drain import CORDON_ANNOTATION, plan_drain
 from ansible_collections.dra.admin.plugins.module_utils.upgrade import rollout
 from ansible_collections.dra.admin.plugins.module_utils.upgrade.checks_service import check
 
-KUBEADM_CONFIG_PATH = "/api/v1/namespaces/%s/configmaps/%s" % (kc.CONFIG_MAP_NAMESPACE, kc.CONFIG_MAP_NAME)
-
 
 def cluster_configuration(api):
     """kubeadm's ClusterConfiguration as a dict, or None when the cluster has no kubeadm-config."""
-    config_map = api.get_or_none(KUBEADM_CONFIG_PATH)
+    config_map = api.get_or_none(PATH)
     text = ((config_map or {}).get("data") or {}).get(kc.DATA_KEY)
-    return load_config(text, kc.KIND, "%s/%s %s" % (kc.CONFIG_MAP_NAMESPACE, kc.CONFIG_MAP_NAME, kc.DATA_KEY)) if text else None
+    return load_config(text, kc.KIND, WHERE) if text else None
 
 
-def drain_preview(api, node):
-    """The drain's preview for one node: would each of its claim workloads find devices elsewhere."""
-    pods = api.list_items("/api/v1/pods", {"fieldSelector": "spec.nodeName=%s" % node})
-    claim_pods = plan_drain(pods)["claim_pods"]
-    if not claim_pods:
-        return {"workloads": [], "would_stay_pending": [], "summary": "no claim workload on the node"}
-    return preview_evictions(api, claim_pods, removed_nodes=[node])
+def drain_previews(api, nodes):
+    """{node: the drain's preview}: would each claim workload of the node find devices elsewhere. The cluster is
+    read once for all of them, and only when a node has claim workloads."""
+    previews, previewer = {}, None
+    for node in nodes:
+        pods = api.list_items("/api/v1/pods", {"fieldSelector": "spec.nodeName=%s" % node})
+        claim_pods = plan_drain(pods)["claim_pods"]
+        if not claim_pods:
+            previews[node] = {"workloads": [], "would_stay_pending": [], "summary": "no claim workload on the node"}
+            continue
+        previewer = previewer or eviction_previewer(api)
+        previews[node] = previewer(claim_pods, removed_nodes=[node])
+    return previews
 
 
 def plan(api, params):
@@ -58,9 +63,10 @@ def plan(api, params):
         if config is not None:
             result["carried_flags"] = rollout.carried_flags(config, target)
     if params["preview"]:
-        for entry in entries:
-            if not entry["control_plane"] and entry["action"] != rollout.ACTION_DONE:
-                entry["drain_preview"] = drain_preview(api, entry["node"])
+        taken_out = [e for e in entries if not e["control_plane"] and e["action"] != rollout.ACTION_DONE]
+        previews = drain_previews(api, [e["node"] for e in taken_out])
+        for entry in taken_out:
+            entry["drain_preview"] = previews[entry["node"]]
     result["control_plane"] = [e for e in entries if e["control_plane"]]
     result["workers"] = [e for e in entries if not e["control_plane"]]
     result["batches"] = batches
