@@ -64,6 +64,15 @@ options:
     type: list
     elements: str
     default: []
+  nodes:
+    description:
+      - Only the node-local pools of these nodes (default every pool).
+      - A node named here is probed even when cordoned, its probe's pod tolerating the cordon
+        (C(node.kubernetes.io/unschedulable)); the role C(dra.admin.node_upgrade) checks a node this way before it
+        uncordons it. A name the cluster does not have is refused.
+    type: list
+    elements: str
+    default: []
   device_classes:
     description:
       - The DeviceClass the claim of each driver's probes asks for, by driver. Without one, the first class (by
@@ -261,6 +270,7 @@ def argument_spec():
     spec.update(
         drivers=dict(type="list", elements="str", default=[]),
         pools=dict(type="list", elements="str", default=[]),
+        nodes=dict(type="list", elements="str", default=[]),
         device_classes=dict(type="dict", default={}),
         skip_waited_pools=dict(type="bool", default=True),
         namespace=dict(type="str", default="dra-canary"),
@@ -315,7 +325,8 @@ def main():
         api = DraApi(module)
         failure.keep(api_requests=lambda: api.requests)
         report = run_canary(api, options(params), params["drivers"], params["pools"], params["device_classes"],
-                            check_mode=module.check_mode, skip_waited_pools=params["skip_waited_pools"])
+                            check_mode=module.check_mode, skip_waited_pools=params["skip_waited_pools"],
+                            on_nodes=params["nodes"])
     left = [r for r in report["results"] if not r["phases"].get("unprepare", {}).get("ok")]
     module.exit_json(changed=bool(left), api_requests=api.requests, **report)
 

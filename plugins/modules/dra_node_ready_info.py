@@ -34,7 +34,9 @@ options:
     type: str
     required: true
   kubelet_version:
-    description: The release its kubelet must report (V(v1.37.2); a distribution's suffix such as C(-3+abc) is accepted). Empty for any.
+    description:
+      - The release its kubelet must report (V(v1.37.2), or V(1.37.2) as kubespray's C(kube_version) writes it; a
+        distribution's suffix such as C(-3+abc) is accepted). Empty for any.
     type: str
     default: ""
   driver_daemonsets:

@@ -63,6 +63,15 @@ options:
     description: Let the upgrade check read each kubelet's feature gates (as M(dra.admin.dra_upgrade_check_info)).
     type: bool
     default: true
+  carry_flags:
+    description:
+      - Whether the run carries kubeadm-config's control-plane flags to the target, leaving out the gates and
+        C(--runtime-config) entries it refuses (C(playbooks/upgrade.yml) does, in RV(carried_flags)).
+      - V(false) where another tool renders kubeadm's configuration from its own variables (kubespray) - a
+        control-plane gate the target refuses is then refused like any other breaking finding, to be fixed in that
+        tool's variables, and RV(carried_flags) stays empty.
+    type: bool
+    default: true
 notes:
   - Read only; the kubeadm commands, the kubelet's replacement and the verification are the C(node_upgrade) role's.
 seealso:
@@ -161,6 +170,7 @@ def argument_spec():
         exclusion_label=dict(type="str", default=DEFAULT_EXCLUSION_LABEL),
         preview=dict(type="bool", default=True),
         kubelet_gates=dict(type="bool", default=True),
+        carry_flags=dict(type="bool", default=True),
     )
     return spec
 

@@ -20,6 +20,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
 from dra_objects import DRIVER, claim_template  # noqa: E402
+import kindlib  # noqa: E402
 from kind_nodes import DRIVER_NAMESPACE, is_ready, live_driver_pods, node_slices, wait_until  # noqa: E402
 
 DRIVER_DAEMONSET = f"{DRIVER_NAMESPACE}/gpu-example-com-kubeletplugin"
@@ -140,6 +141,21 @@ def running_trainers(c, ns, workers):
     return probe
 
 
+def canary_vars(c):
+    """The canary on each node before its uncordon, with the node images' busybox."""
+    return {"dra_node_upgrade_canary": True, "dra_canary_namespace": "itk-upgrade-canary",
+            "dra_canary_image": kindlib.cluster_images(c.versions, c.version)["local-path-helper"]}
+
+
+def said_of(res):
+    return " ".join(res.stdout.split())  # the callback wraps long lines
+
+
+def canary_passed_on(said, node):
+    """Whether the canary's report names a probe of the node's pool that passed while the node was cordoned."""
+    return f"{DRIVER}/{node} (device " in said and f" on {node}): ok - " in said
+
+
 def devices_of(c, node):
     return sorted(d["name"] for s in node_slices(c, node) for d in s["spec"].get("devices") or [])
 
@@ -159,6 +175,7 @@ def test_maintenance_run_drains_in_dra_order_verifies_and_stops_at_a_node_that_d
     common = {"dra_node_upgrade_driver_daemonsets": [DRIVER_DAEMONSET], "dra_node_upgrade_drivers": [DRIVER],
               "dra_node_upgrade_node_tasks": str(node_work), "dra_node_upgrade_restart_kubelet": True,
               "dra_node_upgrade_ready_timeout": 120}
+    common.update(canary_vars(c))
 
     # --check: the plan, each worker with its drain preview; nothing changes.
     res = run_upgrade(c, tmp_path, common, check=True)
@@ -186,6 +203,7 @@ def test_maintenance_run_drains_in_dra_order_verifies_and_stops_at_a_node_that_d
         assert previous_back <= evicted < driver_left < worked < back, (node, evicted, driver_left, worked, back)
         assert [p for p in live_driver_pods(c, node) if is_ready(p)]
         assert devices_of(c, node) == before[node]
+        assert canary_passed_on(said_of(res), node), res.stdout[-8000:]
         previous_back = back
     wait_until(running_trainers(c, ns, workers), 180, "the claim pods running again")
 
@@ -208,4 +226,99 @@ def test_maintenance_run_drains_in_dra_order_verifies_and_stops_at_a_node_that_d
     assert res.returncode == 0, res.stdout[-8000:] + res.stderr[-2000:]
     assert not c.get_json("node", refused)["spec"].get("unschedulable")
     assert devices_of(c, refused) == before[refused]
+    c.kubectl("delete", "namespace", ns, "--wait=false")
+
+
+# kubespray's worker play as its upgrade_cluster.yml runs it, reduced to the steps around the hook: its drain
+# (`kubectl drain --force --ignore-daemonsets --delete-emptydir-data`), its node step (here: the kubelet restarted),
+# `include_tasks` of each of post_upgrade_hooks, its uncordon; in one run after the collection's playbook.
+KUBESPRAY_RUN = """\
+- name: DRA checks before kubespray's upgrade
+  ansible.builtin.import_playbook: dra.admin.kubespray_upgrade_before
+
+- name: kubespray's worker play, reduced to the steps around its post_upgrade_hooks
+  hosts: kube_node
+  gather_facts: false
+  serial: 1
+  any_errors_fatal: true
+  tasks:
+    - name: Drain node
+      ansible.builtin.command: >-
+        kubectl drain --force --ignore-daemonsets --grace-period 5 --timeout 120s --delete-emptydir-data
+        {{ kube_override_hostname | default(inventory_hostname) }}
+      delegate_to: localhost
+      changed_when: true
+    - name: The node step (the kubelet restarted)
+      ansible.builtin.systemd_service:
+        name: kubelet
+        state: restarted
+    - name: Run post upgrade hooks before uncordon
+      loop: "{{ post_upgrade_hooks | default([]) }}"
+      ansible.builtin.include_tasks: "{{ item }}"
+    - name: Uncordon node
+      ansible.builtin.command: kubectl uncordon {{ kube_override_hostname | default(inventory_hostname) }}
+      delegate_to: localhost
+      changed_when: true
+"""
+
+
+def run_kubespray(c, tmp_path, extra_vars):
+    inventory = tmp_path / "kubespray-inventory.yml"
+    nodes = {"ansible_connection": "containers.podman.podman", "ansible_python_interpreter": "/usr/bin/python3",
+             "ansible_become": False}
+    inventory.write_text(json.dumps({"all": {"children": {
+        "k8s_api": {"hosts": {"localhost": {"ansible_connection": "local",
+                                            "ansible_python_interpreter": sys.executable}}},
+        "k8s_cluster": {"vars": nodes, "children": {
+            "kube_control_plane": {"hosts": {c.nodes[0]: {}}},
+            "kube_node": {"hosts": dict((n, {}) for n in c.nodes[1:])}}}}}}))
+    playbook = tmp_path / "kubespray-run.yml"
+    playbook.write_text(KUBESPRAY_RUN)
+    vars_file = tmp_path / "kubespray-vars.json"
+    vars_file.write_text(json.dumps(extra_vars))
+    return subprocess.run(["ansible-playbook", "-i", str(inventory), str(playbook), "-e", f"@{vars_file}"],
+                          env=c.env, capture_output=True, text=True, cwd=ROOT, check=False)
+
+
+def test_kubespray_runs_the_dra_verification_in_its_post_upgrade_hooks_and_stops_at_a_node_not_back(
+        kind_cluster, kind_driver, tmp_path):
+    c = kind_cluster
+    workers = c.nodes[1:]
+    ns = "itk-kubespray"
+    c.fresh_namespace(ns)
+    c.apply([claim_template(c.resource_version, ns, "one-gpu")] + [trainer_deployment(c, ns, n) for n in workers])
+    wait_until(running_trainers(c, ns, workers), 180, "a claim pod running on each worker")
+    before = dict((n, devices_of(c, n)) for n in workers)
+    common = {"kube_version": c.version.lstrip("v"), "dra_node_upgrade_drivers": [DRIVER],
+              "dra_node_upgrade_driver_daemonsets": [DRIVER_DAEMONSET], "dra_node_upgrade_ready_timeout": 120}
+    common.update(canary_vars(c))
+
+    nodes = node_watch(c)
+    res = run_kubespray(c, tmp_path, common)
+    node_lines = nodes.stop()
+    assert res.returncode == 0, res.stdout[-8000:] + res.stderr[-2000:]
+    said = " ".join(res.stdout.split())
+    # The hook ran on each worker between kubespray's node step and its uncordon, with the devices read before.
+    assert said.count("TASK [dra.admin.node_upgrade : The driver's pod is back and publishes the same devices for "
+                      "the node]") == len(workers), res.stdout[-8000:]
+    for node in workers:
+        assert canary_passed_on(said, node), res.stdout[-8000:]
+        assert uncordoned_at(node_lines, node, 0), node
+        assert devices_of(c, node) == before[node]
+        assert [p for p in live_driver_pods(c, node) if is_ready(p)]
+    wait_until(running_trainers(c, ns, workers), 180, "the claim pods running again")
+
+    # A node not back (kube_version a release its kubelet is not at) fails in the hook: kubespray stops with the
+    # node cordoned, before its uncordon and before the next worker.
+    ahead = "%s.%d" % (c.version.lstrip("v").rsplit(".", 1)[0], int(c.version.rsplit(".", 1)[1]) + 1)
+    try:
+        res = run_kubespray(c, tmp_path, dict(common, kube_version=ahead, dra_node_upgrade_ready_timeout=10))
+        assert res.returncode != 0, res.stdout[-6000:]
+        said = " ".join(res.stdout.split())
+        assert f"{workers[0]} is not back" in said and f"not v{ahead}" in said, res.stdout[-6000:]
+        assert c.get_json("node", workers[0])["spec"].get("unschedulable") is True
+        assert not c.get_json("node", workers[1])["spec"].get("unschedulable")
+        assert "Drain node" not in said.split(f"{workers[0]} is not back", 1)[1]
+    finally:
+        c.kubectl("uncordon", workers[0])
     c.kubectl("delete", "namespace", ns, "--wait=false")

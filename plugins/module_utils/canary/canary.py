@@ -208,8 +208,12 @@ def _skip(driver, pool, reason, counts=None):
     return out
 
 
-def _pool_problem(key, pools, counts, nodes, location):
-    """Why a pool is not probed, or None."""
+# The taint a cordon stands for: a probe of a cordoned node named in `on_nodes` tolerates it.
+CORDON_TOLERATION = {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def _pool_problem(key, pools, counts, nodes, location, on_nodes=()):
+    """Why a pool is not probed, or None. A node of `on_nodes` is probed even when cordoned."""
     if not pools[key]["allocatable"]:
         return "the scheduler does not allocate from it: %s" % pools[key]["problem"]
     if counts["free"] == 0:
@@ -217,22 +221,28 @@ def _pool_problem(key, pools, counts, nodes, location):
             counts["total"], counts["tainted"])
     if not is_marker(location) and location not in nodes:
         return "its node %s is not in the cluster" % location
-    if not is_marker(location) and (nodes[location].get("spec") or {}).get("unschedulable"):
+    if not is_marker(location) and is_cordoned(nodes[location]) and location not in on_nodes:
         return "its node %s is cordoned" % location
     return None
 
 
+def is_cordoned(node):
+    return bool((node.get("spec") or {}).get("unschedulable"))
+
+
 def plan_probes(slices, claims, device_classes, nodes, server_version=None, taint_rules=(), drivers=(), pools=(),
-                classes=None, waiting=None):
+                classes=None, waiting=None, on_nodes=()):
     """{probes: [...], skipped: [...]}: one probe per pool of `drivers` (every driver when empty) and `pools`
     (every pool when empty) with a free device, each {driver, pool, node, device, device_class, selector,
     unique, free, total}; the other pools in `skipped` with the reason. `nodes`: {name: Node}; `classes`:
     {driver: DeviceClass name} to use instead of the one found; `waiting`: waiting_pods' map - a pool that a
     pod may be waiting for is skipped (the canary never takes a device a user's pod waits for), naming the
-    pods (`waiting_pods`)."""
+    pods (`waiting_pods`). `on_nodes`: only the node-local pools of these nodes, probed even when cordoned (the
+    probe's `cordoned` says so, and its pod tolerates the cordon)."""
     judged = judged_devices(slices, claims, allocator_rules(server_version), taint_rules)
     devices, published = judged["devices"], _published(slices)
     probes, skipped = [], []
+    local = pools_on(published, on_nodes) if on_nodes else set()
     for key in sorted(judged["pools"], key=lambda k: tuple(x or "" for x in k)):
         driver, pool = key
         if (drivers and driver not in drivers) or (pools and pool not in pools):
@@ -240,7 +250,9 @@ def plan_probes(slices, claims, device_classes, nodes, server_version=None, tain
         counts = _pool_counts(devices, key)
         free = sorted(k[2] for k, d in devices.items() if k[:2] == key and d["free"])
         location = published[key + (free[0],)][0] if free else None
-        problem = _pool_problem(key, judged["pools"], counts, nodes, location)
+        if on_nodes and key not in local:
+            continue
+        problem = _pool_problem(key, judged["pools"], counts, nodes, location, on_nodes)
         device_class = class_for_driver(device_classes, driver, classes)
         if problem is None and device_class is None:
             problem = ('no DeviceClass selects only device.driver == "%s": name one in device_classes' % driver)
@@ -256,9 +268,16 @@ def plan_probes(slices, claims, device_classes, nodes, server_version=None, tain
                 entry["waiting_pods"] = contending
             skipped.append(entry)
             continue
-        probe.update(device_class=device_class, **counts)
+        probe.update(device_class=device_class, cordoned=bool(probe["node"]) and is_cordoned(nodes[probe["node"]]),
+                     **counts)
         probes.append(probe)
     return {"probes": probes, "skipped": skipped}
+
+
+def pools_on(published, on_nodes):
+    """{(driver, pool)} with a device node-local to one of `on_nodes` (published: {(driver, pool, device):
+    (location, attributes)})."""
+    return set(k[:2] for k, (loc, _attrs) in published.items() if loc in on_nodes)
 
 
 def _probe(key, device, location, published):
@@ -359,8 +378,9 @@ def canary_pod(name, namespace, run_id, probe, image, expect_paths=(), toleratio
     if probe.get("node"):
         spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
             {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [probe["node"]]}]}]}}}
+    tolerations = list(tolerations) + ([CORDON_TOLERATION] if probe.get("cordoned") else [])
     if tolerations:
-        spec["tolerations"] = list(tolerations)
+        spec["tolerations"] = tolerations
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": namespace, "labels": labels(run_id),
                          "annotations": annotations(probe)},

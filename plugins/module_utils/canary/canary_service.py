@@ -28,7 +28,7 @@ from ansible_collections.dra.admin.plugins.module_utils.common.errors import Inp
 TAINT_RULES = "devicetaintrules"
 
 
-def read_plan(api, drivers=(), pools=(), classes=None, skip_waited_pools=True):
+def read_plan(api, drivers=(), pools=(), classes=None, skip_waited_pools=True, on_nodes=()):
     """(resource.k8s.io version, plan_probes' plan) from the cluster's slices, claims, DeviceClasses, Nodes,
     DeviceTaintRules (where served) and version. InputError (nothing written) for drivers, pools or
     DeviceClasses asked for that the cluster does not have. skip_waited_pools: the pools Pending pods may wait
@@ -40,7 +40,9 @@ def read_plan(api, drivers=(), pools=(), classes=None, skip_waited_pools=True):
     claims = list(api.list_items(api.resource_path("resourceclaims", version=version)))
     classes_listed = list(api.list_items(api.resource_path("deviceclasses", version=version)))
     nodes = dict(((n.get("metadata") or {}).get("name"), n) for n in api.list_items("/api/v1/nodes"))
-    errors = wanted_pools(published_pools(slices), drivers, pools) + device_class_errors(classes_listed, classes)
+    errors = (wanted_pools(published_pools(slices), drivers, pools) + device_class_errors(classes_listed, classes)
+              + ["nodes: the cluster has no node %s: give names `kubectl get nodes` shows" % n
+                 for n in on_nodes if n not in nodes])
     if errors:
         raise InputError("; ".join(errors))
     waiting = None
@@ -48,7 +50,7 @@ def read_plan(api, drivers=(), pools=(), classes=None, skip_waited_pools=True):
         pending = api.list_items("/api/v1/pods", {"fieldSelector": "status.phase=Pending"})
         waiting = waiting_pods(pending, claims, classes_listed)
     return version, plan_probes(slices, claims, classes_listed, nodes, server_version, rules, drivers, pools, classes,
-                                waiting)
+                                waiting, on_nodes)
 
 
 def _run_id():
@@ -161,10 +163,10 @@ class Canary(object):
         except DraApiError:
             pass
 
-    def run(self, drivers=(), pools=(), classes=None, check_mode=False, skip_waited_pools=True):
+    def run(self, drivers=(), pools=(), classes=None, check_mode=False, skip_waited_pools=True, on_nodes=()):
         """The run's report: {resource_api_version, run_id, namespace, results, skipped_pools, summary, metrics_text,
         ok, failed_pools, check_mode}."""
-        self.version, plan = read_plan(self.api, drivers, pools, classes, skip_waited_pools)
+        self.version, plan = read_plan(self.api, drivers, pools, classes, skip_waited_pools, on_nodes)
         report = {"resource_api_version": self.version, "run_id": self.run_id, "namespace": self.options["namespace"],
                   "planned": plan["probes"], "skipped_pools": plan["skipped"], "results": [], "check_mode": check_mode}
         if check_mode:
@@ -186,6 +188,7 @@ class Canary(object):
         return report
 
 
-def run_canary(api, options, drivers=(), pools=(), classes=None, check_mode=False, skip_waited_pools=True):
+def run_canary(api, options, drivers=(), pools=(), classes=None, check_mode=False, skip_waited_pools=True,
+               on_nodes=()):
     """One canary run: Canary(api, options).run."""
-    return Canary(api, options).run(drivers, pools, classes, check_mode, skip_waited_pools)
+    return Canary(api, options).run(drivers, pools, classes, check_mode, skip_waited_pools, on_nodes)

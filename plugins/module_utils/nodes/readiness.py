@@ -24,6 +24,19 @@ def ready_condition(node):
     return {}
 
 
+_RELEASE = re.compile(r"^v?\d+\.\d+\.\d+$")
+
+
+def expected_release(version):
+    """The release a kubelet must report, as it reports it: 'v1.37.2' (kubespray's kube_version '1.37.2' taken as
+    that); "" for any. ValueError for anything else."""
+    if not version:
+        return ""
+    if not _RELEASE.match(version):
+        raise ValueError("%r is not a release: give one such as v1.37.2" % version)
+    return "v" + version.lstrip("v")
+
+
 def same_release(have, want):
     """Whether a kubelet's version (v1.37.2, or v1.37.2-3+abc from a distribution) is the release `want`."""
     return have == want or have.startswith(want + "-") or have.startswith(want + "+")

@@ -23,7 +23,7 @@ from ansible_collections.dra.admin.plugins.module_utils.nodes.drain_service impo
 )
 from ansible_collections.dra.admin.plugins.module_utils.drivers.upgrade import kubelet_version
 from ansible_collections.dra.admin.plugins.module_utils.nodes.readiness import (
-    device_problems, node_problems, published_devices,
+    device_problems, expected_release, node_problems, published_devices,
 )
 
 
@@ -74,6 +74,10 @@ def look(api, params, daemonsets):
 
 def wait_until_back(api, params, clock=time.time, sleep=time.sleep):
     """Look until the node is back or wait_timeout seconds are up; NodeNotBack (with the last look) then."""
+    try:
+        params = dict(params, kubelet_version=expected_release(params["kubelet_version"]))
+    except ValueError as exc:
+        raise DraAdminError("kubelet_version: %s" % exc)
     daemonsets = driver_daemonsets(api, params["driver_daemonsets"])
     deadline = clock() + params["wait_timeout"]
     delays = growing_delays(params["wait_sleep"])

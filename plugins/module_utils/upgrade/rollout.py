@@ -132,9 +132,10 @@ def batches(names, size):
     return [list(names[i:i + size]) for i in range(0, len(names), size)]
 
 
-def blockers(findings):
-    """The breaking findings the upgrade does not settle itself: any of them refuses the run."""
-    return [f for f in findings if f["severity"] == "breaking" and not settled_by_upgrade(f)]
+def blockers(findings, carry_flags=True):
+    """The breaking findings the upgrade does not settle itself: any of them refuses the run. Without
+    `carry_flags` (another tool renders kubeadm's configuration) the upgrade settles none."""
+    return [f for f in findings if f["severity"] == "breaking" and not (carry_flags and settled_by_upgrade(f))]
 
 
 def settled_by_upgrade(found):

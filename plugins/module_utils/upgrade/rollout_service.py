@@ -59,8 +59,8 @@ def plan(api, params):
         found = check(api, target, kubelet_gates=params["kubelet_gates"])["findings"]
         result["findings"] = found
         result["refused"] = ["%s: %s (fix: %s)" % (f["subject"], f["message"], f["fix"])
-                             for f in rollout.blockers(found)] + ([ahead] if ahead else [])
-        if config is not None:
+                             for f in rollout.blockers(found, params["carry_flags"])] + ([ahead] if ahead else [])
+        if config is not None and params["carry_flags"]:
             result["carried_flags"] = rollout.carried_flags(config, target)
     if params["preview"]:
         taken_out = [e for e in entries if not e["control_plane"] and e["action"] != rollout.ACTION_DONE]

@@ -158,7 +158,8 @@ def test_collection_installs_from_the_context_and_declares_its_dependencies(cont
 
 # --- playbooks ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("playbook", ["playbooks/awx_configure.yml", "playbooks/health.yml", "playbooks/canary.yml"])
+@pytest.mark.parametrize("playbook", ["playbooks/awx_configure.yml", "playbooks/health.yml", "playbooks/canary.yml",
+                                      "playbooks/kubespray_upgrade_before.yml"])
 def test_syntax_check(playbook):
     run([BIN / "ansible-playbook", "--syntax-check", "-i", ROOT / "inventory" / "example.yml", ROOT / playbook])
 

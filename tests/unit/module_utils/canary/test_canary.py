@@ -127,6 +127,25 @@ def test_a_cordoned_node_or_a_driver_without_a_device_class_is_skipped(release):
 
 
 @pytest.mark.parametrize("release", RELEASES)
+def test_the_pools_of_named_nodes_are_probed_even_cordoned_and_their_pod_tolerates_the_cordon(release):
+    data = recorded(release)
+    nodes = copy.deepcopy(nodes_of(data))
+    first, second = workers(data)
+    nodes[first]["spec"]["unschedulable"] = True
+    out = plan(data, nodes=nodes, on_nodes=[first])
+    assert [(p["pool"], p["node"], p["cordoned"]) for p in out["probes"]] == [(first, first, True)]
+    assert out["skipped"] == []  # the other node's pools are not asked for
+    pod = canary.canary_pod("p", "ns", "r", out["probes"][0], "img", tolerations=[{"key": "k", "operator": "Exists"}])
+    assert pod["spec"]["tolerations"] == [{"key": "k", "operator": "Exists"}, canary.CORDON_TOLERATION]
+    # A node not named keeps its cordon respected; a probe of an uncordoned node tolerates nothing more.
+    out = plan(data, nodes=nodes, on_nodes=[second])
+    assert [(p["pool"], p["cordoned"]) for p in out["probes"]] == [(second, False)]
+    assert "tolerations" not in canary.canary_pod("p", "ns", "r", out["probes"][0], "img")["spec"]
+    out = plan(data, nodes=nodes)
+    assert [(s["pool"], s["reason"]) for s in out["skipped"]] == [(first, "its node %s is cordoned" % first)]
+
+
+@pytest.mark.parametrize("release", RELEASES)
 def test_drivers_and_pools_narrow_the_probes_and_unknown_names_are_input_errors(release):
     data = recorded(release)
     second = workers(data)[1]

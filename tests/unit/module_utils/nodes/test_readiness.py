@@ -35,6 +35,16 @@ def test_a_ready_node_at_its_release_has_no_problem_and_another_release_is_named
     assert not r.same_release("v1.37.20", "v1.37.2")
 
 
+def test_the_expected_release_is_taken_as_kubespray_writes_it_and_anything_else_refused():
+    node, dummy = worker()
+    assert r.expected_release("1.37.2") == "v1.37.2" and r.expected_release("v1.37.2") == "v1.37.2"
+    assert r.node_problems(node, r.expected_release("1.37.2")) == []
+    assert r.expected_release("") == ""
+    for bad in ("1.37", "v1.37.2-rc.0", "latest"):
+        with pytest.raises(ValueError, match="v1.37.2"):
+            r.expected_release(bad)
+
+
 def test_a_node_not_ready_is_named_with_the_kubelets_reason():
     node, dummy = worker()
     for condition in node["status"]["conditions"]:

@@ -150,6 +150,8 @@ def test_blockers_leave_out_the_control_plane_gates_the_upgrade_settles():
     stored = {"id": "stored-api-version", "severity": "breaking", "evidence": {}}
     warning = {"id": "storage-version", "severity": "warning", "evidence": {}}
     assert r.blockers([settled, kubelet, stored, warning]) == [kubelet, stored]
+    # kubespray renders kubeadm's configuration from its own variables: nothing is settled for it.
+    assert r.blockers([settled, kubelet, stored, warning], carry_flags=False) == [settled, kubelet, stored]
 
 
 def test_plan_lines_name_each_node_and_what_happens_there():
