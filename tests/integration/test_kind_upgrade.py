@@ -160,16 +160,21 @@ def devices_of(c, node):
     return sorted(d["name"] for s in node_slices(c, node) for d in s["spec"].get("devices") or [])
 
 
-def test_maintenance_run_drains_in_dra_order_verifies_and_stops_at_a_node_that_does_not_come_back(
-        kind_cluster, kind_driver, tmp_path):
-    c = kind_cluster
+def trainers_on_workers(c, ns):
+    """(the workers, {worker: its devices}) once a claim pod of a fresh namespace `ns` runs on each worker."""
     workers = c.nodes[1:]
-    ns = "itk-upgrade"
     c.fresh_namespace(ns)
     c.apply([claim_template(c.resource_version, ns, "one-gpu")] + [trainer_deployment(c, ns, n) for n in workers])
     wait_until(running_trainers(c, ns, workers), 180, "a claim pod running on each worker")
     before = dict((n, devices_of(c, n)) for n in workers)
     assert all(before.values()), before
+    return workers, before
+
+
+def test_maintenance_run_drains_in_dra_order_verifies_and_stops_at_a_node_that_does_not_come_back(
+        kind_cluster, kind_driver, tmp_path):
+    c, ns = kind_cluster, "itk-upgrade"
+    workers, before = trainers_on_workers(c, ns)
     node_work = tmp_path / "node-work.yml"
     node_work.write_text(NODE_WORK.format(work_file=NODE_WORK_FILE, defaults=KUBELET_DEFAULTS, flag=REFUSED_FLAG))
     common = {"dra_node_upgrade_driver_daemonsets": [DRIVER_DAEMONSET], "dra_node_upgrade_drivers": [DRIVER],
@@ -282,13 +287,8 @@ def run_kubespray(c, tmp_path, extra_vars):
 
 def test_kubespray_runs_the_dra_verification_in_its_post_upgrade_hooks_and_stops_at_a_node_not_back(
         kind_cluster, kind_driver, tmp_path):
-    c = kind_cluster
-    workers = c.nodes[1:]
-    ns = "itk-kubespray"
-    c.fresh_namespace(ns)
-    c.apply([claim_template(c.resource_version, ns, "one-gpu")] + [trainer_deployment(c, ns, n) for n in workers])
-    wait_until(running_trainers(c, ns, workers), 180, "a claim pod running on each worker")
-    before = dict((n, devices_of(c, n)) for n in workers)
+    c, ns = kind_cluster, "itk-kubespray"
+    workers, before = trainers_on_workers(c, ns)
     common = {"kube_version": c.version.lstrip("v"), "dra_node_upgrade_drivers": [DRIVER],
               "dra_node_upgrade_driver_daemonsets": [DRIVER_DAEMONSET], "dra_node_upgrade_ready_timeout": 120}
     common.update(canary_vars(c))
