@@ -27,6 +27,7 @@ from ansible_collections.dra.admin.plugins.module_utils.claims.capacity import (
 )
 from ansible_collections.dra.admin.plugins.module_utils.kube.pod_claims import SOURCE_EXTENDED_RESOURCE, pod_claim_refs
 from ansible_collections.dra.admin.plugins.module_utils.kube.locations import is_marker
+from ansible_collections.dra.admin.plugins.module_utils.kube.selection import UNSCHEDULABLE_TAINT, is_cordoned
 from ansible_collections.dra.admin.plugins.module_utils.kube.slices import (
     current_slices, device_fields, device_location, pool_key,
 )
@@ -208,8 +209,8 @@ def _skip(driver, pool, reason, counts=None):
     return out
 
 
-# The taint a cordon stands for: a probe of a cordoned node named in `on_nodes` tolerates it.
-CORDON_TOLERATION = {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}
+# A probe of a cordoned node named in `on_nodes` tolerates the taint the cordon stands for.
+CORDON_TOLERATION = dict(UNSCHEDULABLE_TAINT, operator="Exists")
 
 
 def _pool_problem(key, pools, counts, nodes, location, on_nodes=()):
@@ -224,10 +225,6 @@ def _pool_problem(key, pools, counts, nodes, location, on_nodes=()):
     if not is_marker(location) and is_cordoned(nodes[location]) and location not in on_nodes:
         return "its node %s is cordoned" % location
     return None
-
-
-def is_cordoned(node):
-    return bool((node.get("spec") or {}).get("unschedulable"))
 
 
 def plan_probes(slices, claims, device_classes, nodes, server_version=None, taint_rules=(), drivers=(), pools=(),
@@ -245,13 +242,11 @@ def plan_probes(slices, claims, device_classes, nodes, server_version=None, tain
     local = pools_on(published, on_nodes) if on_nodes else set()
     for key in sorted(judged["pools"], key=lambda k: tuple(x or "" for x in k)):
         driver, pool = key
-        if (drivers and driver not in drivers) or (pools and pool not in pools):
+        if (drivers and driver not in drivers) or (pools and pool not in pools) or (on_nodes and key not in local):
             continue
         counts = _pool_counts(devices, key)
         free = sorted(k[2] for k, d in devices.items() if k[:2] == key and d["free"])
         location = published[key + (free[0],)][0] if free else None
-        if on_nodes and key not in local:
-            continue
         problem = _pool_problem(key, judged["pools"], counts, nodes, location, on_nodes)
         device_class = class_for_driver(device_classes, driver, classes)
         if problem is None and device_class is None:

@@ -206,6 +206,11 @@ def pod_refusal(node, pod_spec, added_tolerations=()):
     return None
 
 
+def is_cordoned(node):
+    """Whether the node is cordoned (spec.unschedulable)."""
+    return bool((node.get("spec") or {}).get("unschedulable"))
+
+
 def daemonset_excludes(daemonset, label):
     """Whether a DaemonSet's required node affinity keeps its pods off nodes labelled ``label=true``."""
     pod_spec = (((daemonset.get("spec") or {}).get("template") or {}).get("spec") or {})

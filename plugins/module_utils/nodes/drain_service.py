@@ -37,7 +37,7 @@ from ansible_collections.dra.admin.plugins.module_utils.kube.pods import (
 )
 from ansible_collections.dra.admin.plugins.module_utils.drivers.nodes import select_nodes_for_daemonset
 from ansible_collections.dra.admin.plugins.module_utils.kube.selection import (
-    EXCLUSION_VALUE, daemonset_excludes, node_excluded,
+    EXCLUSION_VALUE, daemonset_excludes, is_cordoned, node_excluded,
 )
 from ansible_collections.dra.admin.plugins.module_utils.kube.slices import driver_publishes_for_node, slices_for_node
 from ansible_collections.dra.admin.plugins.module_utils.common.progress import elapsed_since
@@ -135,7 +135,7 @@ class NodeDrain(object):
         gathered = gather_claim_views(self.api, node=self.node)
         version, held = gathered["version"], gathered["blocking"]
         self.phase("preflight", t0)
-        was_cordoned = bool((node.get("spec") or {}).get("unschedulable"))
+        was_cordoned = is_cordoned(node)
         labels = node["metadata"].get("labels") or {}
         annotations = node["metadata"].get("annotations") or {}
         self.check_drivers_removable(labels, plan["driver_pods"])
@@ -452,7 +452,7 @@ class NodeDrain(object):
         drivers = self.driver_daemonsets()
         labels = node["metadata"].get("labels") or {}
         annotations = node["metadata"].get("annotations") or {}
-        cordoned = bool((node.get("spec") or {}).get("unschedulable"))
+        cordoned = is_cordoned(node)
         was_cordoned = annotations.get(CORDON_ANNOTATION) == "true"
         uncordon = cordoned and (self.p["uncordon"] == "always" or
                                  (self.p["uncordon"] == "if_drain_cordoned" and not was_cordoned))

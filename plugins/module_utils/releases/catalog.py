@@ -283,6 +283,15 @@ class VersionError(DraAdminError, ValueError):
     """A Kubernetes version the catalog cannot answer for."""
 
 
+_FULL_RELEASE = re.compile(r"^v?\d+\.\d+\.\d+$")
+
+
+def is_full_release(version):
+    """Whether `version` names one released version in full (v1.37.2 or 1.37.2), not a minor, a pre-release or
+    a build."""
+    return bool(_FULL_RELEASE.match(str(version or "")))
+
+
 def parse_minor(version):
     """Return the minor number of a Kubernetes version string such as 'v1.33.2'."""
     match = re.match(r"^v?1\.(\d+)(?:\.\d+)?(?:[-+].*)?$", str(version).strip())

@@ -41,8 +41,6 @@ ACTION_DONE = "done"
 SETTLED_FINDINGS = ("feature-gate-removed", "feature-gate-locked")
 RESOURCE_GROUP_PREFIX = catalog.RESOURCE_GROUP + "/"
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
-# A release as a target: no pre-release (-rc.1) and no build suffix.
-_RELEASE = re.compile(r"^v?\d+\.\d+\.\d+$")
 
 
 def version_tuple(version):
@@ -57,7 +55,7 @@ def release_target(current, target):
     if not target:
         return ""
     wanted, now = version_tuple(target), version_tuple(current)
-    if wanted is None or not _RELEASE.match(str(target)):
+    if wanted is None or not catalog.is_full_release(target):
         raise UpgradeInputError("target_version: %r is not a released version: give one such as v1.%d.0 (kubeadm "
                                 "upgrades to an exact patch release)" % (target, now[1] + 1 if now else 37))
     try:
