@@ -78,7 +78,7 @@ def test_check_mode_creates_nothing_and_names_what_it_would_probe(kind_cluster, 
     tasks = [t["hosts"]["localhost"] for p in json.loads(res.stdout)["plays"] for t in p["tasks"]]
     task = canary_task(tasks)
     assert task["check_mode"] is True and task["results"] == [] and task["metrics_text"] == ""
-    assert sorted(p["pool"] for p in task["planned"]) == workers(c)
+    assert sorted(p["pool"] for p in task["planned"]) == workers(c), task["skipped_pools"]
     for probe in task["planned"]:
         assert probe["node"] == probe["pool"] and probe["unique"] is True
         assert probe["selector"].startswith('device.driver == "%s" && device.attributes["%s"].' % (DRIVER, DRIVER))

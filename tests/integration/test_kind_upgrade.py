@@ -231,7 +231,7 @@ def test_maintenance_run_drains_in_dra_order_verifies_and_stops_at_a_node_that_d
     assert res.returncode == 0, res.stdout[-8000:] + res.stderr[-2000:]
     assert not c.get_json("node", refused)["spec"].get("unschedulable")
     assert devices_of(c, refused) == before[refused]
-    c.kubectl("delete", "namespace", ns, "--wait=false")
+    c.kubectl("delete", "namespace", ns, "--timeout=180s")  # gone before the next test: its pods would wait for devices
 
 
 # kubespray's worker play as its upgrade_cluster.yml runs it, reduced to the steps around the hook: its drain
@@ -321,4 +321,7 @@ def test_kubespray_runs_the_dra_verification_in_its_post_upgrade_hooks_and_stops
         assert "Drain node" not in said.split(f"{workers[0]} is not back", 1)[1]
     finally:
         c.kubectl("uncordon", workers[0])
-    c.kubectl("delete", "namespace", ns, "--wait=false")
+        # The restarted kubelet removed the node's slices until the driver registers again: left as found.
+        wait_until(lambda: devices_of(c, workers[0]) == before[workers[0]], 180,
+                   f"the driver's devices published again for {workers[0]}")
+    c.kubectl("delete", "namespace", ns, "--timeout=180s")  # gone before the next test: its pods would wait for devices
