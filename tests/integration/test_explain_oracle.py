@@ -28,7 +28,9 @@ from oracle import allocator_features  # noqa: E402  pylint: disable=wrong-impor
 clusterlib.collection_on_path()
 from ansible_collections.dra.admin.plugins.module_utils.kube import cel  # noqa: E402
 from ansible_collections.dra.admin.plugins.module_utils.allocation import model, search  # noqa: E402
-from ansible_collections.dra.admin.plugins.module_utils.claims.capacity import allocator_rules  # noqa: E402
+from ansible_collections.dra.admin.plugins.module_utils.claims.capacity import (  # noqa: E402
+    POOL_WIDE_COUNTERS_FROM, allocator_rules,
+)
 
 CATALOG = clusterlib.catalog()
 CASES = int(os.environ.get("DRA_ORACLE_CASES", "400"))
@@ -41,6 +43,18 @@ GENERATED = ("node-local pools in one or two slices, incomplete pools, an older 
 
 GPU, NIC = "gpu.example.com", "nic.example.com"
 MODELS = ("a100", "h100")
+TAINTS = (
+    {"key": "maintenance", "value": "planned", "effect": "NoSchedule"},
+    {"key": "maintenance", "value": "now", "effect": "NoExecute"},
+    {"key": "degraded", "effect": "NoSchedule"},
+    {"key": "degraded", "effect": "None"},
+)
+TOLERATIONS = (
+    {"key": "maintenance", "operator": "Exists"},
+    {"key": "maintenance", "operator": "Equal", "value": "planned", "effect": "NoSchedule"},
+    {"key": "degraded", "operator": "Exists", "effect": "NoSchedule"},
+    {"operator": "Exists"},
+)
 SELECTORS = (
     'device.attributes["gpu.example.com"].model == "h100"',
     'device.attributes["gpu.example.com"].index >= 2',
@@ -58,7 +72,9 @@ def gates_on(version):
 
 # ---- the generator (resource.k8s.io/v1 shapes; v1beta1 for 1.33 by to_release) ----------------------------
 
-def device(driver, index, draw):
+def device(driver, index, draw, extras=frozenset()):
+    """One device; with `extras` (the fields the release's features serve) sometimes taints, binding conditions
+    or admin-access-only use besides."""
     attributes = {"index": {"int": index}}
     capacity = {}
     if driver == GPU:
@@ -66,7 +82,16 @@ def device(driver, index, draw):
         capacity["memory"] = {"value": draw(st.sampled_from(("40Gi", "80Gi")))}
     else:
         attributes["speed"] = {"int": draw(st.sampled_from((100, 400)))}
-    return {"name": f"dev-{index}", "attributes": attributes, "capacity": capacity}
+    out = {"name": f"dev-{index}", "attributes": attributes, "capacity": capacity}
+    if "taints" in extras and draw(st.integers(0, 3)) == 0:
+        taints = TAINTS if "taint_none" in extras else [t for t in TAINTS if t["effect"] != "None"]
+        out["taints"] = [draw(st.sampled_from(taints)) for _ in range(draw(st.integers(1, 2)))]
+    if "binding" in extras and draw(st.integers(0, 5)) == 0:
+        out["bindingConditions"] = ["dra.example.com/ready"]
+        out["bindingFailureConditions"] = ["dra.example.com/failed"]
+        if draw(st.booleans()):
+            out["bindsToNode"] = True
+    return out
 
 
 def resource_slice(driver, pool, name, devices, where, generation=1, count=1):
@@ -76,28 +101,77 @@ def resource_slice(driver, pool, name, devices, where, generation=1, count=1):
     return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": name}, "spec": spec}
 
 
+COUNTER_SET = "gpu-counters"
+
+
+def counter_sets(draw):
+    return [{"name": COUNTER_SET, "counters": {
+        "memory": {"value": draw(st.sampled_from(("80Gi", "120Gi", "160Gi")))},
+        "slots": {"value": str(draw(st.integers(1, 4)))}}}]
+
+
+def consumption(draw):
+    return [{"counterSet": COUNTER_SET, "counters": {
+        "memory": {"value": draw(st.sampled_from(("40Gi", "80Gi")))},
+        "slots": {"value": str(draw(st.integers(1, 2)))}}}]
+
+
+def node_of_device(draw, nodes):
+    """Where one device of a slice with perDeviceNodeSelection is offered."""
+    kind = draw(st.integers(0, 2))
+    if kind == 0:
+        return {"nodeName": draw(st.sampled_from(nodes))}
+    if kind == 1:
+        return {"allNodes": True}
+    return {"nodeSelector": {"nodeSelectorTerms": [{"matchExpressions": [
+        {"key": "zone", "operator": "In", "values": [draw(st.sampled_from(("a", "b")))]}]}]}}
+
+
 @st.composite
-def pool_slices(draw, driver, pool, where):
+def pool_slices(draw, driver, pool, where, extras=frozenset(), minor=37, nodes=()):
     """The slices of one pool: its devices split over one or two slices, sometimes a wrong count (incomplete),
-    sometimes an older generation besides, sometimes one device name in two slices (an invalid pool)."""
+    sometimes an older generation besides, sometimes one device name in two slices (an invalid pool). With the
+    partitionable-devices feature (in `extras`): sometimes shared counters the devices consume (from 1.35 in a
+    slice of their own, before in the devices' slice), and where `where` is perDeviceNodeSelection, each device
+    its own node selection."""
     size = draw(st.integers(0, 4))
-    devices = [device(driver, i, draw) for i in range(size)]
+    devices = [device(driver, i, draw, extras) for i in range(size)]
+    per_device = bool(where.get("perDeviceNodeSelection"))
+    for entry in devices if per_device else ():
+        entry.update(node_of_device(draw, nodes))
+    counters = "counters" in extras and draw(st.integers(0, 2)) == 0
+    sets = counter_sets(draw) if counters else None
+    for entry in devices if counters else ():
+        if draw(st.integers(0, 4)):
+            entry["consumesCounters"] = consumption(draw)
     parts = draw(st.integers(1, 2)) if size > 1 else 1
     split = draw(st.integers(1, size - 1)) if parts == 2 else size
     chunks = [devices[:split], devices[split:]] if parts == 2 else [devices]
-    count = parts + (1 if draw(st.integers(0, 9)) == 0 else 0)
+    own_counter_slice = counters and minor >= POOL_WIDE_COUNTERS_FROM
+    count = parts + (1 if own_counter_slice else 0) + (1 if draw(st.integers(0, 9)) == 0 else 0)
     generation = draw(st.sampled_from((1, 2)))
     out = [resource_slice(driver, pool, f"{driver}-{pool}-{i}", chunk, where, generation, count)
            for i, chunk in enumerate(chunks)]
+    if own_counter_slice:
+        counter_where = {"allNodes": True} if per_device else where
+        out.append(resource_slice(driver, pool, f"{driver}-{pool}-counters", [], counter_where, generation, count))
+        out[-1]["spec"].pop("devices")
+        out[-1]["spec"]["sharedCounters"] = sets
+    elif counters:
+        for item in out:
+            item["spec"]["sharedCounters"] = sets
     if parts == 2 and draw(st.integers(0, 9)) == 0 and chunks[0]:
         out[1]["spec"]["devices"].append(dict(chunks[0][0]))  # the same name in two slices of the pool
     if generation == 2 and draw(st.booleans()):
-        old = [device(driver, i, draw) for i in range(draw(st.integers(1, 3)))]
+        old = [device(driver, i, draw, extras) for i in range(draw(st.integers(1, 3)))]
+        for entry in old if per_device else ():
+            entry.update(node_of_device(draw, nodes))
         out.append(resource_slice(driver, pool, f"{driver}-{pool}-old", old, where, 1, 1))
     return out
 
 
-def request_body(draw, classes, prioritized):
+def request_body(draw, classes, extras, sub=False):
+    """A request's fields (a subrequest's: `sub`, which has no adminAccess)."""
     cls = draw(st.sampled_from(sorted(classes)))
     body = {"deviceClassName": cls}
     if draw(st.integers(0, 4)) == 0:
@@ -107,58 +181,101 @@ def request_body(draw, classes, prioritized):
         body["count"] = draw(st.integers(1, 3))
     if draw(st.booleans()):
         body["selectors"] = [{"cel": {"expression": draw(st.sampled_from(SELECTORS))}}]
+    if "admin" in extras and not sub and draw(st.integers(0, 4)) == 0:
+        body["adminAccess"] = True
+    if "taints" in extras and draw(st.integers(0, 2)) == 0:
+        body["tolerations"] = [draw(st.sampled_from(TOLERATIONS))]
     return body
 
 
 @st.composite
-def claim_spec(draw, classes, prioritized, distinct=False):
+def claim_spec(draw, classes, extras):
     requests = []
     for index in range(draw(st.integers(1, 2))):
         name = f"r{index}"
-        if prioritized and draw(st.integers(0, 3)) == 0:
-            subs = [dict(request_body(draw, classes, prioritized), name=f"s{i}") for i in range(draw(st.integers(1, 2)))]
+        if "prioritized" in extras and draw(st.integers(0, 3)) == 0:
+            subs = [dict(request_body(draw, classes, extras, sub=True), name=f"s{i}") for i in range(draw(st.integers(1, 2)))]
             requests.append({"name": name, "firstAvailable": subs})
         else:
-            requests.append({"name": name, "exactly": request_body(draw, classes, prioritized)})
+            requests.append({"name": name, "exactly": request_body(draw, classes, extras)})
     spec = {"devices": {"requests": requests}}
     if draw(st.integers(0, 2)) == 0:
-        kind = "distinctAttribute" if distinct and draw(st.booleans()) else "matchAttribute"
+        kind = "distinctAttribute" if "distinct" in extras and draw(st.booleans()) else "matchAttribute"
         names = [r["name"] for r in requests] if len(requests) > 1 or draw(st.booleans()) else []
         spec["devices"]["constraints"] = [dict({kind: draw(st.sampled_from(
             (f"{GPU}/model", f"{GPU}/index", f"{NIC}/speed")))}, **({"requests": names} if names else {}))]
     return spec
 
 
+TAINT_EFFECT_NONE_FROM = 35  # the device taint effect None (k8s.io/api resource/v1 DeviceTaintEffectNone)
+# Which generated fields each allocator gate serves (the API server drops a field whose gate is off).
+EXTRAS_OF_GATES = {
+    "DRAPrioritizedList": ("prioritized",),
+    "DRAConsumableCapacity": ("distinct",),  # the gate of distinctAttribute
+    "DRAAdminAccess": ("admin",),
+    "DRADeviceTaints": ("taints",),
+    "DRAPartitionableDevices": ("counters", "per_device"),
+    "DRADeviceBindingConditions": ("binding",),
+    "DRAResourceClaimDeviceStatus": (),  # binding conditions need it too
+    "DRAFractionalCapacityRange": (),  # these three change which allocator implementation runs
+    "DRAListTypeAttributes": (),
+    "DRADeviceCompatibilityGroups": (),
+}
+
+
+def release_gates(version):
+    """(on by default, off by default) of the gates of EXTRAS_OF_GATES the release knows."""
+    values = CATALOG.effective_gates(version, {})
+    return (set(g for g in EXTRAS_OF_GATES if values.get(g)), set(g for g in EXTRAS_OF_GATES if values.get(g) is False))
+
+
+def extras_of(gates, minor):
+    out = set(e for g in gates for e in EXTRAS_OF_GATES.get(g, ()))
+    if "taints" in out and minor >= TAINT_EFFECT_NONE_FROM:
+        out.add("taint_none")
+    if minor < 34:
+        out.discard("binding")  # binding conditions are fields of the v1 API (1.34+)
+    return frozenset(out)
+
+
 @st.composite
 def cluster_state(draw, version):
-    nodes = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"node-{i}", "labels": {
-        "kubernetes.io/hostname": f"node-{i}", "zone": draw(st.sampled_from(("a", "b")))}}}
-        for i in range(draw(st.integers(1, 3)))]
+    """A cluster: its gates (the release's defaults, and in one state of three some of its DRA gates that are off
+    by default turned on), nodes, slices, classes, the claims of one pod, devices already allocated."""
+    minor = int(version.split(".")[1])
+    gates = gates_on(version)
+    _, off = release_gates(version)
+    if off and draw(st.integers(0, 2)) == 0:
+        gates |= set(draw(st.lists(st.sampled_from(sorted(off)), unique=True, min_size=1)))
+    extras = extras_of(gates, minor)
+    node_names = [f"node-{i}" for i in range(draw(st.integers(1, 3)))]
+    nodes = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
+        "kubernetes.io/hostname": name, "zone": draw(st.sampled_from(("a", "b")))}}} for name in node_names]
     slices = []
     drivers = [GPU] + ([NIC] if draw(st.booleans()) else [])
     for driver in drivers:
-        for node in nodes:
+        for name in node_names:
             if draw(st.integers(0, 4)):
-                name = node["metadata"]["name"]
-                slices += draw(pool_slices(driver, name, {"nodeName": name}))
+                slices += draw(pool_slices(driver, name, {"nodeName": name}, extras, minor, node_names))
         if draw(st.integers(0, 3)) == 0:
-            slices += draw(pool_slices(driver, "shared", {"allNodes": True}))
+            slices += draw(pool_slices(driver, "shared", {"allNodes": True}, extras, minor, node_names))
+        if "per_device" in extras and draw(st.integers(0, 2)) == 0:
+            slices += draw(pool_slices(driver, "per-device", {"perDeviceNodeSelection": True}, extras, minor,
+                                       node_names))
     classes = dict((d, {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": d},
                         "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{d}"'}}]}})
                    for d in drivers)
     classes["h100"] = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "h100"},
                        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{GPU}"'}},
                                               {"cel": {"expression": SELECTORS[0]}}]}}
-    prioritized = "DRAPrioritizedList" in gates_on(version)
-    distinct = "DRAConsumableCapacity" in gates_on(version)  # the gate of distinctAttribute
     claims = [{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
                "metadata": {"name": f"c{i}", "namespace": "default", "uid": f"uid-c{i}"},
-               "spec": draw(claim_spec(classes, prioritized, distinct))} for i in range(draw(st.integers(1, 2)))]
+               "spec": draw(claim_spec(classes, extras))} for i in range(draw(st.integers(1, 2)))]
     ids = sorted(set("%s/%s/%s" % (s["spec"]["driver"], s["spec"]["pool"]["name"], d["name"])
-                     for s in slices for d in s["spec"]["devices"]))
+                     for s in slices for d in s["spec"].get("devices") or []))
     allocated = draw(st.lists(st.sampled_from(ids), unique=True, max_size=3)) if ids else []
-    return {"nodes": nodes, "slices": slices, "classes": list(classes.values()), "claims": claims,
-            "allocated": allocated}
+    return {"gates": sorted(gates), "nodes": nodes, "slices": slices, "classes": list(classes.values()),
+            "claims": claims, "allocated": allocated}
 
 
 def to_release(state, version):
@@ -173,7 +290,8 @@ def to_release(state, version):
         slices.append(dict(s, apiVersion="resource.k8s.io/v1beta1", spec=spec))
     claims = []
     for c in state["claims"]:
-        requests = [dict({"name": r["name"]}, **r["exactly"]) for r in c["spec"]["devices"]["requests"]]
+        requests = [r if "firstAvailable" in r else dict({"name": r["name"]}, **r["exactly"])
+                    for r in c["spec"]["devices"]["requests"]]
         devices = dict(c["spec"]["devices"], requests=requests)
         claims.append(dict(c, apiVersion="resource.k8s.io/v1beta1", spec=dict(c["spec"], devices=devices)))
     classes = [dict(c, apiVersion="resource.k8s.io/v1beta1") for c in state["classes"]]
@@ -183,7 +301,7 @@ def to_release(state, version):
 # ---- the comparison ---------------------------------------------------------------------------------------
 
 def explainer_verdicts(state, version, env):
-    features = gates_on(version)
+    features = set(state["gates"])
     rules = model.pool_rules(allocator_rules(version)["release"])
     pools = model.gather_pools(state["slices"], features, rules)
     allocated = dict((tuple(i.split("/", 2)), "default/other") for i in state["allocated"])
@@ -208,7 +326,6 @@ def agrees(oracle_outcome, verdict):
 def test_the_explainer_agrees_with_the_allocator_on_generated_states(release_oracle, capsys):
     version = release_oracle.version
     env = cel.Environment(int(version.split(".")[1]))
-    features = allocator_features(version, gates_on(version))
     counts = collections.Counter()
 
     @seed(SEED)
@@ -217,6 +334,8 @@ def test_the_explainer_agrees_with_the_allocator_on_generated_states(release_ora
     @given(cluster_state(version))
     def check(state):
         state = to_release(state, version)
+        features = allocator_features(version, set(state["gates"]))
+        counts["states with gates off by default turned on"] += state["gates"] != sorted(gates_on(version))
         answers = release_oracle.allocate(features, state["slices"], state["classes"], state["claims"],
                                           state["allocated"], state["nodes"])
         verdicts = explainer_verdicts(state, version, env)
@@ -227,6 +346,9 @@ def test_the_explainer_agrees_with_the_allocator_on_generated_states(release_ora
             counts["allocator " + ("error" if outcome["error"] else "fits" if outcome["fits"] else
                                    "unschedulable" if outcome["unschedulable"] else "no fit")] += 1
             counts["explainer " + verdict] += 1
+            if not agrees(outcome, verdict) and os.environ.get("DRA_ORACLE_DUMP"):
+                import json  # debug
+                json.dump(dict(state, node=node, version=version), open(os.environ["DRA_ORACLE_DUMP"], "w"))
             assert agrees(outcome, verdict), (
                 f"{version} node {node}: the allocator says {outcome}, the explainer {verdict} ({detail})")
 

@@ -35,6 +35,26 @@ PARTITIONABLE = "DRAPartitionableDevices"
 CONSUMABLE_CAPACITY = "DRAConsumableCapacity"
 BINDING_CONDITIONS = "DRADeviceBindingConditions"
 EXTENDED_RESOURCE = "DRAExtendedResource"
+RESOURCE_CLAIM_DEVICE_STATUS = "DRAResourceClaimDeviceStatus"
+BINDING_GATES = (BINDING_CONDITIONS, RESOURCE_CLAIM_DEVICE_STATUS)  # the allocator takes such devices with both on
+
+# kube-scheduler runs the first implementation of the structured allocator (stable, incubating, experimental)
+# that supports every allocator feature its gates turn on. The features stable lacks, by their gates, with the
+# release from which incubating supports each (None: only experimental does); binding conditions need both
+# of their gates.
+BEYOND_STABLE = {
+    BINDING_GATES: 36,
+    (CONSUMABLE_CAPACITY,): 36,
+    ("DRAFractionalCapacityRange",): 37,
+    ("DRAListTypeAttributes",): None,
+    ("DRAOptionalNodeOperations",): None,
+    ("DRADerivedAttributes",): None,
+    ("DRADeviceCompatibilityGroups",): None,
+}
+# From these releases the implementation searches a node's pools that have a device with binding conditions
+# after the others (each part in (driver, pool) order).
+BINDING_POOLS_LAST_FROM = {"incubating": 37, "experimental": 36}
+NEWEST_RELEASE = 37
 
 
 class Request:
@@ -99,6 +119,8 @@ class Device:
         spec = resource_slice.get("spec") or {}
         self.driver, self.pool = pool_key(resource_slice)
         self.name = entry.get("name")
+        # Which published entry this is: two generations of a pool may each publish the name, for other nodes.
+        self.entry = ((resource_slice.get("metadata") or {}).get("name"), self.name)
         self.fields = device_fields(entry)
         self.slice_spec = spec
         self.taints = list(self.fields.get("taints") or [])
@@ -138,6 +160,14 @@ POOLS_IN_ORDER_FROM = 36
 # Before this release the allocator does not give back the devices of a request for all devices when the search
 # backtracks past it: they stay taken for the rest of the attempt (1.33's allocateOne drops the deallocation).
 ALL_DEVICES_UNDONE_FROM = 34
+# From this release a device given for admin access is held for the rest of the attempt: its claim does not get it
+# again, and a plain request of another claim does not get it. Before, the allocator does not record it: one
+# device may be given to the claim more than once, and to a later claim of the pod besides.
+ADMIN_HOLDS_DEVICE_FROM = 34
+# From this release a request for all devices that is not the first subrequest of its firstAvailable list fills its
+# slots itself; before, the allocator goes on after its first device in the list's first subrequest (its slots,
+# its count), so such a subrequest rarely gets its devices.
+ALL_SUBREQUEST_KEPT_FROM = 36
 
 
 def slice_relevant(resource_slice, node_name, labels):
@@ -183,18 +213,12 @@ def _duplicate_device(device_slices):
     return None
 
 
-def counter_slice(resource_slice, features):
-    """A slice of shared counters, which the allocator keeps apart from the slices of devices (partitionable
-    devices on)."""
-    return PARTITIONABLE in features and bool((resource_slice.get("spec") or {}).get("sharedCounters"))
-
-
 class Pool:
     """A pool as the allocator gathers it for one node: its status (POOL_OK, POOL_INCOMPLETE, POOL_INVALID), the
     devices of its slices for the node (newest generation among them), its shared counters (from every slice of
     that generation), and whether the search takes devices from it on this release."""
 
-    def __init__(self, key, mine, every, status, rules, features, invalid_reason=None, complete=True):
+    def __init__(self, key, mine, every, status, rules, invalid_reason=None, complete=True):
         self.key = key
         self.status = status
         self.invalid_reason = invalid_reason
@@ -202,8 +226,7 @@ class Pool:
         self.allocatable = status == POOL_OK or (status == POOL_INCOMPLETE and not rules["pools_skipped"])
         self.per_pool = rules["counters_per_pool"]
         self.slices = mine
-        self.devices = [Device(s, e, self.per_pool) for s in mine if not counter_slice(s, features)
-                        for e in (s.get("spec") or {}).get("devices") or []]
+        self.devices = [Device(s, e, self.per_pool) for s in mine for e in (s.get("spec") or {}).get("devices") or []]
         self.counter_sets = pool_counter_sets(every, self.per_pool)[0]
 
     @property
@@ -211,7 +234,7 @@ class Pool:
         return "%s/%s" % self.key
 
 
-def node_pool(pool, node_name, labels, features, rules):
+def node_pool(pool, node_name, labels, rules):
     """The allocator's view of one pool on a node (GatherPools of the release), or None when the node gathers
     no slice of it or its slices there are obsolete."""
     relevant = [s for s in pool.slices if slice_relevant(s, node_name, labels)]
@@ -227,17 +250,18 @@ def node_pool(pool, node_name, labels, features, rules):
         every = [s for s in pool.slices if _generation(s) == generation]
         complete = _slice_count(mine[0]) == len(every)
     if not complete and rules["pools_skipped"]:
-        return Pool(pool.key, mine, every, POOL_INCOMPLETE, rules, features)  # not looked into further
-    duplicate = _duplicate_device([s for s in mine if not counter_slice(s, features)])
+        return Pool(pool.key, mine, every, POOL_INCOMPLETE, rules)  # not looked into further
+    duplicate = _duplicate_device(mine)
     if duplicate is not None:  # before 1.35 also in an incomplete pool, and the invalid pool stops the search
-        return Pool(pool.key, mine, every, POOL_INVALID, rules, features, "duplicate device name %s" % duplicate,
+        return Pool(pool.key, mine, every, POOL_INVALID, rules, "duplicate device name %s" % duplicate,
                     complete)
-    return Pool(pool.key, mine, every, POOL_OK if complete else POOL_INCOMPLETE, rules, features)
+    return Pool(pool.key, mine, every, POOL_OK if complete else POOL_INCOMPLETE, rules)
 
 
 def pool_rules(release, taint_reader=ALLOCATOR):
     """How the release's allocator gathers pools and searches them: {counters_per_pool, pools_checked_whole,
-    pools_skipped, pools_in_order, all_devices_undone, taint_reader} (release: the minor, None for the newest
+    pools_skipped, pools_in_order, all_devices_undone, admin_holds_device, all_subrequest_kept, release,
+    taint_reader} (release: the minor, None for the newest
     rules; taint_reader: how it reads DeviceTaintRules, kube.taint_rules.allocator_reader of the release's
     version, which also needs the patch: capacity.allocator_rules gives both)."""
     newest = release is None
@@ -246,7 +270,32 @@ def pool_rules(release, taint_reader=ALLOCATOR):
             "pools_skipped": newest or release >= POOLS_SKIPPED_FROM,
             "pools_in_order": newest or release >= POOLS_IN_ORDER_FROM,
             "all_devices_undone": newest or release >= ALL_DEVICES_UNDONE_FROM,
-            "taint_reader": taint_reader}
+            "admin_holds_device": newest or release >= ADMIN_HOLDS_DEVICE_FROM,
+            "all_subrequest_kept": newest or release >= ALL_SUBREQUEST_KEPT_FROM,
+            "release": release, "taint_reader": taint_reader}
+
+
+def allocator_implementation(release, features):
+    """Which implementation of the structured allocator kube-scheduler of the release runs with these gates on:
+    "stable", "incubating" or "experimental" (release None: the newest)."""
+    release = NEWEST_RELEASE if release is None else release
+    beyond = [since for gates, since in BEYOND_STABLE.items() if all(g in features for g in gates)]
+    if not beyond:
+        return "stable"
+    if all(since is not None and release >= since for since in beyond):
+        return "incubating"
+    return "experimental"
+
+
+def binding_pools_last(release, features):
+    """Whether the release's allocator, with these gates on, searches a node's pools with a device that has
+    binding conditions after the others."""
+    since = BINDING_POOLS_LAST_FROM.get(allocator_implementation(release, features))
+    return since is not None and (NEWEST_RELEASE if release is None else release) >= since
+
+
+def has_binding_conditions(pool):
+    return any(d.binding_conditions for d in pool.devices)
 
 
 def gather_pools(slices, features, rules):
@@ -262,13 +311,13 @@ def gather_pools(slices, features, rules):
 
 
 class PoolIndex:
-    """The pools of each node (node_pool over the pools with a slice there): the pools whose slices are all bound
-    to one node by name are found by that name, the others (all nodes, node selectors, per-device selection)
-    are checked per node."""
+    """The pools of each node (node_pool over the pools with a slice there), in the order the allocator searches
+    them: the pools whose slices are all bound to one node by name are found by that name, the others (all nodes,
+    node selectors, per-device selection) are checked per node."""
 
     def __init__(self, pools, features, rules):
-        self.features = features
         self.rules = rules
+        self.binding_last = binding_pools_last(rules.get("release"), features)
         self.order = dict((p.key, i) for i, p in enumerate(pools))
         self.by_node = {}
         self.others = []
@@ -281,8 +330,10 @@ class PoolIndex:
 
     def for_node(self, node_name, labels):
         candidates = sorted(self.by_node.get(node_name, []) + self.others, key=lambda p: self.order[p.key])
-        found = (node_pool(p, node_name, labels, self.features, self.rules) for p in candidates)
-        return [p for p in found if p is not None]
+        found = [p for p in (node_pool(p, node_name, labels, self.rules) for p in candidates) if p is not None]
+        if self.binding_last:
+            found.sort(key=has_binding_conditions)  # stable: each part keeps its (driver, pool) order
+        return found
 
 
 def allocated_devices(claims, besides=()):

@@ -58,6 +58,7 @@ AVAILABLE = "available"
 REASONS = (POOL_INCOMPLETE, POOL_INVALID, FEATURE_OFF, CLASS_SELECTOR, REQUEST_SELECTOR, SELECTOR_ERROR, CANNOT_EVALUATE,
            NOT_ON_NODE, IN_USE, TAINTED, AVAILABLE)
 UNCERTAIN = (SELECTOR_ERROR, CANNOT_EVALUATE)
+NOT_ON_NODE_CHECKED = REASONS.index(NOT_ON_NODE)
 MAX_STEPS = 200000
 # The usual DeviceClass selector, answered without CEL (the same answer: a device's driver is always a string).
 DRIVER_ONLY = re.compile(r'^\s*device\.driver\s*==\s*"([^"\\]+)"\s*$')
@@ -90,21 +91,22 @@ class Context:
         self._reasons = {}
 
     def reason(self, request, pool, device):
-        """static_reason without the node, cached per request signature and device (pods ask alike)."""
-        key = (request.signature, device.key)
+        """static_reason without the node, cached per request signature, device entry and its pool's state (pods
+        ask alike; one device name may be published by two generations of a pool, each for other nodes)."""
+        key = (request.signature, device.entry, pool.status, pool.allocatable)
         if key not in self._reasons:
             self._reasons[key] = static_reason(self, request, pool, device)
         return self._reasons[key]
 
     def activation(self, device):
-        if device.key not in self._activations:
-            self._activations[device.key] = self.env.device_activation(device.driver, device.fields)
-        return self._activations[device.key]
+        if device.entry not in self._activations:
+            self._activations[device.entry] = self.env.device_activation(device.driver, device.fields)
+        return self._activations[device.entry]
 
     def selectors_match(self, expressions, device):
         """True/False, or the reason (SELECTOR_ERROR / CANNOT_EVALUATE) with its message."""
         for expression in expressions:
-            cache_key = (expression, device.key)
+            cache_key = (expression, device.entry)
             if cache_key not in self._matches:
                 self._matches[cache_key] = self._evaluate(expression, device)
             found = self._matches[cache_key]
@@ -173,8 +175,10 @@ def static_reason(ctx, request, pool, device):
 
 def _feature_reason(ctx, device):
     """(reason, detail) when a feature decides about the device before its selectors, else None."""
-    if device.binding_conditions and model.BINDING_CONDITIONS not in ctx.features:
-        return FEATURE_OFF, "the device has binding conditions and %s is off" % model.BINDING_CONDITIONS
+    if device.binding_conditions:
+        off = [g for g in model.BINDING_GATES if g not in ctx.features]
+        if off:
+            return FEATURE_OFF, "the device has binding conditions and %s is off" % " and ".join(off)
     if device.consumes and model.PARTITIONABLE not in ctx.features:
         return FEATURE_OFF, "the device consumes shared counters and %s is off" % model.PARTITIONABLE
     return None
@@ -237,9 +241,11 @@ class Candidates:
             if pool.status == model.POOL_INVALID:  # where the search meets the pool (before 1.35 it stops there)
                 self.ordered.append((pool, None, POOL_INVALID, pool.invalid_reason))
             for device in pool.devices:
-                if not model.device_offered_to(device, node_name, labels):
-                    continue
                 reason, detail = ctx.reason(request, pool, device)
+                if REASONS.index(reason) > NOT_ON_NODE_CHECKED and not model.device_offered_to(device, node_name, labels):
+                    # A device of another node in a slice with per-device node selection: the allocator evaluates
+                    # its selectors before its node (an error there stops it too).
+                    reason, detail = NOT_ON_NODE, None
                 self.reasons[device.key] = (reason, detail)
                 self.ordered.append((pool, device, reason, detail))
                 self._sort(ctx, request, pool, device, reason, detail)
@@ -377,14 +383,15 @@ class NodeSearch:
         needed = self._needed(candidates)
         if candidates.all_devices is not None and not needed:
             return False
-        if di == needed:
+        if di >= needed:
             return self._request(ci, ri + 1)
         if candidates.all_devices is not None:
             pool, device, reason = candidates.all_devices[di]
             return reason == AVAILABLE and self._try(ci, ri, ai, di, pool, device, di + 1)
-        if not candidates.uncertain and len(candidates.usable) < needed - di and not self.stops_at_invalid:
-            return False  # never enough: nothing on the way can stop the allocator either
         request = candidates.request
+        if (not candidates.uncertain and len(candidates.usable) < needed - di and not self.stops_at_invalid
+                and not self._repeats(request)):
+            return False  # never enough: nothing on the way can stop the allocator either
         for index in range(start, len(candidates.ordered)):
             pool, device, reason, detail = candidates.ordered[index]
             if device is None:  # an invalid pool: skipped from 1.35, before the allocator stops there
@@ -401,17 +408,27 @@ class NodeSearch:
                 continue
             if reason != AVAILABLE:
                 continue
-            if self._try(ci, ri, ai, di, pool, device, index + 1):
+            if self._try(ci, ri, ai, di, pool, device, index if self._repeats(request) else index + 1):
                 return True
         return False
+
+    def _repeats(self, request):
+        """Whether the search does not hold what the request gets (admin access before 1.34): one device may then
+        fill more than one of its slots."""
+        return request.admin and not self.ctx.pool_rules["admin_holds_device"]
+
+    def _in_use_here(self, ci, request, device):
+        """Taken by this search for this request: admin access shares a device, but not within its claim (before
+        1.34 within its claim too: that allocator does not check it)."""
+        holders = self.taken.get(device.key, ())
+        if request.admin:
+            return ci in holders and self.ctx.pool_rules["admin_holds_device"]
+        return bool(holders)
 
     def _in_use(self, ci, request, device):
         """In use for this request where the allocator looks first: by this claim for admin access, else
         allocated to another claim or taken by this search."""
-        holders = self.taken.get(device.key, ())
-        if request.admin:
-            return ci in holders
-        return device.key in self.ctx.allocated or bool(holders)
+        return self._in_use_here(ci, request, device) or (not request.admin and device.key in self.ctx.allocated)
 
     def _try(self, ci, ri, ai, di, pool, device, next_start):
         self.steps += 1
@@ -421,6 +438,8 @@ class NodeSearch:
         undo = self._add(ci, request, pool, device)
         if undo is None:
             return False
+        if request.mode == "All" and ai and not self.ctx.pool_rules["all_subrequest_kept"]:
+            ai, next_start = 0, 0  # that release's allocator goes on in the list's first subrequest
         if self._devices(ci, ri, ai, di + 1, next_start):
             return True
         if request.mode == "All" and not self.ctx.pool_rules["all_devices_undone"]:
@@ -429,8 +448,7 @@ class NodeSearch:
         return False
 
     def _add(self, ci, request, pool, device):
-        holders = self.taken.get(device.key, set())
-        if (ci in holders) if request.admin else bool(holders):
+        if self._in_use_here(ci, request, device):
             return None
         left = self._pool_counters(pool) if device.consumes else None
         if left is not None and not fits_counters(left, device, pool.per_pool):
@@ -441,15 +459,18 @@ class NodeSearch:
                 raise AllocatorStops("claim %s request %s: cannot add device %s because a claim constraint would "
                                      "not be satisfied" % (self.claims[ci].label, request.label, device.label))
             return None
-        if left is not None:
+        holds = not self._repeats(request)  # before 1.34 an admin-access device is not held, nor its counters
+        if left is not None and holds:
             _take(left, device)
-        self.taken.setdefault(device.key, set()).add(ci)
+        if holds:
+            self.taken.setdefault(device.key, set()).add(ci)
         self.chosen.append((self.claims[ci].label, request, device))
 
         def undo():
             self.chosen.pop()
-            self.taken[device.key].discard(ci)
-            if left is not None:
+            if holds:
+                self.taken[device.key].discard(ci)
+            if left is not None and holds:
                 _take(left, device, -1)
             for index, previous in set_values:
                 self.values[ci][index] = previous
