@@ -228,6 +228,10 @@ class Pool:
         self.slices = mine
         self.devices = [Device(s, e, self.per_pool) for s in mine for e in (s.get("spec") or {}).get("devices") or []]
         self.counter_sets = pool_counter_sets(every, self.per_pool)[0]
+        # Whose allocation takes from the shared counters: the node's devices, and when the allocator read the
+        # whole generation (the node's slices alone looked incomplete), those of the other nodes too.
+        self.counted_devices = self.devices if every is mine else [
+            Device(s, e, self.per_pool) for s in every for e in (s.get("spec") or {}).get("devices") or []]
 
     @property
     def label(self):

@@ -269,7 +269,7 @@ def counters_left(pool, allocated_keys):
     """{counter set key: {counter: Fraction}} of a pool's shared counters after the allocated devices took
     theirs (claims.capacity's rules)."""
     left = capacity.counters_left(pool.counter_sets, {})
-    for device in pool.devices:
+    for device in pool.counted_devices:
         if device.key in allocated_keys:
             _take(left, device)
     return left
