@@ -33,6 +33,9 @@ description:
     C(nodeName), C(nodeSelector) and required node affinity, the node's taints against the pod's tolerations, a
     cordoned node - and when it admits the pod's claims already allocated. CPU, memory, ports, volumes, required
     inter-pod (anti-)affinity and topology spread constraints are not checked.
+  - A claim not allocated yet that another pod waiting to be scheduled shares, where no node admits both pods,
+    is named among the problems (also when the pod fits): the scheduler allocates it for whichever pod comes first,
+    and on devices only that node may use the other then cannot run.
   - A claim already allocated whose devices have binding conditions (C(bindingConditions) of the allocation) not yet
     C(True) in the claim's C(status.devices) holds the pod in the scheduler's PreBind; the problems name each such
     device and its conditions, or the binding failure conditions that are C(True) (the scheduler gives the
@@ -171,7 +174,8 @@ explanations:
       description: Per reason (the pod's node selection, taints, cordon, its allocated claims), how many nodes.
       type: dict
     problems:
-      description: What else keeps the pod waiting (claims not made yet or being deleted, scheduling gates).
+      description: What else keeps the pod waiting, or may keep it or another pod waiting (claims not made yet or
+        being deleted, scheduling gates, a claim shared with a pod no node admits together with this one).
       type: list
       elements: str
     warnings:

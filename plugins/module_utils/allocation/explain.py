@@ -105,6 +105,37 @@ def binding_problems(label, claim):
     return problems
 
 
+def admitted_nodes(pod_spec, nodes):
+    """The names of the nodes the pod's node filters admit (kube.selection.pod_refusal)."""
+    return set((n.get("metadata") or {}).get("name") for n in nodes if pod_refusal(n, pod_spec) is None)
+
+
+def shared_claim_problems(pod, to_allocate, pending_pods, nodes):
+    """A claim of the pod, not allocated yet, that another pod waiting to be scheduled shares, where no node
+    admits both pods: the scheduler allocates it for whichever comes first, and on devices only that node may use
+    the other then waits for good."""
+    meta = pod.get("metadata") or {}
+    me, namespace = _label(pod), meta.get("namespace")
+    wanted = set(c.label for c in to_allocate)
+    mine = None
+    problems = []
+    for other in sorted(pending_pods, key=_label):
+        other_meta = other.get("metadata") or {}
+        if _label(other) == me or other_meta.get("namespace") != namespace:
+            continue
+        shared = sorted(set("%s/%s" % (namespace, c) for dummy, c, dummy2 in pod_claim_refs(other) if c) & wanted)
+        if not shared:
+            continue
+        mine = admitted_nodes(pod.get("spec") or {}, nodes) if mine is None else mine
+        theirs = admitted_nodes(other.get("spec") or {}, nodes)
+        if mine and theirs and not mine & theirs:
+            problems.append("claim %s is shared with pod %s, and no node admits both pods (nodes for this one: %s; "
+                            "for the other: %s): once it is allocated for one of them on devices only that node may "
+                            "use, the other cannot run" % (", ".join(shared), _label(other),
+                                                           _nodes_text(sorted(mine)), _nodes_text(sorted(theirs))))
+    return problems
+
+
 def _quota_refusal(quotas, namespace, pod_name, template, charged):
     """Why a ResourceQuota refuses the claim of this template (adding the pod's earlier claims' charge), or None."""
     charge = claim_charge((template.get("spec") or {}).get("spec"))
@@ -320,7 +351,8 @@ def message(result, rows, outcomes):
     if result["verdict"] == search.FITS:
         if not result["claims"]:
             return "every claim of it is allocated"
-        return "fits on %d node(s): %s" % (len(result["fits_on"]), _nodes_text(result["fits_on"]))
+        return "fits on %d node(s): %s%s" % (len(result["fits_on"]), _nodes_text(result["fits_on"]),
+                                             "".join("; but " + p for p in result["problems"]))
     text = []
     if result["problems"]:
         text.append("; ".join(result["problems"]))

@@ -158,6 +158,7 @@ def explain_subject(ctx, subject, pod, claim_label, claims_by_label, templates, 
         if extended_claim is not None:
             to_allocate.append(extended_claim)
             problems.extend(left_over)
+        problems.extend(explain.shared_claim_problems(pod, to_allocate, cluster["pods"], cluster["nodes"]))
         spec = pod.get("spec") or {}
         if spec.get("schedulingGates"):
             problems.append("the pod has scheduling gates (%s): the scheduler does not look at it yet" % ", ".join(
