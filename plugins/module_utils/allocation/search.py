@@ -331,6 +331,8 @@ class NodeSearch:
         self.unmodelled = ["%s request %s: %s" % (claims[k[0]].label, c.request.label, c.unmodelled)
                            for k, c in sorted(self.candidates.items()) if c.unmodelled]
         self.uncertain = any(c.uncertain for c in self.candidates.values())
+        self.kept_results = not ctx.pool_rules["all_devices_undone"] and any(
+            c.all_devices is not None for c in self.candidates.values())
         self.stops_at_invalid = not ctx.pool_rules["pools_skipped"] and any(
             p.status == model.POOL_INVALID for p in self.pools)
 
@@ -361,6 +363,7 @@ class NodeSearch:
         self.counters = {}
         self.values = [[None] * len(c.constraints) for c in self.claims]
         self.chosen = []
+        self.results = [0] * len(self.claims)
         return list(self.chosen) if self._claim(0) else None
 
     def _claim(self, ci):
@@ -385,6 +388,10 @@ class NodeSearch:
             return False
         if di >= needed:
             return self._request(ci, ri + 1)
+        if not self.ctx.pool_rules["all_devices_undone"] and self.results[ci] + needed - di > ALLOCATION_RESULTS_MAX_SIZE:
+            # 1.33's allocator also keeps the results of a request for all devices it backtracks past: they
+            # count against the claim's limit for the rest of the attempt.
+            return False
         if candidates.all_devices is not None:
             pool, device, reason = candidates.all_devices[di]
             return reason == AVAILABLE and self._try(ci, ri, ai, di, pool, device, di + 1)
@@ -408,9 +415,18 @@ class NodeSearch:
                 continue
             if reason != AVAILABLE:
                 continue
-            if self._try(ci, ri, ai, di, pool, device, index if self._repeats(request) else index + 1):
+            if self._try(ci, ri, ai, di, pool, device, self._next_start(request, index)):
                 return True
         return False
+
+    def _next_start(self, request, index):
+        """Where the next slot of the request starts looking: after this device (the same first fit as trying every
+        order, with fewer steps); at it where one device may fill several slots; at the first device, as 1.33's
+        allocator does, where the order of steps changes the answer (it keeps the results of requests for all
+        devices it backtracks past, which count against the claim's limit)."""
+        if self.kept_results:
+            return 0
+        return index if self._repeats(request) else index + 1
 
     def _repeats(self, request):
         """Whether the search does not hold what the request gets (admin access before 1.34): one device may then
@@ -465,9 +481,11 @@ class NodeSearch:
         if holds:
             self.taken.setdefault(device.key, set()).add(ci)
         self.chosen.append((self.claims[ci].label, request, device))
+        self.results[ci] += 1
 
         def undo():
             self.chosen.pop()
+            self.results[ci] -= 1
             if holds:
                 self.taken[device.key].discard(ci)
             if left is not None and holds:
