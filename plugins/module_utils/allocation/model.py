@@ -54,6 +54,11 @@ BEYOND_STABLE = {
 # From these releases the implementation searches a node's pools that have a device with binding conditions
 # after the others (each part in (driver, pool) order).
 BINDING_POOLS_LAST_FROM = {"incubating": 37, "experimental": 36}
+# Which implementations of which release gather a slice of shared counters (one without devices, from 1.35) for
+# every node, whatever its node selection: a pool whose counters are published for another node is then
+# gathered on this one too (incomplete, unless its devices' slices are there as well).
+COUNTER_SLICES_EVERYWHERE = {35: ("incubating", "experimental"), 36: ("stable", "incubating", "experimental"),
+                             37: ("stable",)}
 NEWEST_RELEASE = 37
 
 
@@ -154,8 +159,10 @@ POOLS_CHECKED_WHOLE_FROM = 36
 # pool is unschedulable); before, incomplete pools are allocated from and the search stops with an error at an
 # invalid pool, in an order that changes from one attempt to the next (a Go map's).
 POOLS_SKIPPED_FROM = 35
-# From this release the allocator goes through a node's pools in (driver, pool) order and a pool's slices in name
-# order (first fit is then the same on every attempt); before, in a Go map's order, which changes every time.
+# From this release the incubating and experimental implementations go through a node's pools in (driver, pool)
+# order and a pool's slices in name order (first fit is then the same on every attempt); before, and in the stable
+# implementation of every release, pools in a Go map's order and slices in the order kube-scheduler's informer
+# lists them, both of which change from one attempt to the next.
 POOLS_IN_ORDER_FROM = 36
 # Before this release the allocator does not give back the devices of a request for all devices when the search
 # backtracks past it: they stay taken for the rest of the attempt (1.33's allocateOne drops the deallocation).
@@ -170,10 +177,13 @@ ADMIN_HOLDS_DEVICE_FROM = 34
 ALL_SUBREQUEST_KEPT_FROM = 36
 
 
-def slice_relevant(resource_slice, node_name, labels):
+def slice_relevant(resource_slice, node_name, labels, counters_everywhere=False):
     """Whether the allocator gathers the slice for the node: its nodeName, allNodes or nodeSelector, or with
-    perDeviceNodeSelection one of its devices, offers it there (a slice of shared counters the same way)."""
+    perDeviceNodeSelection one of its devices, offers it there; a slice of shared counters the same way, or on
+    every node where the implementation gathers those everywhere (`counters_everywhere`)."""
     spec = resource_slice.get("spec") or {}
+    if counters_everywhere and spec.get("sharedCounters"):
+        return True
     if spec.get("nodeName") or spec.get("allNodes") or spec.get("nodeSelector"):
         return holder_offers(spec, node_name, labels)
     if spec.get("perDeviceNodeSelection"):
@@ -237,11 +247,19 @@ class Pool:
     def label(self):
         return "%s/%s" % self.key
 
+    def with_slices_in(self, names):
+        """A copy whose devices come in the order of the slices named (each slice's devices in their order)."""
+        rank = dict((name, i) for i, name in enumerate(names))
+        copy = object.__new__(Pool)
+        copy.__dict__.update(self.__dict__)
+        copy.devices = sorted(self.devices, key=lambda d: rank[d.entry[0]])
+        return copy
 
-def node_pool(pool, node_name, labels, rules):
+
+def node_pool(pool, node_name, labels, rules, counters_everywhere=False):
     """The allocator's view of one pool on a node (GatherPools of the release), or None when the node gathers
     no slice of it or its slices there are obsolete."""
-    relevant = [s for s in pool.slices if slice_relevant(s, node_name, labels)]
+    relevant = [s for s in pool.slices if slice_relevant(s, node_name, labels, counters_everywhere)]
     if not relevant:
         return None
     generation = max(_generation(s) for s in relevant)
@@ -264,7 +282,7 @@ def node_pool(pool, node_name, labels, rules):
 
 def pool_rules(release, taint_reader=ALLOCATOR):
     """How the release's allocator gathers pools and searches them: {counters_per_pool, pools_checked_whole,
-    pools_skipped, pools_in_order, all_devices_undone, admin_holds_device, all_subrequest_kept, release,
+    pools_skipped, all_devices_undone, admin_holds_device, all_subrequest_kept, release,
     taint_reader} (release: the minor, None for the newest
     rules; taint_reader: how it reads DeviceTaintRules, kube.taint_rules.allocator_reader of the release's
     version, which also needs the patch: capacity.allocator_rules gives both)."""
@@ -272,7 +290,6 @@ def pool_rules(release, taint_reader=ALLOCATOR):
     return {"counters_per_pool": newest or release >= POOL_WIDE_COUNTERS_FROM,
             "pools_checked_whole": newest or release >= POOLS_CHECKED_WHOLE_FROM,
             "pools_skipped": newest or release >= POOLS_SKIPPED_FROM,
-            "pools_in_order": newest or release >= POOLS_IN_ORDER_FROM,
             "all_devices_undone": newest or release >= ALL_DEVICES_UNDONE_FROM,
             "admin_holds_device": newest or release >= ADMIN_HOLDS_DEVICE_FROM,
             "all_subrequest_kept": newest or release >= ALL_SUBREQUEST_KEPT_FROM,
@@ -296,6 +313,19 @@ def binding_pools_last(release, features):
     binding conditions after the others."""
     since = BINDING_POOLS_LAST_FROM.get(allocator_implementation(release, features))
     return since is not None and (NEWEST_RELEASE if release is None else release) >= since
+
+
+def counter_slices_everywhere(release, features):
+    """Whether the release's allocator, with these gates on, gathers slices of shared counters on every node."""
+    release = NEWEST_RELEASE if release is None else release
+    return allocator_implementation(release, features) in COUNTER_SLICES_EVERYWHERE.get(release, ())
+
+
+def pools_in_order(release, features):
+    """Whether the release's allocator, with these gates on, goes through a node's pools and their slices in a fixed
+    order (else in one that changes from one attempt to the next)."""
+    return (allocator_implementation(release, features) != "stable"
+            and (NEWEST_RELEASE if release is None else release) >= POOLS_IN_ORDER_FROM)
 
 
 def has_binding_conditions(pool):
@@ -322,19 +352,23 @@ class PoolIndex:
     def __init__(self, pools, features, rules):
         self.rules = rules
         self.binding_last = binding_pools_last(rules.get("release"), features)
+        self.counters_everywhere = counter_slices_everywhere(rules.get("release"), features)
         self.order = dict((p.key, i) for i, p in enumerate(pools))
         self.by_node = {}
         self.others = []
         for pool in pools:
             names = set((s.get("spec") or {}).get("nodeName") for s in pool.slices)
-            if len(names) == 1 and None not in names:
+            everywhere = self.counters_everywhere and any((s.get("spec") or {}).get("sharedCounters")
+                                                          for s in pool.slices)
+            if len(names) == 1 and None not in names and not everywhere:
                 self.by_node.setdefault(names.pop(), []).append(pool)
             else:
                 self.others.append(pool)
 
     def for_node(self, node_name, labels):
         candidates = sorted(self.by_node.get(node_name, []) + self.others, key=lambda p: self.order[p.key])
-        found = [p for p in (node_pool(p, node_name, labels, self.rules) for p in candidates) if p is not None]
+        found = [p for p in (node_pool(p, node_name, labels, self.rules, self.counters_everywhere)
+                             for p in candidates) if p is not None]
         if self.binding_last:
             found.sort(key=has_binding_conditions)  # stable: each part keeps its (driver, pool) order
         return found

@@ -26,6 +26,7 @@ __metaclass__ = type
 
 import itertools
 import json
+import math
 import re
 
 from ansible_collections.dra.admin.plugins.module_utils.allocation import model
@@ -522,9 +523,10 @@ class NodeSearch:
         return changed
 
 
-# Where the release goes through a node's pools in a random order, the search is run in every order of up to
-# this many pools; with more, an answer that may depend on the order is "cannot tell".
-ORDERS_TRIED_UP_TO = 4
+# Where the release goes through a node's pools (and their slices) in a random order, the search is run in every
+# order up to this many (the orders of 4 pools of one slice each); with more, an answer that may depend on the
+# order is "cannot tell".
+ORDERS_TRIED_UP_TO = 24
 
 
 def node_verdict(ctx, claims, node_name, labels):
@@ -553,23 +555,53 @@ def node_verdict(ctx, claims, node_name, labels):
         search.may_error = True
         return CANNOT_TELL, "a request for all devices meets a selector this environment cannot evaluate: %s" % (
             unknown[0]), search
-    if ctx.pool_rules["pools_in_order"] or len(search.pools) < 2 or not search.order_matters():
+    orders = search_orders(ctx, search)
+    if orders is None:
         verdict, detail = _searched_once(ctx, search)
         return verdict, detail, search
-    if len(search.pools) > ORDERS_TRIED_UP_TO:
+    if orders > ORDERS_TRIED_UP_TO:
         return CANNOT_TELL, ("the answer may depend on the order in which the scheduler goes through the node's %d "
-                             "pools, which is random on this release" % len(search.pools)), search
+                             "pools and their slices (%d orders), which is random on this release"
+                             % (len(search.pools), orders)), search
     outcomes = []
-    for order in itertools.permutations(search.pools):
-        one = NodeSearch(ctx, claims, node_name, labels, pools=list(order))
+    for order in pool_orders(search.pools):
+        one = NodeSearch(ctx, claims, node_name, labels, pools=order)
         outcomes.append((_searched_once(ctx, one), one))
     kinds = set(verdict for (verdict, dummy), dummy2 in outcomes)
     if len(kinds) > 1:
         search.may_error = ERROR in kinds or any(one.may_error for dummy, one in outcomes)
-        return CANNOT_TELL, ("the answer depends on the order in which the scheduler goes through the node's pools, "
-                             "which is random on this release (%s)" % ", ".join(sorted(kinds))), search
+        return CANNOT_TELL, ("the answer depends on the order in which the scheduler goes through the node's pools "
+                             "and their slices, which is random on this release (%s)" % ", ".join(sorted(kinds))), search
     (verdict, detail), one = outcomes[0]
     return verdict, detail, one
+
+
+def _slices_of(pool):
+    names = []
+    for device in pool.devices:
+        if device.entry[0] not in names:
+            names.append(device.entry[0])
+    return names
+
+
+def search_orders(ctx, search):
+    """How many orders of the node's pools, and of each pool's slices, the search must try where the release's
+    allocator goes through them in a random order and the order can change the answer; None where one search
+    answers."""
+    if model.pools_in_order(ctx.pool_rules.get("release"), ctx.features) or not search.order_matters():
+        return None
+    count = math.factorial(len(search.pools))
+    for pool in search.pools:
+        count *= math.factorial(len(_slices_of(pool)))
+    return count if count > 1 else None
+
+
+def pool_orders(pools):
+    """Every order of the pools, each with every order of its slices: [[Pool, ...], ...]."""
+    each = [[pool.with_slices_in(names) for names in itertools.permutations(_slices_of(pool))] for pool in pools]
+    for variants in itertools.product(*each):
+        for order in itertools.permutations(variants):
+            yield list(order)
 
 
 def _searched_once(ctx, search):
