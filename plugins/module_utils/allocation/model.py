@@ -175,6 +175,10 @@ ADMIN_HOLDS_DEVICE_FROM = 34
 # slots itself; before, the allocator goes on after its first device in the list's first subrequest (its slots,
 # its count), so such a subrequest rarely gets its devices.
 ALL_SUBREQUEST_KEPT_FROM = 36
+# From this release the allocator files each subrequest's selector results under its own key; before, while it
+# checks a firstAvailable list, under the previous subrequest's (a request for all devices then gets or gives the
+# other's results).
+SUBREQUEST_SELECTIONS_APART_FROM = 36
 
 
 def slice_relevant(resource_slice, node_name, labels, counters_everywhere=False):
@@ -282,7 +286,8 @@ def node_pool(pool, node_name, labels, rules, counters_everywhere=False):
 
 def pool_rules(release, taint_reader=ALLOCATOR):
     """How the release's allocator gathers pools and searches them: {counters_per_pool, pools_checked_whole,
-    pools_skipped, all_devices_undone, admin_holds_device, all_subrequest_kept, release,
+    pools_skipped, all_devices_undone, admin_holds_device, all_subrequest_kept,
+    subrequest_selections_apart, release,
     taint_reader} (release: the minor, None for the newest
     rules; taint_reader: how it reads DeviceTaintRules, kube.taint_rules.allocator_reader of the release's
     version, which also needs the patch: capacity.allocator_rules gives both)."""
@@ -293,6 +298,7 @@ def pool_rules(release, taint_reader=ALLOCATOR):
             "all_devices_undone": newest or release >= ALL_DEVICES_UNDONE_FROM,
             "admin_holds_device": newest or release >= ADMIN_HOLDS_DEVICE_FROM,
             "all_subrequest_kept": newest or release >= ALL_SUBREQUEST_KEPT_FROM,
+            "subrequest_selections_apart": newest or release >= SUBREQUEST_SELECTIONS_APART_FROM,
             "release": release, "taint_reader": taint_reader}
 
 

@@ -214,6 +214,19 @@ def all_devices_error(pools):
     return None
 
 
+MIXED_SUBREQUESTS = ("its firstAvailable list has a request for all devices after another subrequest that selects "
+                     "otherwise: before 1.36 the allocator files one subrequest's selector results under the other's "
+                     "(kube-scheduler's own mix-up), which is not modelled")
+
+
+def mixed_subrequests(alternatives):
+    """Whether a firstAvailable list has, after its first, a request for all devices whose class or selectors differ
+    from the subrequest before it: the releases before 1.36 check the devices of each such pair with the other's
+    cached selector results."""
+    return any(b.mode == "All" and (a.class_name, a.selectors) != (b.class_name, b.selectors)
+               for a, b in zip(alternatives, alternatives[1:]))
+
+
 def request_unmodelled(request):
     """What of the request this search does not model (None when it models all of it)."""
     if request.capacity:
@@ -331,6 +344,9 @@ class NodeSearch:
                        for k, c in sorted(self.candidates.items()) if c.error]
         self.unmodelled = ["%s request %s: %s" % (claims[k[0]].label, c.request.label, c.unmodelled)
                            for k, c in sorted(self.candidates.items()) if c.unmodelled]
+        self.mixed = [] if ctx.pool_rules["subrequest_selections_apart"] else [
+            "%s request %s: %s" % (claim.label, alternatives[0].base, MIXED_SUBREQUESTS)
+            for claim in claims for alternatives in claim.requests if mixed_subrequests(alternatives)]
         self.uncertain = any(c.uncertain for c in self.candidates.values())
         self.kept_results = not ctx.pool_rules["all_devices_undone"] and any(
             c.all_devices is not None for c in self.candidates.values())
@@ -543,6 +559,9 @@ def node_verdict(ctx, claims, node_name, labels):
     even where another node fits."""
     search = NodeSearch(ctx, claims, node_name, labels)
     search.may_error = False
+    if search.mixed:  # even a request's error is not certain then: the allocator checks it with mixed results
+        search.may_error = True
+        return CANNOT_TELL, "; ".join(search.mixed), search
     if search.errors:
         return ERROR, "; ".join(search.errors), search
     too_many = search.over_the_claim_limit()
