@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -25,18 +24,7 @@ type allocateInput struct {
 	Nodes     []*v1.Node                   `json:"nodes"`
 }
 
-type classes []*resourceapi.DeviceClass
-
-func (c classes) List() ([]*resourceapi.DeviceClass, error) { return c, nil }
-
-func (c classes) Get(name string) (*resourceapi.DeviceClass, error) {
-	for _, class := range c {
-		if class.Name == name {
-			return class, nil
-		}
-	}
-	return nil, fmt.Errorf("deviceclass %q not found", name)
-}
+type classes = classLister[resourceapi.DeviceClass, *resourceapi.DeviceClass]
 
 func allocate(data []byte) (any, error) {
 	var in allocateInput
@@ -44,13 +32,9 @@ func allocate(data []byte) (any, error) {
 		return nil, fmt.Errorf("allocate input: %w", err)
 	}
 	ctx := context.Background()
-	allocated := sets.New[structured.DeviceID]()
-	for _, id := range in.Allocated {
-		parts := strings.SplitN(id, "/", 3)
-		if len(parts) != 3 {
-			return nil, fmt.Errorf("allocated %q: want driver/pool/device", id)
-		}
-		allocated.Insert(structured.MakeDeviceID(parts[0], parts[1], parts[2]))
+	allocated, err := allocatedDevices(in.Allocated)
+	if err != nil {
+		return nil, err
 	}
 	state := structured.AllocatedState{AllocatedDevices: allocated,
 		AllocatedSharedDeviceIDs: sets.New[structured.SharedDeviceID](),
