@@ -34,7 +34,7 @@ description:
     cordoned node - and when it admits the pod's claims already allocated. CPU, memory, ports, volumes, required
     inter-pod (anti-)affinity and topology spread constraints are not checked.
   - A claim not allocated yet that another pod waiting to be scheduled shares, where no node admits both pods,
-    is named among the problems (also when the pod fits): the scheduler allocates it for whichever pod comes first,
+    is named among the problems, also when the pod fits. The scheduler allocates it for whichever pod comes first,
     and on devices only that node may use the other then cannot run.
   - A claim already allocated whose devices have binding conditions (C(bindingConditions) of the allocation) not yet
     C(True) in the claim's C(status.devices) holds the pod in the scheduler's PreBind; the problems name each such
