@@ -91,7 +91,7 @@ def device(driver, index, draw, extras=frozenset()):
     out = {"name": f"dev-{index}", "attributes": attributes, "capacity": capacity}
     if "taints" in extras and draw(st.integers(0, 3)) == 0:
         taints = TAINTS if "taint_none" in extras else [t for t in TAINTS if t["effect"] != "None"]
-        out["taints"] = [draw(st.sampled_from(taints)) for _ in range(draw(st.integers(1, 2)))]
+        out["taints"] = draw(st.lists(st.sampled_from(taints), min_size=1, max_size=2))
     if "consumable" in extras and draw(st.integers(0, 5)) == 0:
         out["allowMultipleAllocations"] = True
     if "binding" in extras and draw(st.integers(0, 5)) == 0:

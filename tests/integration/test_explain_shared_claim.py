@@ -45,8 +45,11 @@ def test_two_pods_pinned_apart_sharing_a_claim(cluster, cluster_objects, namespa
     ungate(cluster, namespace, ["on-first"])
     cluster.wait_until(lambda: pods_state(cluster, namespace)["on-first"][0], 120, "pod on-first bound")
     ungate(cluster, namespace, ["on-second"])
-    state = cluster.wait_until(lambda: (lambda s: s if s["on-second"][1] else None)(pods_state(cluster, namespace)),
-                               120, "pod on-second Unschedulable")
+    def second_unschedulable():
+        found = pods_state(cluster, namespace)
+        return found if found["on-second"][1] else None
+
+    state = cluster.wait_until(second_unschedulable, 120, "pod on-second Unschedulable")
     assert not state["on-second"][0], state
     found = explained(cluster, namespace, "on-second")
     assert found["verdict"] == "does_not_fit" and found["fits_on"] == [], found

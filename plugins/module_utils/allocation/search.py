@@ -507,8 +507,8 @@ class NodeSearch:
                 self.taken[device.key].discard(ci)
             if left is not None and holds:
                 _take(left, device, -1)
-            for index, previous in set_values:
-                self.values[ci][index] = previous
+            for index, value in set_values:
+                self.values[ci][index] = _without(self.values[ci][index], value, self.claims[ci].constraints[index][2])
         return undo
 
     def _pool_counters(self, pool):
@@ -517,7 +517,10 @@ class NodeSearch:
         return self.counters[pool.key]
 
     def _constrain(self, ci, request, device):
-        """[(constraint index, previous value)] changed, or None when a constraint does not hold."""
+        """[(constraint index, the device's value)] added, or None when a constraint does not hold. A constraint
+        counts what was added (the value and how many devices have it; the distinct values), so taking one device
+        back leaves the others' part, as the allocator's constraints do (1.33 keeps the devices of a request for
+        all devices it backtracks past, and their part in the constraints with them)."""
         changed = []
         for index, (names, attribute, distinct) in enumerate(self.claims[ci].constraints):
             if names and request.base not in names and request.label not in names:
@@ -536,7 +539,17 @@ class NodeSearch:
                 return None
             changed.append((index, current))
             self.values[ci][index] = new_value
-        return changed
+        return [(index, attribute_value(device, self.claims[ci].constraints[index][1])) for index, dummy in changed]
+
+
+def _without(current, value, distinct):
+    """A constraint's state with one device of this value taken back."""
+    if distinct:
+        values = list(current or ())
+        values.remove(value)
+        return tuple(values) or None
+    count = current[1] - 1
+    return (current[0], count) if count else None
 
 
 # Where the release goes through a node's pools (and their slices) in a random order, the search is run in every
@@ -633,6 +646,9 @@ def _searched_once(ctx, search):
     except SearchLimit:
         return CANNOT_TELL, "the search took more than %d steps" % MAX_STEPS
     except AllocatorStops as exc:
+        if search.reached_unknown:  # the allocator may have taken a device skipped on the way, and not got here
+            search.may_error = True
+            return CANNOT_TELL, "%s, after a device this environment cannot judge (%s)" % (exc, search.reached_unknown)
         return ERROR, str(exc)
     if search.reached_unknown:
         search.may_error = True
