@@ -45,6 +45,7 @@ def test_two_pods_pinned_apart_sharing_a_claim(cluster, cluster_objects, namespa
     ungate(cluster, namespace, ["on-first"])
     cluster.wait_until(lambda: pods_state(cluster, namespace)["on-first"][0], 120, "pod on-first bound")
     ungate(cluster, namespace, ["on-second"])
+
     def second_unschedulable():
         found = pods_state(cluster, namespace)
         return found if found["on-second"][1] else None
