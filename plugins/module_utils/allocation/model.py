@@ -25,6 +25,7 @@ from ansible_collections.dra.admin.plugins.module_utils.kube.slices import (
 from ansible_collections.dra.admin.plugins.module_utils.kube.taint_rules import ALLOCATOR
 from ansible_collections.dra.admin.plugins.module_utils.kube.tolerations import tolerates
 from ansible_collections.dra.admin.plugins.module_utils.kube.selection import selector_matches
+from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import SUPPORTED_MINORS
 from ansible_collections.dra.admin.plugins.module_utils.kube.cel import selector_expressions
 
 # Scheduler features that change allocation (gate names of releases.catalog).
@@ -59,7 +60,7 @@ BINDING_POOLS_LAST_FROM = {"incubating": 37, "experimental": 36}
 # gathered on this one too (incomplete, unless its devices' slices are there as well).
 COUNTER_SLICES_EVERYWHERE = {35: ("incubating", "experimental"), 36: ("stable", "incubating", "experimental"),
                              37: ("stable",)}
-NEWEST_RELEASE = 37
+NEWEST_RELEASE = SUPPORTED_MINORS[-1]  # what release None (the newest rules) stands for
 
 
 class Request:
