@@ -93,7 +93,8 @@ def device(driver, index, draw, extras=frozenset()):
     if "taints" in extras and draw(st.integers(0, 3)) == 0:
         taints = TAINTS if "taint_none" in extras else [t for t in TAINTS if t["effect"] != "None"]
         out["taints"] = draw(st.lists(st.sampled_from(taints), min_size=1, max_size=2))
-    if "consumable" in extras and draw(st.integers(0, 5)) == 0:
+    # Rare (Hypothesis draws 0 and the bounds often): the explainer cannot tell past these.
+    if "consumable" in extras and draw(st.integers(0, 29)) == 13:
         out["allowMultipleAllocations"] = True
     if "binding" in extras and draw(st.integers(0, 5)) == 0:
         out["bindingConditions"] = ["dra.example.com/ready"]
@@ -195,7 +196,7 @@ def request_body(draw, classes, extras, sub=False):
         body["adminAccess"] = True
     if "taints" in extras and draw(st.integers(0, 2)) == 0:
         body["tolerations"] = [draw(st.sampled_from(TOLERATIONS))]
-    if "consumable" in extras and draw(st.integers(0, 5)) == 0:
+    if "consumable" in extras and draw(st.integers(0, 19)) == 13:
         body["capacity"] = {"requests": {"memory": draw(st.sampled_from(("10Gi", "40Gi")))}}
     return body
 
@@ -375,3 +376,5 @@ def test_the_explainer_agrees_with_the_allocator_on_generated_states(release_ora
               f"({dict(sorted(counts.items()))}); generated: {GENERATED}; not generated: {NOT_GENERATED}")
     assert counts["states"] >= min(CASES, 50), counts
     assert counts["allocator fits"] and counts["allocator no fit"], counts  # both outcomes reached
+    # The comparison keeps its power: "cannot tell" (always allowed) stays the exception (about 1-9% here).
+    assert counts["explainer cannot_tell"] * 4 <= counts["nodes"], counts
