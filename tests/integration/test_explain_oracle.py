@@ -364,9 +364,6 @@ def test_the_explainer_agrees_with_the_allocator_on_generated_states(release_ora
             counts["allocator " + ("error" if outcome["error"] else "fits" if outcome["fits"] else
                                    "unschedulable" if outcome["unschedulable"] else "no fit")] += 1
             counts["explainer " + verdict] += 1
-            if not agrees(outcome, verdict) and os.environ.get("DRA_ORACLE_DUMP"):
-                import json  # debug
-                json.dump(dict(state, node=node, version=version), open(os.environ["DRA_ORACLE_DUMP"], "w"))
             assert agrees(outcome, verdict), (
                 f"{version} node {node}: the allocator says {outcome}, the explainer {verdict} ({detail})")
 

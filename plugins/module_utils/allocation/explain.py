@@ -110,28 +110,36 @@ def admitted_nodes(pod_spec, nodes):
     return set((n.get("metadata") or {}).get("name") for n in nodes if pod_refusal(n, pod_spec) is None)
 
 
-def shared_claim_problems(pod, to_allocate, pending_pods, nodes):
-    """A claim of the pod, not allocated yet, that another pod waiting to be scheduled shares, where no node
-    admits both pods: the scheduler allocates it for whichever comes first, and on devices only that node may use
-    the other then waits for good."""
-    meta = pod.get("metadata") or {}
-    me, namespace = _label(pod), meta.get("namespace")
-    wanted = set(c.label for c in to_allocate)
-    mine = None
+def claim_users(pods):
+    """{"namespace/claim": [pod, ...]} of the claims the pods name (pod_claim_refs), read once for every pod's
+    shared_claim_problems."""
+    users = {}
+    for pod in sorted(pods, key=_label):
+        namespace = (pod.get("metadata") or {}).get("namespace")
+        for claim_name in sorted(set(c for dummy, c, dummy2 in pod_claim_refs(pod) if c)):
+            users.setdefault("%s/%s" % (namespace, claim_name), []).append(pod)
+    return users
+
+
+def shared_claim_problems(pod, to_allocate, users, nodes):
+    """A claim of the pod, not allocated yet, that another pod waiting to be scheduled shares (users: claim_users
+    of the pending pods), where no node admits both pods: the scheduler allocates it for whichever comes first, and
+    on devices only that node may use the other then waits for good."""
+    me = _label(pod)
+    shared_with = {}
+    for claim in to_allocate:
+        for other in users.get(claim.label) or ():
+            if _label(other) != me:
+                shared_with.setdefault(_label(other), (other, []))[1].append(claim.label)
+    mine = admitted_nodes(pod.get("spec") or {}, nodes) if shared_with else None
     problems = []
-    for other in sorted(pending_pods, key=_label):
-        other_meta = other.get("metadata") or {}
-        if _label(other) == me or other_meta.get("namespace") != namespace:
-            continue
-        shared = sorted(set("%s/%s" % (namespace, c) for dummy, c, dummy2 in pod_claim_refs(other) if c) & wanted)
-        if not shared:
-            continue
-        mine = admitted_nodes(pod.get("spec") or {}, nodes) if mine is None else mine
+    for label in sorted(shared_with):
+        other, shared = shared_with[label]
         theirs = admitted_nodes(other.get("spec") or {}, nodes)
         if mine and theirs and not mine & theirs:
             problems.append("claim %s is shared with pod %s, and no node admits both pods (nodes for this one: %s; "
                             "for the other: %s): once it is allocated for one of them on devices only that node may "
-                            "use, the other cannot run" % (", ".join(shared), _label(other),
+                            "use, the other cannot run" % (", ".join(sorted(shared)), label,
                                                            _nodes_text(sorted(mine)), _nodes_text(sorted(theirs))))
     return problems
 

@@ -123,8 +123,9 @@ def explain_all(api, namespace=None, claim=None, pod=None, detail=explain.DETAIL
     found = subjects(cluster, namespace, claim, pod, mapping)
     _require_found(found, cluster, namespace, claim, pod, claims_by_label)
     memo, left_by_owner = {}, extended.claims_by_owner(cluster["claims"])
+    users = explain.claim_users(cluster["pods"])
     explanations = [explain_subject(ctx, subject, pod_obj, claim_label, claims_by_label, templates, cluster, detail,
-                                    memo, mapping, left_by_owner) for subject, pod_obj, claim_label in found]
+                                    memo, mapping, left_by_owner, users) for subject, pod_obj, claim_label in found]
     return {"explanations": explanations, "totals": totals(explanations),
             "resource_api_version": cluster["resource_api_version"], "device_taint_rules": cluster["rules_read"],
             "resource_quotas": cluster["quotas_read"],
@@ -147,7 +148,7 @@ def extended_mapping(cluster, features):
 
 
 def explain_subject(ctx, subject, pod, claim_label, claims_by_label, templates, cluster, detail, memo=None,
-                    mapping=None, left_by_owner=None):
+                    mapping=None, left_by_owner=None, users=None):
     resources = ()
     if pod is not None:
         allocated, to_allocate, problems, waits = explain.pod_claims(pod, claims_by_label, templates,
@@ -158,7 +159,9 @@ def explain_subject(ctx, subject, pod, claim_label, claims_by_label, templates, 
         if extended_claim is not None:
             to_allocate.append(extended_claim)
             problems.extend(left_over)
-        problems.extend(explain.shared_claim_problems(pod, to_allocate, cluster["pods"], cluster["nodes"]))
+        if users is None:
+            users = explain.claim_users(cluster["pods"])
+        problems.extend(explain.shared_claim_problems(pod, to_allocate, users, cluster["nodes"]))
         spec = pod.get("spec") or {}
         if spec.get("schedulingGates"):
             problems.append("the pod has scheduling gates (%s): the scheduler does not look at it yet" % ", ".join(

@@ -15,6 +15,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import copy
+
 from ansible_collections.dra.admin.plugins.module_utils.claims.capacity import (
     POOL_WIDE_COUNTERS_FROM, device_consumption, pool_counter_sets,
 )
@@ -255,10 +257,9 @@ class Pool:
     def with_slices_in(self, names):
         """A copy whose devices come in the order of the slices named (each slice's devices in their order)."""
         rank = dict((name, i) for i, name in enumerate(names))
-        copy = object.__new__(Pool)
-        copy.__dict__.update(self.__dict__)
-        copy.devices = sorted(self.devices, key=lambda d: rank[d.entry[0]])
-        return copy
+        reordered = copy.copy(self)
+        reordered.devices = sorted(self.devices, key=lambda d: rank[d.entry[0]])
+        return reordered
 
 
 def node_pool(pool, node_name, labels, rules, counters_everywhere=False):

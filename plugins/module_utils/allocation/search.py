@@ -59,7 +59,9 @@ AVAILABLE = "available"
 REASONS = (POOL_INCOMPLETE, POOL_INVALID, FEATURE_OFF, CLASS_SELECTOR, REQUEST_SELECTOR, SELECTOR_ERROR, CANNOT_EVALUATE,
            NOT_ON_NODE, IN_USE, TAINTED, AVAILABLE)
 UNCERTAIN = (SELECTOR_ERROR, CANNOT_EVALUATE)
-NOT_ON_NODE_CHECKED = REASONS.index(NOT_ON_NODE)
+# The reasons the allocator finds only after it checks a device's node (per-device node selection): a device of
+# another node with one of these is reported not offered to the node instead.
+AFTER_THE_NODE = frozenset(REASONS[REASONS.index(NOT_ON_NODE) + 1:])
 MAX_STEPS = 200000
 # The usual DeviceClass selector, answered without CEL (the same answer: a device's driver is always a string).
 DRIVER_ONLY = re.compile(r'^\s*device\.driver\s*==\s*"([^"\\]+)"\s*$')
@@ -78,6 +80,7 @@ class Context:
         self.features = features
         self.pool_rules = pool_rules or model.pool_rules(None)
         self.index = model.PoolIndex(pools, features, self.pool_rules)
+        self.pools_in_order = model.pools_in_order(self.pool_rules.get("release"), features)
         self._activations = {}
         self._matches = {}
         self._reasons = {}
@@ -256,7 +259,7 @@ class Candidates:
                 self.ordered.append((pool, None, POOL_INVALID, pool.invalid_reason))
             for device in pool.devices:
                 reason, detail = ctx.reason(request, pool, device)
-                if REASONS.index(reason) > NOT_ON_NODE_CHECKED and not model.device_offered_to(device, node_name, labels):
+                if reason in AFTER_THE_NODE and not model.device_offered_to(device, node_name, labels):
                     # A device of another node in a slice with per-device node selection: the allocator evaluates
                     # its selectors before its node (an error there stops it too).
                     reason, detail = NOT_ON_NODE, None
@@ -534,12 +537,12 @@ class NodeSearch:
                 holds = value is not None and (current is None or current[0] == value)
                 new_value = (value, (current or (None, 0))[1] + 1)
             if not holds:
-                for i, previous in changed:
+                for i, previous, dummy in changed:
                     self.values[ci][i] = previous
                 return None
-            changed.append((index, current))
+            changed.append((index, current, value))
             self.values[ci][index] = new_value
-        return [(index, attribute_value(device, self.claims[ci].constraints[index][1])) for index, dummy in changed]
+        return [(index, value) for index, dummy, value in changed]
 
 
 def _without(current, value, distinct):
@@ -620,7 +623,7 @@ def search_orders(ctx, search):
     """How many orders of the node's pools, and of each pool's slices, the search must try where the release's
     allocator goes through them in a random order and the order can change the answer; None where one search
     answers."""
-    if model.pools_in_order(ctx.pool_rules.get("release"), ctx.features) or not search.order_matters():
+    if ctx.pools_in_order or not search.order_matters():
         return None
     count = math.factorial(len(search.pools))
     for pool in search.pools:
