@@ -129,9 +129,11 @@ options:
   wait:
     description:
       - V(true) runs the whole drain in this one call, waiting between the phases (until O(wait_timeout), which
-        bounds the whole operation). Each wait looks again after 0.1 s, then twice as long each time up to
-        O(wait_sleep) - a phase that is over at once (pods with a short grace period, claims released right after
-        their pods) costs a fraction of O(wait_sleep), a long one a look every O(wait_sleep).
+        bounds the whole operation). The waits for evicted pods and for the driver pods to leave watch the node's
+        pods and end as the last one is deleted (where the server refuses the watch, they poll like the others).
+        The other waits look again after 0.1 s, then twice as long each time up to O(wait_sleep) - a phase that is
+        over at once (claims released right after their pods) costs a fraction of O(wait_sleep), a long one a look
+        every O(wait_sleep).
       - V(false) (O(state=drained) of the node drain only) does the writes of the next phase whose waits are over
         and returns at once, with what the drain still waits for (RV(waiting_for), RV(pending)) as read before
         them; run it again after each wait. The writes are those of O(wait=true) in the same order - cordon and

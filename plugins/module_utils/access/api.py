@@ -15,6 +15,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import math
 
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import (
@@ -68,6 +69,12 @@ except ImportError:  # pragma: no cover
         status = None
         reason = None
         body = None
+
+try:
+    from urllib3.exceptions import HTTPError as StreamError
+except ImportError:  # pragma: no cover
+    class StreamError(Exception):
+        pass
 
 # AnsibleK8SModule is re-exported: modules build their AnsibleModule through this layer.
 __all__ = ["AnsibleK8SModule", "DraApi", "DraApiError", "DraNotServedError", "auth_argument_spec"]
@@ -140,6 +147,35 @@ def _call(api_client, method, path, query, headers, body):
     return response.data
 
 
+def _open(api_client, method, path, query, headers):
+    """One raw request whose body is read as it arrives (a watch); returns the urllib3 response, to be closed by
+    the caller. Works with both generations of the kubernetes client."""
+    if hasattr(api_client, "param_serialize"):  # kubernetes >= 37
+        request = api_client.param_serialize(method, path, query_params=query, header_params=headers,
+                                             auth_settings=["BearerToken"])
+        response = api_client.call_api(*request)
+        if not 200 <= response.status <= 299:
+            data = response.read()
+            raise ApiException.from_response(http_resp=response, body=data.decode("utf-8", "replace"), data=None)
+        return response.response
+    return api_client.call_api(path, method, query_params=query, header_params=headers,
+                               auth_settings=["BearerToken"], _preload_content=False, _return_http_data_only=True)
+
+
+def json_lines(chunks):
+    """The JSON documents of a byte stream holding one per line (a watch's events), as each line completes."""
+    pending = b""
+    for chunk in chunks:
+        pending += chunk
+        lines = pending.split(b"\n")
+        pending = lines.pop()
+        for line in lines:
+            if line.strip():
+                yield json.loads(line)
+    if pending.strip():
+        yield json.loads(pending)
+
+
 class DraApi(object):
     """Raw JSON access to the Kubernetes API through kubernetes.core's client."""
 
@@ -194,6 +230,37 @@ class DraApi(object):
         accept = METADATA_LIST_ACCEPT if metadata_only else "application/json"
         for page in self.list_pages(path, query, page_size, accept=accept):
             yield from page.get("items") or []
+
+    def list_snapshot(self, path, query=None, page_size=LIST_PAGE_SIZE):
+        """(items, resourceVersion) of a LIST, every page read: the objects and the version a watch of the same
+        collection continues from (the first page's; a continued LIST reads the same snapshot)."""
+        items, version = [], None
+        for page in self.list_pages(path, query, page_size):
+            if version is None:
+                version = (page.get("metadata") or {}).get("resourceVersion")
+            items.extend(page.get("items") or [])
+        return items, version
+
+    def watch(self, path, query=None, timeout=60):
+        """The events ({type, object}) of one watch of a collection, as the server sends them, until it ends the
+        watch after `timeout` seconds (whole seconds, at least 1) or the caller stops reading. Give the
+        resourceVersion of a LIST in `query` to see only what changed after it; an event of type ERROR (code 410)
+        says the server no longer has that version: LIST again. A connection that drops ends the events as the
+        server's end does. One request."""
+        self.requests += 1
+        params = dict(query or {}, watch="true", timeoutSeconds=max(1, int(math.ceil(timeout))))
+        try:
+            response = _open(self.api_client, "GET", path, list(params.items()), {"Accept": "application/json"})
+        except ApiException as exc:
+            raise DraApiError("watch of %s failed: HTTP %s: %s" % (path, exc.status, _error_text(exc)),
+                              status=exc.status)
+        try:
+            for event in json_lines(response.stream(None)):
+                yield event
+        except (StreamError, ValueError):
+            return  # the connection dropped mid-stream: the watch has ended, as when the server ends it
+        finally:
+            response.close()
 
     def list_pages(self, path, query=None, page_size=LIST_PAGE_SIZE, accept="application/json"):
         """Every page of a LIST (a fixed number of requests per page, not per object)."""

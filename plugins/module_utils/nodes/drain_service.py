@@ -4,8 +4,9 @@
 """Ordered node drain and return to service, against the API (see nodes.drain for the plan).
 
 Requests per node are proportional to the pods on it: pods are listed with a
-field selector on the node, claims and pods are then polled by name (a claim
-whose consumers left the node is checked for a consumer elsewhere by GET). The
+field selector on the node and watched until the evicted ones are gone, claims
+and pods are then polled by name (a claim whose consumers left the node is
+checked for a consumer elsewhere by GET). The
 cluster-wide claim list runs twice per drain (preflight and final check),
 never per poll.
 """
@@ -18,7 +19,7 @@ import time
 
 from ansible_collections.dra.admin.plugins.module_utils.allocation.whatif_service import preview_evictions
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
-from ansible_collections.dra.admin.plugins.module_utils.access.api import MERGE_PATCH
+from ansible_collections.dra.admin.plugins.module_utils.access.api import MERGE_PATCH, DraApiError
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import gather_claim_views
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims import (
     blocks_node, claim_view, consumer_label, consumer_note, held_for_non_pods_only_off_node, holds_devices,
@@ -46,6 +47,9 @@ from ansible_collections.dra.admin.plugins.module_utils.nodes.drain_progress imp
     CLAIM_PODS_GONE, CLAIMS_RELEASED, DRAIN_WAITS, DRIVER_PODS_GONE, OTHER_PODS_GONE, WAIT_PHASE, drain_progress,
     drain_waiting_for,
 )
+
+# The longest one watch of the node's pods is asked to last; the wait LISTs again after it (within wait_timeout).
+WATCH_SECONDS = 60
 
 
 class DrainError(DraAdminError):
@@ -92,8 +96,12 @@ class NodeDrain(object):
         self.api.request("PATCH", "/api/v1/nodes/%s" % self.node, body=patch, content_type=MERGE_PATCH)
         self.changed = True
 
+    def on_node(self):
+        """The query selecting the node's pods."""
+        return {"fieldSelector": "spec.nodeName=%s" % self.node}
+
     def pods_on_node(self):
-        return list(self.api.list_items("/api/v1/pods", {"fieldSelector": "spec.nodeName=%s" % self.node}))
+        return list(self.api.list_items("/api/v1/pods", self.on_node()))
 
     def driver_daemonsets(self):
         """The driver DaemonSets, each checked to keep its pods off nodes with the exclusion label.
@@ -329,18 +337,40 @@ class NodeDrain(object):
         self.event("evicted %d %s(s)" % (len(pods), what) if wait else "eviction of %d %s(s) asked" % (len(pods), what))
 
     def wait_pods_gone(self, pods):
-        """Poll the node's pod list (one LIST per round, field-selected on the node) until the pods are gone."""
+        """Until the pods are gone: one LIST of the node's pods (field-selected on the node), then a watch from
+        that LIST's version, which ends as the last of them is deleted; a LIST again when the watch ends first (the
+        server's time limit, or a version it no longer has). Polls the LIST instead where a watch is refused."""
         waiting = set(p["metadata"]["uid"] for p in pods)
         delays = growing_delays(self.p["wait_sleep"])
+        watching = True
         while True:
-            present = set(p["metadata"]["uid"] for p in self.pods_on_node())
-            waiting &= present
+            present, version = self.api.list_snapshot("/api/v1/pods", self.on_node())
+            waiting &= set(p["metadata"]["uid"] for p in present)
             if not waiting:
                 return []
             if self.remaining() <= 0:
                 return [{"pod": pod_key(p), "pdbs": [], "message": "%s evicted but still terminating" % pod_key(p)}
                         for p in pods if p["metadata"]["uid"] in waiting]
-            self.sleep(next(delays))
+            if watching and version:
+                watching = self.watch_deletions(waiting, version)
+            else:
+                self.sleep(min(next(delays), max(self.remaining(), 0.1)))
+
+    def watch_deletions(self, waiting, version):
+        """Watch the node's pods from `version`, taking each deleted one out of `waiting` (a set of uids), until
+        none is left, the watch ends, or the time is up. False when the server refuses the watch (poll then)."""
+        query = dict(self.on_node(), resourceVersion=version)
+        try:
+            for event in self.api.watch("/api/v1/pods", query, timeout=min(self.remaining(), WATCH_SECONDS)):
+                if event.get("type") == "ERROR":
+                    return True  # the version is gone: LIST again
+                if event.get("type") == "DELETED":
+                    waiting.discard(((event.get("object") or {}).get("metadata") or {}).get("uid"))
+                if not waiting or self.remaining() <= 0:
+                    return True
+        except DraApiError:
+            return False
+        return True
 
     def wait_claims_released(self, version, held, claim_pods, labels):
         """Poll the node's known claims by name until none keeps the driver on the node; then one final LIST."""
