@@ -260,7 +260,8 @@ class DraApi(object):
         except (StreamError, ValueError):
             return  # the connection dropped mid-stream: the watch has ended, as when the server ends it
         finally:
-            response.close()
+            response.close()  # a stream left open cannot serve another request: closed, then given back to the pool
+            response.release_conn()
 
     def list_pages(self, path, query=None, page_size=LIST_PAGE_SIZE, accept="application/json"):
         """Every page of a LIST (a fixed number of requests per page, not per object)."""

@@ -353,6 +353,8 @@ class NodeDrain(object):
                         for p in pods if p["metadata"]["uid"] in waiting]
             if watching and version:
                 watching = self.watch_deletions(waiting, version)
+                if not waiting:
+                    return []
             else:
                 self.sleep(min(next(delays), max(self.remaining(), 0.1)))
 

@@ -37,6 +37,7 @@ def test_a_watch_from_a_list_version_sees_only_later_changes_and_stops_when_the_
         assert next(events)["type"] == "MODIFIED"
         events.close()  # the server's stream stays open: the caller ends it
         assert api.requests == 2
+        assert [i["metadata"]["name"] for i in api.list_snapshot(PATH)[0]] == ["b"]  # the client serves on
         watch = server.watches()[-1]
         assert watch["resourceVersion"] == "10" and watch["timeoutSeconds"] == "30"
 
