@@ -255,8 +255,7 @@ class DraApi(object):
             raise DraApiError("watch of %s failed: HTTP %s: %s" % (path, exc.status, _error_text(exc)),
                               status=exc.status)
         try:
-            for event in json_lines(response.stream(None)):
-                yield event
+            yield from json_lines(response.stream(None))
         except (StreamError, ValueError):
             return  # the connection dropped mid-stream: the watch has ended, as when the server ends it
         finally:
