@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import gc
 import json
 import math
 
@@ -353,6 +354,15 @@ class DraApi(object):
         if name:
             path += "/" + name
         return path
+
+
+def hold_reads():
+    """Say that the objects read so far stay until the module returns (a reader that keeps the cluster's state, such
+    as the explainer's): they leave the cyclic garbage collector's generations (``gc.freeze``), so the full
+    collections the module's later work triggers do not walk again the millions of dicts and lists that the JSON of a
+    large cluster became (about 0.3 s of a 2 s run at 10,000 claims). Parsed JSON holds no reference cycles, and
+    reference counting still frees what is dropped."""
+    gc.freeze()
 
 
 def served_resource_names(discovery_lists):

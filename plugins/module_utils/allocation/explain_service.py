@@ -19,10 +19,10 @@ from ansible_collections.dra.admin.plugins.module_utils.kube.pod_claims import a
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import (
     device_taint_rules,
 )
-from ansible_collections.dra.admin.plugins.module_utils.access.api import DraApiError
+from ansible_collections.dra.admin.plugins.module_utils.access.api import DraApiError, hold_reads
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.kube.taint_rules import RESOURCE as TAINT_RULES
-from ansible_collections.dra.admin.plugins.module_utils.kube.prometheus_text import enabled_gates, parse_text
+from ansible_collections.dra.admin.plugins.module_utils.kube.prometheus_text import FEATURE_ENABLED, enabled_gates, parse_text
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import (
     effective_gates, graduated_removed_gates, parse_minor,
 )
@@ -48,7 +48,7 @@ def scheduler_features(api, server_version):
     """(the DRA features in force, where they were read): kube-apiserver's kubernetes_feature_enabled (the
     control plane's components are configured alike), else the release's defaults."""
     try:
-        reported = enabled_gates(parse_text(api.get_text("/metrics")).samples)
+        reported = enabled_gates(parse_text(api.get_text("/metrics"), names=(FEATURE_ENABLED,)).samples)
         source = "kube-apiserver /metrics"
     except DraApiError as exc:
         if exc.status not in (401, 403, 404):
@@ -67,7 +67,7 @@ def read_cluster(api, namespace, with_pods=True):
     quotas, quotas_read = resource_quotas(api, namespace) if with_pods else ([], "not read")
     pods_path = "/api/v1/namespaces/%s/pods" % namespace if namespace else "/api/v1/pods"
     templates_path = api.resource_path("resourceclaimtemplates", namespace=namespace, version=version)
-    return {
+    cluster = {
         "server_version": server_version,
         "resource_api_version": version,
         "classes": dict(((c.get("metadata") or {}).get("name"), c) for c in api.list_items(
@@ -80,6 +80,8 @@ def read_cluster(api, namespace, with_pods=True):
         "pods": [p for p in api.list_items(pods_path, {"fieldSelector": "spec.nodeName="})
                  if not (p.get("metadata") or {}).get("deletionTimestamp")] if with_pods else [],
     }
+    hold_reads()  # kept to the end of the run
+    return cluster
 
 
 def _label(obj):

@@ -129,13 +129,19 @@ def _parse_labels(line, pos, lineno):
             raise ParseError("line %d: expected , or } after label %s: %s" % (lineno, name, line))
 
 
-def parse_text(text):
-    """Parse Prometheus (or OpenMetrics) text exposition into a Scrape."""
+def parse_text(text, names=None):
+    """Parse Prometheus (or OpenMetrics) text exposition into a Scrape.
+
+    `names` (metric names): only their samples are parsed and kept; every other sample line is passed over
+    unread (an API server's /metrics holds tens of thousands of samples, a reader of one family needs a few)."""
     samples = []
     types = {}
+    wanted = tuple(names) if names is not None else None
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line:
+            continue
+        if wanted is not None and not line.startswith(wanted) and not line.startswith("#"):
             continue
         if line.startswith("#"):
             parts = line.split(None, 3)
@@ -146,6 +152,8 @@ def parse_text(text):
         if not match:
             raise ParseError("line %d: expected a metric name: %s" % (lineno, line))
         name = match.group(0)
+        if wanted is not None and name not in wanted:
+            continue
         pos = match.end()
         labels = {}
         if pos < len(line) and line[pos] == "{":

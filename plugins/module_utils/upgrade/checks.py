@@ -35,7 +35,7 @@ from ansible_collections.dra.admin.plugins.module_utils.drivers.upgrade import (
     SEAMLESS_UPGRADE_MIN_KUBELET_MINOR, kubelet_minor, kubelet_version, old_kubelets,
 )
 from ansible_collections.dra.admin.plugins.module_utils.control_plane.manifest import ManifestError
-from ansible_collections.dra.admin.plugins.module_utils.kube.prometheus_text import enabled_gates, parse_text, select
+from ansible_collections.dra.admin.plugins.module_utils.kube.prometheus_text import FEATURE_ENABLED, enabled_gates, parse_text, select
 from ansible_collections.dra.admin.plugins.module_utils.rbac.personas import (
     ASSOCIATED_NODE_VERBS, DRIVER_STATUS_SUBRESOURCE, GRANULAR_STATUS_GATE,
 )
@@ -118,7 +118,7 @@ def storage_versions_from_api(items):
 def api_usage(metrics_text):
     """Requests to resource.k8s.io versions other than v1 since kube-apiserver started, from its /metrics:
     {(version, resource): {"requests": n, "deprecated": bool, "removed_release": str}}."""
-    scrape = parse_text(metrics_text or "")
+    scrape = parse_text(metrics_text or "", names=("apiserver_request_total", "apiserver_requested_deprecated_apis"))
     usage = {}
     group = [("group", "=", catalog.RESOURCE_GROUP)]
     for sample in select(scrape.samples, "apiserver_request_total", group):
@@ -137,7 +137,7 @@ def api_usage(metrics_text):
 
 def gates_from_metrics(metrics_text):
     """{gate: effective value} of the catalogued gates, from kubernetes_feature_enabled (control_plane.component_metrics)."""
-    gates = enabled_gates(parse_text(metrics_text or "").samples)
+    gates = enabled_gates(parse_text(metrics_text or "", names=(FEATURE_ENABLED,)).samples)
     return dict((name, value) for name, value in gates.items() if catalog.is_catalogued(name))
 
 

@@ -1,4 +1,6 @@
+import gzip
 import math
+import os
 
 import pytest
 
@@ -281,3 +283,28 @@ def test_groups_limit_checks_and_needed_metrics():
     assert findings == []
     with pytest.raises(ValueError, match="unknown check group"):
         diagnosis.diagnose({}, groups=("gpu",))
+
+
+@pytest.mark.parametrize("release", ["v1.33.13", "v1.36.3"])
+def test_parsing_only_named_families_keeps_exactly_their_samples_of_a_recorded_api_server(release):
+
+    path = os.path.join(UNIT, "fixtures", "upgrade", "kube-apiserver-%s-metrics.txt.gz" % release)
+    with gzip.open(path, "rt") as fh:
+        text = fh.read()
+    whole = prometheus_text.parse_text(text)
+    names = (prometheus_text.FEATURE_ENABLED, "apiserver_request_total")
+    some = prometheus_text.parse_text(text, names=names)
+    expected = [s for s in whole.samples if s.name in names]
+    assert [(s.name, s.labels, s.value) for s in some.samples] == [(s.name, s.labels, s.value) for s in expected]
+    assert len(expected) > 20
+    assert len(whole.samples) > 10 * len(expected)
+    assert prometheus_text.enabled_gates(some.samples) == prometheus_text.enabled_gates(whole.samples)
+    # a name that only begins like a wanted one is not taken for it
+    assert not prometheus_text.parse_text("kubernetes_feature_enabled_x 1\n", names=names).samples
+
+
+def test_lines_of_other_families_are_passed_over_unread():
+    text = 'wanted{a="1"} 2\nother{broken 3\n'
+    assert [(s.name, s.value) for s in prometheus_text.parse_text(text, names=("wanted",)).samples] == [("wanted", 2)]
+    with pytest.raises(prometheus_text.ParseError):
+        prometheus_text.parse_text(text)
