@@ -23,7 +23,7 @@ import re
 
 from ansible_collections.dra.admin.plugins.module_utils.allocation.extended import class_mapping, pod_backed_resources
 from ansible_collections.dra.admin.plugins.module_utils.claims.capacity import (
-    allocator_rules, class_drivers, judged_devices, request_classes,
+    allocator_rules, class_drivers, devices_by_pool, judged_devices, request_classes,
 )
 from ansible_collections.dra.admin.plugins.module_utils.kube.pod_claims import SOURCE_EXTENDED_RESOURCE, pod_claim_refs
 from ansible_collections.dra.admin.plugins.module_utils.kube.locations import is_marker
@@ -144,8 +144,8 @@ def _published(slices):
     return out
 
 
-def _pool_counts(devices, key):
-    mine = [d for k, d in devices.items() if k[:2] == key]
+def _pool_counts(mine):
+    """Counts of one pool's devices (their records)."""
     return {"total": len(mine), "free": sum(1 for d in mine if d["free"]),
             "tainted": sum(1 for d in mine if d["tainted"])}
 
@@ -240,12 +240,14 @@ def plan_probes(slices, claims, device_classes, nodes, server_version=None, tain
     devices, published = judged["devices"], _published(slices)
     probes, skipped = [], []
     local = pools_on(published, on_nodes) if on_nodes else set()
+    pool_devices = devices_by_pool(devices)
     for key in sorted(judged["pools"], key=lambda k: tuple(x or "" for x in k)):
         driver, pool = key
         if (drivers and driver not in drivers) or (pools and pool not in pools) or (on_nodes and key not in local):
             continue
-        counts = _pool_counts(devices, key)
-        free = sorted(k[2] for k, d in devices.items() if k[:2] == key and d["free"])
+        mine = pool_devices.get(key) or []
+        counts = _pool_counts([d for dummy, d in mine])
+        free = [name for name, d in mine if d["free"]]
         location = published[key + (free[0],)][0] if free else None
         problem = _pool_problem(key, judged["pools"], counts, nodes, location, on_nodes)
         device_class = class_for_driver(device_classes, driver, classes)

@@ -225,18 +225,28 @@ def pool_states(slices, devices, rules):
     by_pool = {}
     for item in current_slices(slices):
         by_pool.setdefault(pool_key(item), []).append(item)
+    pool_devices = devices_by_pool(devices)
     out = {}
     for summary in summarize_pools(slices):
         key = (summary["driver"], summary["pool"])
         sets, duplicate_sets = pool_counter_sets(by_pool.get(key) or [], per_pool)
         names = [d.get("name") for item in by_pool.get(key) or []
                  for d in (item.get("spec") or {}).get("devices") or []]
-        consumptions = [(k[2], d["consumes"]) for k, d in sorted(devices.items(), key=_sort_key) if k[:2] == key]
+        consumptions = [(name, device["consumes"]) for name, device in pool_devices.get(key) or []]
         problem = pool_problem(names, duplicate_sets, consumptions, sets, per_pool)
         if problem is None and not summary["complete"]:
             problem = "incomplete: %d of %d slices published" % (summary["slices_seen"], summary["slices_expected"])
         out[key] = {"complete": summary["complete"], "problem": problem, "counter_sets": sets,
                     "allocatable": pool_allocatable(summary["complete"], problem, rules)}
+    return out
+
+
+def devices_by_pool(devices):
+    """{(driver, pool): [(device name, device)]} of {(driver, pool, device name): device}, each pool's devices in
+    the order of their names: the devices sorted once, for every per-pool look (not a scan of all per pool)."""
+    out = {}
+    for key, device in sorted(devices.items(), key=_sort_key):
+        out.setdefault(key[:2], []).append((key[2], device))
     return out
 
 
