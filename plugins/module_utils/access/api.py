@@ -17,6 +17,7 @@ __metaclass__ = type
 import gc
 import json
 import math
+import threading
 
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import (
@@ -185,12 +186,17 @@ class DraApi(object):
             api_client = get_api_client(module=module).client.client
         self.api_client = api_client
         self.requests = 0
+        self._counting = threading.Lock()  # requests are made from several threads (evictions, kubelet reads)
         self._served = None
         self._discovery = None
 
+    def count_request(self):
+        with self._counting:
+            self.requests += 1
+
     def request(self, method, path, query=None, body=None, content_type=None, accept="application/json"):
         """One API call; returns the decoded JSON body."""
-        self.requests += 1
+        self.count_request()
         headers = {"Accept": accept}
         if content_type:
             headers["Content-Type"] = content_type
@@ -207,7 +213,7 @@ class DraApi(object):
 
     def get_text(self, path):
         """One GET of a plain-text endpoint, such as kube-apiserver's /metrics; returns the text."""
-        self.requests += 1
+        self.count_request()
         try:
             data = _call(self.api_client, "GET", path, [], {"Accept": "text/plain"}, None)
         except ApiException as exc:
@@ -248,7 +254,7 @@ class DraApi(object):
         resourceVersion of a LIST in `query` to see only what changed after it; an event of type ERROR (code 410)
         says the server no longer has that version: LIST again. A connection that drops ends the events as the
         server's end does. One request."""
-        self.requests += 1
+        self.count_request()
         params = dict(query or {}, watch="true", timeoutSeconds=max(1, int(math.ceil(timeout))))
         try:
             response = _open(self.api_client, "GET", path, list(params.items()), {"Accept": "application/json"})

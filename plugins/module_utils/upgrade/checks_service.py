@@ -22,6 +22,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.dra.admin.plugins.module_utils.upgrade import behaviour, checks, stored_versions
 from ansible_collections.dra.admin.plugins.module_utils.drivers.checks import driver_accounts
@@ -103,27 +104,37 @@ def _count(api, path):
     return items + int((page.get("metadata") or {}).get("remainingItemCount") or 0)
 
 
+# The kubelets' /configz read at once: below the kubernetes client's connection pool (5 per CPU), so every read
+# keeps its connection.
+CONFIGZ_READS_AT_ONCE = 8
+
+
 def kubelet_configz_path(node):
     return "/api/v1/nodes/%s/proxy/configz" % node
 
 
 def read_kubelet_gates(api, nodes):
     """{node: {"gates": {...}} or {"error": why}}: each kubelet's featureGates from its /configz, read through
-    the API server's node proxy. A node whose kubelet does not answer (unreachable, forbidden, no kubelet behind
-    the Node object) gets the reason, never an empty answer."""
-    found = {}
-    for node in nodes:
-        name = (node.get("metadata") or {}).get("name")
-        try:
-            gates = checks.kubelet_gates_from_configz(api.get(kubelet_configz_path(name)))
-        except DraApiError as exc:
-            found[name] = {"error": str(exc)}
-            continue
-        except ValueError:  # an answer that is not JSON
-            gates = None
-        found[name] = {"gates": gates} if gates is not None else {
-            "error": "GET %s answered something other than a kubelet configuration" % kubelet_configz_path(name)}
-    return found
+    the API server's node proxy, CONFIGZ_READS_AT_ONCE nodes at a time (each answer comes from its own node). A
+    node whose kubelet does not answer (unreachable, forbidden, no kubelet behind the Node object) gets the reason,
+    never an empty answer."""
+    names = [(node.get("metadata") or {}).get("name") for node in nodes]
+    if not names:
+        return {}
+    with ThreadPoolExecutor(max_workers=min(CONFIGZ_READS_AT_ONCE, len(names))) as pool:
+        return dict(zip(names, pool.map(lambda name: kubelet_gates_of(api, name), names)))
+
+
+def kubelet_gates_of(api, name):
+    """{"gates": {...}} or {"error": why} of one node's kubelet."""
+    try:
+        gates = checks.kubelet_gates_from_configz(api.get(kubelet_configz_path(name)))
+    except DraApiError as exc:
+        return {"error": str(exc)}
+    except ValueError:  # an answer that is not JSON
+        gates = None
+    return {"gates": gates} if gates is not None else {
+        "error": "GET %s answered something other than a kubelet configuration" % kubelet_configz_path(name)}
 
 
 def gather(api, schedulers=(), kubelet_gates=True):
