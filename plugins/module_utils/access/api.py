@@ -133,35 +133,24 @@ def status_cause_messages(body):
     return tuple(c.get("message") for c in details.get("causes") or [] if isinstance(c, dict) and c.get("message"))
 
 
-def _call(api_client, method, path, query, headers, body):
-    """One raw request; returns the body bytes. Works with both generations of the kubernetes client."""
+def _open(api_client, method, path, query, headers, body=None):
+    """One raw request; returns the urllib3 response, its body not read yet (a watch reads it as it arrives), to be
+    read or closed by the caller. Works with both generations of the kubernetes client."""
     if hasattr(api_client, "param_serialize"):  # kubernetes >= 37 (OpenAPI generator 7 layout)
         request = api_client.param_serialize(method, path, query_params=query, header_params=headers,
                                              body=body, auth_settings=["BearerToken"])
-        response = api_client.call_api(*request)
-        data = response.read()
-        if not 200 <= response.status <= 299:
-            raise ApiException.from_response(http_resp=response, body=data.decode("utf-8", "replace"), data=None)
-        return data
-    response = api_client.call_api(path, method, query_params=query, header_params=headers, body=body,
-                                   auth_settings=["BearerToken"], _preload_content=False,
-                                   _return_http_data_only=True)
-    return response.data
-
-
-def _open(api_client, method, path, query, headers):
-    """One raw request whose body is read as it arrives (a watch); returns the urllib3 response, to be closed by
-    the caller. Works with both generations of the kubernetes client."""
-    if hasattr(api_client, "param_serialize"):  # kubernetes >= 37
-        request = api_client.param_serialize(method, path, query_params=query, header_params=headers,
-                                             auth_settings=["BearerToken"])
         response = api_client.call_api(*request)
         if not 200 <= response.status <= 299:
             data = response.read()
             raise ApiException.from_response(http_resp=response, body=data.decode("utf-8", "replace"), data=None)
         return response.response
-    return api_client.call_api(path, method, query_params=query, header_params=headers,
+    return api_client.call_api(path, method, query_params=query, header_params=headers, body=body,
                                auth_settings=["BearerToken"], _preload_content=False, _return_http_data_only=True)
+
+
+def _call(api_client, method, path, query, headers, body):
+    """One raw request; returns the body bytes."""
+    return _open(api_client, method, path, query, headers, body).data
 
 
 def json_lines(chunks):

@@ -141,12 +141,12 @@ def parse_text(text, names=None):
         line = raw.strip()
         if not line:
             continue
-        if wanted is not None and not line.startswith(wanted) and not line.startswith("#"):
-            continue
         if line.startswith("#"):
             parts = line.split(None, 3)
             if len(parts) >= 4 and parts[1] == "TYPE":
                 types[parts[2]] = parts[3].strip()
+            continue
+        if wanted is not None and not line.startswith(wanted):
             continue
         match = _NAME_RE.match(line)
         if not match:

@@ -115,18 +115,23 @@ def storage_versions_from_api(items):
     return found
 
 
+# kube-apiserver's request counters api_usage reads.
+REQUESTS = "apiserver_request_total"
+DEPRECATED_REQUESTS = "apiserver_requested_deprecated_apis"
+
+
 def api_usage(metrics_text):
     """Requests to resource.k8s.io versions other than v1 since kube-apiserver started, from its /metrics:
     {(version, resource): {"requests": n, "deprecated": bool, "removed_release": str}}."""
-    scrape = parse_text(metrics_text or "", names=("apiserver_request_total", "apiserver_requested_deprecated_apis"))
+    scrape = parse_text(metrics_text or "", names=(REQUESTS, DEPRECATED_REQUESTS))
     usage = {}
     group = [("group", "=", catalog.RESOURCE_GROUP)]
-    for sample in select(scrape.samples, "apiserver_request_total", group):
+    for sample in select(scrape.samples, REQUESTS, group):
         key = (sample.labels.get("version"), sample.labels.get("resource"))
         if key[0] and key[0] != "v1" and sample.value > 0:
             entry = usage.setdefault(key, {"requests": 0, "deprecated": False, "removed_release": ""})
             entry["requests"] += int(sample.value)
-    for sample in select(scrape.samples, "apiserver_requested_deprecated_apis", group):
+    for sample in select(scrape.samples, DEPRECATED_REQUESTS, group):
         key = (sample.labels.get("version"), sample.labels.get("resource"))
         if sample.value > 0:
             entry = usage.setdefault(key, {"requests": 0, "deprecated": False, "removed_release": ""})

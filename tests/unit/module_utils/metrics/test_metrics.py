@@ -287,7 +287,6 @@ def test_groups_limit_checks_and_needed_metrics():
 
 @pytest.mark.parametrize("release", ["v1.33.13", "v1.36.3"])
 def test_parsing_only_named_families_keeps_exactly_their_samples_of_a_recorded_api_server(release):
-
     path = os.path.join(UNIT, "fixtures", "upgrade", "kube-apiserver-%s-metrics.txt.gz" % release)
     with gzip.open(path, "rt") as fh:
         text = fh.read()
