@@ -499,17 +499,26 @@ def test_discovery_on_a_real_node_compares_its_hardware_with_the_drivers_slices(
     assert extra - missing == published - hardware, line.group(0)
 
 
-def node_playbook(c, tmp_path, hosts, role, extra_vars):
-    """ansible-playbook running one role on node containers of this cluster (the podman connection, as
-    inventory/local.yml reaches them), with the API reachable from localhost; its CompletedProcess."""
+def node_inventory(c, tmp_path, host_vars=None):
+    """An inventory of this cluster's node containers (the podman connection, as inventory/local.yml reaches
+    them), with the API reachable from localhost; host_vars: node name to its variables."""
+    host_vars = host_vars or {}
     inventory = tmp_path / "nodes.yml"
     inventory.write_text(yaml.safe_dump({"all": {"children": {
         "k8s_api": {"hosts": {"localhost": {"ansible_connection": "local",
                                             "ansible_python_interpreter": sys.executable}}},
         "kind_nodes": {"vars": {"ansible_connection": "containers.podman.podman",
                                 "ansible_python_interpreter": "/usr/bin/python3", "ansible_become": False},
-                       "children": {"control_plane": {"hosts": {c.nodes[0]: {}}},
-                                    "dra_nodes": {"hosts": dict((n, {}) for n in c.nodes[1:])}}}}}}))
+                       "children": {"control_plane": {"hosts": {c.nodes[0]: host_vars.get(c.nodes[0], {})}},
+                                    "dra_nodes": {"hosts": dict((n, host_vars.get(n, {}))
+                                                                for n in c.nodes[1:])}}}}}}))
+    return inventory
+
+
+def node_playbook(c, tmp_path, hosts, role, extra_vars):
+    """ansible-playbook running one role on node containers of this cluster, with the API reachable from
+    localhost (node_inventory); its CompletedProcess."""
+    inventory = node_inventory(c, tmp_path)
     playbook = tmp_path / "nodes-play.yml"
     playbook.write_text(yaml.safe_dump([{"hosts": hosts, "gather_facts": True, "serial": 1,
                                          "roles": [{"role": role}]}]))
@@ -599,6 +608,64 @@ def test_kubelet_config_restarts_the_real_kubelet_and_rolls_back_one_that_does_n
         write_node_file(c, node, config, original, then="systemctl restart kubelet")
     wait_until(lambda: c.on_node(node, "systemctl", "is-active", "kubelet").stdout.strip() == "active", 60,
                f"the kubelet of {node} active again")
+
+
+def site_feature_gate_plays(c, tmp_path, host_vars):
+    """playbooks/site.yml's feature-gate plays on the two workers (json callback): the plays' names to the
+    hosts each ran a task on, and each worker's counts in the run's stats."""
+    env = dict(c.env, ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="json")
+    res = subprocess.run(["ansible-playbook", "-i", str(node_inventory(c, tmp_path, host_vars)), "playbooks/site.yml",
+                          "--tags", "feature_gates", "--limit", ",".join(c.nodes[1:])],
+                         env=env, capture_output=True, text=True, cwd=ROOT, check=False)
+    try:
+        report = json.loads(res.stdout)
+    except ValueError:
+        raise AssertionError(f"cannot read site.yml's output: rc={res.returncode}\n{res.stdout}\n{res.stderr}")
+    assert res.returncode == 0, (res.stdout[-6000:], res.stderr[-3000:])
+    hosts = {}
+    for play in report["plays"]:
+        ran = hosts.setdefault(play["play"]["name"], set())
+        ran.update(h for task in play["tasks"] for h, result in task["hosts"].items() if not result.get("skipped"))
+    return hosts, report["stats"]
+
+
+def test_site_checks_every_kubelet_at_once_and_changes_only_the_one_that_needs_it(kind_cluster, tmp_path):
+    """site.yml's kubelet feature gates: every worker's kubelet is checked in one play, and the one-node-at-a-
+    time play runs only on the worker whose configuration would change. Here one worker is asked for a gate
+    (a host variable); the other already has what it needs, so it is neither restarted nor visited by the
+    serial play. A second run finds nothing to change and the serial play matches no host."""
+    c = kind_cluster
+    untouched, asked = c.nodes[1], c.nodes[2]
+    config = "/var/lib/kubelet/config.yaml"
+    original = node_file(c, asked, config)
+    untouched_config = node_file(c, untouched, config)
+
+    def kubelet_pid(node):
+        return c.on_node(node, "systemctl", "show", "-p", "MainPID", "--value", "kubelet").stdout.strip()
+    pids = {node: kubelet_pid(node) for node in (untouched, asked)}
+    gate = "ResourceHealthStatus"  # a kubelet gate both pinned releases know
+    host_vars = {asked: {"dra_feature_gates_extra": {gate: True}, "dra_feature_gates_wait_timeout": 120}}
+    check = "Which kubelets of the DRA nodes need their gates changed"
+    serial = "DRA feature gates on the kubelets of the DRA nodes"
+    try:
+        first, stats = site_feature_gate_plays(c, tmp_path, host_vars)
+        assert first[check] == {untouched, asked}, first
+        assert first[serial] == {asked}, first
+        assert stats[asked]["changed"] >= 1 and stats[untouched]["changed"] == 0, stats
+        assert f"{gate}: true" in node_file(c, asked, config)
+        assert kubelet_pid(asked) not in ("0", "", pids[asked])
+        assert kubelet_pid(untouched) == pids[untouched]
+        assert node_file(c, untouched, config) == untouched_config
+
+        second, stats = site_feature_gate_plays(c, tmp_path, host_vars)
+        assert second[check] == {untouched, asked} and second.get(serial, set()) == set(), second
+        assert stats[asked]["changed"] == 0 and stats[untouched]["changed"] == 0, stats
+    finally:
+        # The node as it was for the other tests: the original file, the kubelet restarted on it.
+        write_node_file(c, asked, config, original, then="systemctl restart kubelet")
+    wait_until(lambda: c.on_node(asked, "systemctl", "is-active", "kubelet").stdout.strip() == "active", 60,
+               f"the kubelet of {asked} active again")
+    wait_until(lambda: is_ready(c.get_json("node", asked)), 120, f"{asked} Ready again")
 
 
 def upstream_chart(c, tmp_path):

@@ -191,6 +191,16 @@ def present(wave, pods):
     return sorted(k for k in wave["pods"] if uids.get(k) is not None and uids.get(k) == wave["uids"].get(k))
 
 
+def wave_scopes(wave):
+    """The pod collections a wave's pods are awaited in: per namespace its pods' path, no query, and the
+    wave's pods there (UID to namespace/name)."""
+    by_namespace = {}
+    for key, uid in wave["uids"].items():
+        by_namespace.setdefault(key.split("/", 1)[0], {})[uid] = key
+    return [("/api/v1/namespaces/%s/pods" % namespace, None, waiting)
+            for namespace, waiting in sorted(by_namespace.items())]
+
+
 def eviction_waiting_for(waves, pods, affected):
     """What the eviction still waits for: (wait, pending names, the wave's number or None).
 

@@ -9,8 +9,9 @@ The evictions are the node drain's (kube.evictions_service.PodEvictor): policy/v
 PodDisruptionBudget retried with backoff until the deadline, pods gone or terminating left alone.
 
 Requests: per namespace of the affected claims one pod LIST and one PodDisruptionBudget LIST (the plan); the
-evictions; while waiting for a wave, one pod LIST per namespace of the wave per poll; while waiting for the
-claims, one claim LIST and one pod LIST (Table form) per poll. With wait false (a round of a role's
+evictions; while waiting for a wave, per namespace of the wave one pod LIST and one watch (another of each when
+the watch ends first, every minute at the longest; a LIST per poll where the server refuses watches); while
+waiting for the claims, one claim LIST and one pod LIST (Table form) per poll. With wait false (a round of a role's
 until-loop) there is no poll: each round evicts the pods of the first wave not gone yet, one request per pod
 (a refusal is retried by the next round), and says what is still waited for.
 """
@@ -21,11 +22,11 @@ __metaclass__ = type
 
 from ansible_collections.dra.admin.plugins.module_utils.devices.evictions import (
     CLAIMS_RELEASED, WAVE_EVICTED, budget_views, claims_not_freed, eviction_failure_message, eviction_report,
-    eviction_waiting_for, evicted_claims, not_evicted, not_freed_message, plan_waves, present,
+    eviction_waiting_for, evicted_claims, not_evicted, not_freed_message, plan_waves, present, wave_scopes,
 )
 from ansible_collections.dra.admin.plugins.module_utils.devices.taints import DeviceTaintError
 from ansible_collections.dra.admin.plugins.module_utils.devices.taints import affected_claims
-from ansible_collections.dra.admin.plugins.module_utils.kube.evictions_service import PodEvictor
+from ansible_collections.dra.admin.plugins.module_utils.kube.evictions_service import PodEvictor, wait_pods_gone
 from ansible_collections.dra.admin.plugins.module_utils.kube.pods import pod_key
 
 
@@ -129,16 +130,11 @@ class DeviceEviction(object):
         return out, None
 
     def wait_gone(self, wave):
-        """Poll the wave's namespaces until its pods are gone; the pods still there at the deadline."""
-        namespaces = sorted(set(k.split("/", 1)[0] for k in wave["pods"]))
-        while True:
-            left = present(wave, self.read_pods(namespaces))
-            if not left:
-                return []
-            if self.remaining() <= 0:
-                return [{"pod": k, "reason": "terminating", "pdbs": [],
-                         "message": "%s evicted but still terminating" % k} for k in left]
-            self.task.sleep(self.task.p["wait_sleep"])
+        """Until the wave's pods are gone (kube.evictions_service.wait_pods_gone: per namespace of the wave a LIST,
+        then a watch from its version); the pods still there at the deadline."""
+        left = wait_pods_gone(self.api, wave_scopes(wave), self.remaining, self.task.sleep, self.task.p["wait_sleep"])
+        return [{"pod": k, "reason": "terminating", "pdbs": [], "message": "%s evicted but still terminating" % k}
+                for k in left]
 
     def affected_now(self):
         claims, pods = self.task.read_claims(self.data_version)

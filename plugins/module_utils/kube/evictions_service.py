@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: dra.admin contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""Evictions through the Eviction API, with the client of access/api.py passed in (the node drain and
-``dra_device_taint``'s effect Evict make them alike).
+"""Evictions through the Eviction API, and the wait until the evicted pods are gone, with the client of
+access/api.py passed in (the node drain and ``dra_device_taint``'s effect Evict make them alike).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -13,10 +13,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.dra.admin.plugins.module_utils.access.api import DraApiError
+from ansible_collections.dra.admin.plugins.module_utils.common.waits import growing_delays
 from ansible_collections.dra.admin.plugins.module_utils.kube.evictions import backoff_delays, eviction_body, eviction_refusal
 from ansible_collections.dra.admin.plugins.module_utils.kube.pods import covering_budgets, pod_key
 
 MAX_PARALLEL_EVICTIONS = 16
+# The longest watch asked of the server at once; a wait that needs more LISTs again and watches on.
+WATCH_SECONDS = 60
 
 
 class PodEvictor(object):
@@ -90,3 +93,54 @@ class PodEvictor(object):
         """Names of the PodDisruptionBudgets in the pod's namespace whose selector selects it."""
         return covering_budgets(pod, self.api.list_items(
             "/apis/policy/v1/namespaces/%s/poddisruptionbudgets" % pod["metadata"]["namespace"]))
+
+
+def wait_pods_gone(api, scopes, remaining, sleep, wait_sleep):
+    """Wait until the pods are gone; what is still there when `remaining()` (seconds left) reaches 0.
+
+    scopes: [(path, query, waiting)]: a pod collection to LIST and watch (the node's pods, field-selected; a
+    namespace's pods) and the pods awaited in it, a dict of UID to the name to report. Per scope: one LIST, then a
+    watch from that LIST's resourceVersion, which ends as the last awaited pod there is deleted; a LIST again when
+    the watch ends first (the server's time limit, or a version it no longer has: ERROR 410). Where the server
+    refuses the watch, the LIST is polled instead (growing_delays up to `wait_sleep`). The pods were evicted
+    together, so the scopes are waited for one after the other. Returns the names still there, sorted."""
+    left = []
+    for path, query, waiting in scopes:
+        left.extend(_wait_scope(api, path, query, dict(waiting), remaining, sleep, wait_sleep))
+    return sorted(left)
+
+
+def _wait_scope(api, path, query, waiting, remaining, sleep, wait_sleep):
+    delays = growing_delays(wait_sleep)
+    watching = True
+    while True:
+        pods, version = api.list_snapshot(path, query)
+        live = set((p.get("metadata") or {}).get("uid") for p in pods)
+        for uid in [u for u in waiting if u not in live]:
+            del waiting[uid]
+        if not waiting:
+            return []
+        if remaining() <= 0:
+            return list(waiting.values())
+        if watching and version:
+            watching = _watch_deletions(api, path, dict(query or {}, resourceVersion=version), waiting, remaining)
+            if not waiting:
+                return []
+        else:
+            sleep(min(next(delays), max(remaining(), 0.1)))
+
+
+def _watch_deletions(api, path, query, waiting, remaining):
+    """Watch from the query's resourceVersion, taking each deleted pod out of `waiting`, until none is left, the
+    watch ends, or the time is up. False when the server refuses the watch (poll then)."""
+    try:
+        for event in api.watch(path, query, timeout=min(remaining(), WATCH_SECONDS)):
+            if event.get("type") == "ERROR":
+                return True  # the version is gone: LIST again
+            if event.get("type") == "DELETED":
+                waiting.pop(((event.get("object") or {}).get("metadata") or {}).get("uid"), None)
+            if not waiting or remaining() <= 0:
+                return True
+    except DraApiError:
+        return False
+    return True

@@ -19,7 +19,7 @@ import time
 
 from ansible_collections.dra.admin.plugins.module_utils.allocation.whatif_service import preview_evictions
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
-from ansible_collections.dra.admin.plugins.module_utils.access.api import MERGE_PATCH, DraApiError
+from ansible_collections.dra.admin.plugins.module_utils.access.api import MERGE_PATCH
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import gather_claim_views
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims import (
     blocks_node, claim_view, consumer_label, consumer_note, held_for_non_pods_only_off_node, holds_devices,
@@ -32,7 +32,7 @@ from ansible_collections.dra.admin.plugins.module_utils.nodes.drain import (
     CORDON_ANNOTATION, cannot_free_message, claims_drain_cannot_free, claims_only_for_node,
     drivers_beyond_daemonsets, drivers_left_on_node, plan_drain,
 )
-from ansible_collections.dra.admin.plugins.module_utils.kube.evictions_service import PodEvictor
+from ansible_collections.dra.admin.plugins.module_utils.kube.evictions_service import PodEvictor, wait_pods_gone
 from ansible_collections.dra.admin.plugins.module_utils.kube.pods import (
     controller_of, object_key, pod_key, pod_ready,
 )
@@ -47,9 +47,6 @@ from ansible_collections.dra.admin.plugins.module_utils.nodes.drain_progress imp
     CLAIM_PODS_GONE, CLAIMS_RELEASED, DRAIN_WAITS, DRIVER_PODS_GONE, OTHER_PODS_GONE, WAIT_PHASE, drain_progress,
     drain_waiting_for,
 )
-
-# The longest one watch of the node's pods is asked to last; the wait LISTs again after it (within wait_timeout).
-WATCH_SECONDS = 60
 
 
 class DrainError(DraAdminError):
@@ -337,42 +334,12 @@ class NodeDrain(object):
         self.event("evicted %d %s(s)" % (len(pods), what) if wait else "eviction of %d %s(s) asked" % (len(pods), what))
 
     def wait_pods_gone(self, pods):
-        """Until the pods are gone: one LIST of the node's pods (field-selected on the node), then a watch from
-        that LIST's version, which ends as the last of them is deleted; a LIST again when the watch ends first (the
-        server's time limit, or a version it no longer has). Polls the LIST instead where a watch is refused."""
-        waiting = set(p["metadata"]["uid"] for p in pods)
-        delays = growing_delays(self.p["wait_sleep"])
-        watching = True
-        while True:
-            present, version = self.api.list_snapshot("/api/v1/pods", self.on_node())
-            waiting &= set(p["metadata"]["uid"] for p in present)
-            if not waiting:
-                return []
-            if self.remaining() <= 0:
-                return [{"pod": pod_key(p), "pdbs": [], "message": "%s evicted but still terminating" % pod_key(p)}
-                        for p in pods if p["metadata"]["uid"] in waiting]
-            if watching and version:
-                watching = self.watch_deletions(waiting, version)
-                if not waiting:
-                    return []
-            else:
-                self.sleep(min(next(delays), max(self.remaining(), 0.1)))
-
-    def watch_deletions(self, waiting, version):
-        """Watch the node's pods from `version`, taking each deleted one out of `waiting` (a set of uids), until
-        none is left, the watch ends, or the time is up. False when the server refuses the watch (poll then)."""
-        query = dict(self.on_node(), resourceVersion=version)
-        try:
-            for event in self.api.watch("/api/v1/pods", query, timeout=min(self.remaining(), WATCH_SECONDS)):
-                if event.get("type") == "ERROR":
-                    return True  # the version is gone: LIST again
-                if event.get("type") == "DELETED":
-                    waiting.discard(((event.get("object") or {}).get("metadata") or {}).get("uid"))
-                if not waiting or self.remaining() <= 0:
-                    return True
-        except DraApiError:
-            return False
-        return True
+        """Until the pods are gone (kube.evictions_service.wait_pods_gone on the node's pods: a LIST, then a watch
+        from its version); a failure per pod still there at the deadline."""
+        left = set(wait_pods_gone(self.api, [("/api/v1/pods", self.on_node(), dict(
+            (p["metadata"]["uid"], pod_key(p)) for p in pods))], self.remaining, self.sleep, self.p["wait_sleep"]))
+        return [{"pod": k, "pdbs": [], "message": "%s evicted but still terminating" % k}
+                for k in (pod_key(p) for p in pods) if k in left]
 
     def wait_claims_released(self, version, held, claim_pods, labels):
         """Poll the node's known claims by name until none keeps the driver on the node; then one final LIST."""

@@ -27,6 +27,16 @@ def role_options():
     return options
 
 
+def role_facts():
+    """The dra_* facts the roles' tasks set (set_fact): a role's results for the playbook, not its inputs."""
+    facts = set()
+    for tasks_file in (ROOT / "roles").glob("*/tasks/*.yml"):
+        for task in yaml.safe_load(tasks_file.read_text()) or []:
+            for block in [task] + task.get("block", []) + task.get("rescue", []) + task.get("always", []):
+                facts.update(name for name in block.get("ansible.builtin.set_fact") or {} if name.startswith("dra_"))
+    return facts
+
+
 def without_comments(text):
     return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
 
@@ -56,7 +66,7 @@ def own_variables(playbook):
     read = set()
     for expression in jinja_of(body):
         read.update(re.findall(r"(?<![.\w])(dra_\w+)", expression))
-    return body, sorted(read - defined - role_options() - GROUPS)
+    return body, sorted(read - defined - role_options() - role_facts() - GROUPS)
 
 
 def required_names(body):
@@ -106,4 +116,5 @@ def test_the_checks_see_the_variables_they_are_about():
     assert "dra_health_device_state_file" in health and "dra_health_scrape" in health
     site = own_variables("site.yml")[1]
     assert "dra_site_manage_tuning" in site
+    assert "dra_feature_gates_changes" in role_facts() and "dra_feature_gates_changes" not in site
     assert "dra_upgrade_target" in required_names(without_comments((ROOT / "playbooks" / "upgrade_check.yml").read_text()))
