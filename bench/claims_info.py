@@ -18,9 +18,10 @@ Then, in the same run and alternating, it times:
 and writes a JSON result and prints a markdown table.
 
 With --suite doctor it times dra_claims_doctor and dra_capacity_info instead, against
-`kubectl get resourceslices,resourceclaims -A -o json`.
+`kubectl get resourceslices,resourceclaims -A -o json`; with --suite health dra_device_health_info,
+against `kubectl get resourceslices,resourceclaims,pods -A -o json`.
 
-Usage: bench/claims_info.py [--nodes 1000] [--claims 10000] [--repeat 3] [--suite claims|doctor|explain]
+Usage: bench/claims_info.py [--nodes 1000] [--claims 10000] [--repeat 3] [--suite claims|doctor|explain|health]
                             [--keep] [--reuse] [--compare-with DIR]
 """
 import argparse
@@ -185,6 +186,10 @@ def suites(nodes):
             "claims_doctor": ("dra_claims_doctor", {}),
             "capacity_info": ("dra_capacity_info", {}),
         }),
+        # Device health reads slices, claims and every live pod (their status carries the health field).
+        "health": (["kubectl", "get", "resourceslices,resourceclaims,pods", "-A", "-o", "json"], {
+            "device_health": ("dra_device_health_info", {}),
+        }),
     }
 
 
@@ -203,17 +208,18 @@ def parse_args():
                    help="another checkout of the collection (e.g. `git archive` of a commit): its modules are "
                         "timed too, alternating, as <key>@base")
     p.add_argument("--pending", type=int, default=100, help="explain suite: pending pods to explain")
-    p.add_argument("--suite", choices=["claims", "doctor", "explain"], default="claims",
+    p.add_argument("--suite", choices=["claims", "doctor", "explain", "health"], default="claims",
                    help="claims: dra_claims_info against kubectl get resourceclaims; doctor: dra_claims_doctor and "
                         "dra_capacity_info against kubectl get resourceslices,resourceclaims; explain: "
                         "dra_allocation_explain_info of --pending pods and dra_node_drain's preview of one node, "
-                        "against the same")
+                        "against the same; health: dra_device_health_info against kubectl get "
+                        "resourceslices,resourceclaims,pods")
     p.add_argument("--output", default=None, help="default bench/results/claims_info.json (suite doctor: "
                                                   "claims_doctor.json)")
     args = p.parse_args()
     if args.output is None:
         name = {"claims": "claims_info.json", "doctor": "claims_doctor.json",
-                "explain": "allocation_explain.json"}[args.suite]
+                "explain": "allocation_explain.json", "health": "device_health.json"}[args.suite]
         args.output = os.path.join(ROOT, "bench", "results", name)
     return args
 

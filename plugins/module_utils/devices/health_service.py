@@ -18,6 +18,8 @@ from ansible_collections.dra.admin.plugins.module_utils.devices.health import (
     SOURCE_DRIVER_PODS, SOURCE_GPU, check_gpu_health, check_inputs, device_health, drivers_gone, gpu_source, problems,
     source_availability,
 )
+from ansible_collections.dra.admin.plugins.module_utils.access.api import hold_reads
+from ansible_collections.dra.admin.plugins.module_utils.kube.pods import without_managed_fields
 
 # Finished pods use no device; the server filters them out.
 LIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
@@ -37,10 +39,13 @@ def gather_device_health(api, driver=None, first_seen=None, unknown_after=600, n
     resource_version = api.resource_api_version()
     slices = api.list_items(api.resource_path("resourceslices", version=resource_version),
                             {"fieldSelector": "spec.driver=%s" % driver} if driver else None)
-    claims = api.list_items(api.resource_path("resourceclaims", version=resource_version))
-    pods = api.list_items("/api/v1/pods", {"fieldSelector": LIVE_PODS})
+    # Kept without managedFields, a page at a time: at 10,000 pods they are a large share of what a LIST holds.
+    claims = [without_managed_fields(c) for c in api.list_items(api.resource_path("resourceclaims",
+                                                                                  version=resource_version))]
+    pods = [without_managed_fields(p) for p in api.list_items("/api/v1/pods", {"fieldSelector": LIVE_PODS})]
+    slices = list(slices)
+    hold_reads()  # kept to the end of the run
     now = now or datetime.datetime.now(datetime.timezone.utc)
-    pods = list(pods)
     report = device_health(slices, claims, pods, now, first_seen=first_seen, unknown_after=unknown_after,
                            driver=driver, gpu_health=gpu_health)
     report["sources"] = source_availability(version, report.pop("seen"))

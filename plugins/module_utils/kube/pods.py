@@ -2,7 +2,8 @@
 # Copyright: dra.admin contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
 """Pods and other objects as the API returns them: their namespace/name keys, the controller owning a pod,
-whether a pod is Ready, and the PodDisruptionBudgets covering it (those the Eviction API checks).
+whether a pod is Ready, the PodDisruptionBudgets covering it (those the Eviction API checks), and objects kept
+without their managedFields.
 
 Pure: no Ansible, no network.
 """
@@ -17,6 +18,13 @@ from ansible_collections.dra.admin.plugins.module_utils.kube.selection import la
 def pod_key(pod):
     meta = pod.get("metadata") or {}
     return "%s/%s" % (meta.get("namespace"), meta.get("name"))
+
+
+def without_managed_fields(obj):
+    """The object without metadata.managedFields (the server's record of which client set which field; no report
+    reads it), changed in place: what a LIST's objects are kept as, a page at a time."""
+    (obj.get("metadata") or {}).pop("managedFields", None)
+    return obj
 
 
 def object_key(obj):
