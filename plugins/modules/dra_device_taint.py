@@ -163,6 +163,8 @@ options:
         on the rule); with V(Evict), until every wave is evicted and the claims are released. O(state=dry_run) never
         waits. After O(wait_timeout) the rule stays in place and the module fails listing the pods still using the
         devices (with V(Evict), those not evicted and why).
+      - With V(Evict), the wait for a wave's evicted pods watches each of the wave's namespaces from a LIST and ends
+        as the last pod is deleted (where the server refuses the watch, it polls every O(wait_sleep) at most).
       - With V(Evict) and V(false), each call evicts the pods of the first wave not gone yet, one request per pod (a
         refusal by a PodDisruptionBudget is retried by the next call, and named in RV(not_evicted)), and returns
         what is still waited for; a role calls it in an C(until) loop (not in check mode, since it evicts) until
