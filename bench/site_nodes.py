@@ -23,13 +23,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
 
 import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
 import clusterlib  # noqa: E402
+from site_kwok import iso_seconds  # noqa: E402  (bench/ is the script's directory)
 
 
 def inventory_with_aliases(name, hosts):
@@ -43,10 +43,6 @@ def inventory_with_aliases(name, hosts):
                                        for i in range(hosts))
     inventory["all"]["vars"]["dra_monitoring_rules_dir"] = os.path.join(ROOT, ".tmp", "monitoring", "rules")
     return inventory
-
-
-def iso_seconds(stamp):
-    return datetime.strptime(stamp.rstrip("Z"), "%Y-%m-%dT%H:%M:%S.%f").replace(tzinfo=timezone.utc).timestamp()
 
 
 def play_seconds(result):

@@ -563,6 +563,15 @@ def write_node_file(c, node, path, text, then=""):
     assert res.returncode == 0, res.stderr
 
 
+def kubelet_pid(c, node):
+    return c.on_node(node, "systemctl", "show", "-p", "MainPID", "--value", "kubelet").stdout.strip()
+
+
+def wait_kubelet_active(c, node, what):
+    wait_until(lambda: c.on_node(node, "systemctl", "is-active", "kubelet").stdout.strip() == "active", 60,
+               f"the kubelet of {node} {what}")
+
+
 def test_kubelet_config_restarts_the_real_kubelet_and_rolls_back_one_that_does_not_come_back(kind_cluster, tmp_path):
     """feature_gates' kubelet step on a real worker. First a change the kubelet takes: the kubelet is
     restarted (a new process) and the role waits for it. Then a kubelet that does not come back: a systemd
@@ -572,10 +581,7 @@ def test_kubelet_config_restarts_the_real_kubelet_and_rolls_back_one_that_does_n
     node = c.nodes[1]
     config = "/var/lib/kubelet/config.yaml"
     original = node_file(c, node, config)
-
-    def kubelet_pid():
-        return c.on_node(node, "systemctl", "show", "-p", "MainPID", "--value", "kubelet").stdout.strip()
-    pid_before = kubelet_pid()
+    pid_before = kubelet_pid(c, node)
     gate = "ResourceHealthStatus"  # a kubelet gate both pinned releases know
     first = node_playbook(c, tmp_path, node, "dra.admin.feature_gates", {
         "dra_feature_gates_components": [], "dra_feature_gates_extra": {gate: True},
@@ -583,7 +589,7 @@ def test_kubelet_config_restarts_the_real_kubelet_and_rolls_back_one_that_does_n
     assert first.returncode == 0, (first.stdout + first.stderr)[-4000:]
     changed = node_file(c, node, config)
     assert f"{gate}: true" in changed, changed
-    assert kubelet_pid() not in ("0", "", pid_before)
+    assert kubelet_pid(c, node) not in ("0", "", pid_before)
 
     # A second kubelet gate the release knows and the catalog lets be switched on (turning the first off
     # again is refused where ResourceHealthStatusMessage depends on it: from 1.36, as the catalog says).
@@ -600,14 +606,12 @@ def test_kubelet_config_restarts_the_real_kubelet_and_rolls_back_one_that_does_n
         assert second.returncode != 0, out[-4000:]
         assert "did not come back" in out and "was put back" in out, out[-4000:]
         assert node_file(c, node, config) == changed
-        wait_until(lambda: c.on_node(node, "systemctl", "is-active", "kubelet").stdout.strip() == "active", 60,
-                   f"the kubelet of {node} running again on the restored file")
+        wait_kubelet_active(c, node, "running again on the restored file")
     finally:
         c.on_node(node, "sh", "-c", f"rm -f {dropin} && systemctl daemon-reload")
         # The node as it was for the other tests: the original file, the kubelet restarted on it.
         write_node_file(c, node, config, original, then="systemctl restart kubelet")
-    wait_until(lambda: c.on_node(node, "systemctl", "is-active", "kubelet").stdout.strip() == "active", 60,
-               f"the kubelet of {node} active again")
+    wait_kubelet_active(c, node, "active again")
 
 
 def site_feature_gate_plays(c, tmp_path, host_vars):
@@ -639,10 +643,7 @@ def test_site_checks_every_kubelet_at_once_and_changes_only_the_one_that_needs_i
     config = "/var/lib/kubelet/config.yaml"
     original = node_file(c, asked, config)
     untouched_config = node_file(c, untouched, config)
-
-    def kubelet_pid(node):
-        return c.on_node(node, "systemctl", "show", "-p", "MainPID", "--value", "kubelet").stdout.strip()
-    pids = {node: kubelet_pid(node) for node in (untouched, asked)}
+    pids = {node: kubelet_pid(c, node) for node in (untouched, asked)}
     gate = "ResourceHealthStatus"  # a kubelet gate both pinned releases know
     host_vars = {asked: {"dra_feature_gates_extra": {gate: True}, "dra_feature_gates_wait_timeout": 120}}
     check = "Which kubelets of the DRA nodes need their gates changed"
@@ -653,8 +654,8 @@ def test_site_checks_every_kubelet_at_once_and_changes_only_the_one_that_needs_i
         assert first[serial] == {asked}, first
         assert stats[asked]["changed"] >= 1 and stats[untouched]["changed"] == 0, stats
         assert f"{gate}: true" in node_file(c, asked, config)
-        assert kubelet_pid(asked) not in ("0", "", pids[asked])
-        assert kubelet_pid(untouched) == pids[untouched]
+        assert kubelet_pid(c, asked) not in ("0", "", pids[asked])
+        assert kubelet_pid(c, untouched) == pids[untouched]
         assert node_file(c, untouched, config) == untouched_config
 
         second, stats = site_feature_gate_plays(c, tmp_path, host_vars)
@@ -663,8 +664,7 @@ def test_site_checks_every_kubelet_at_once_and_changes_only_the_one_that_needs_i
     finally:
         # The node as it was for the other tests: the original file, the kubelet restarted on it.
         write_node_file(c, asked, config, original, then="systemctl restart kubelet")
-    wait_until(lambda: c.on_node(asked, "systemctl", "is-active", "kubelet").stdout.strip() == "active", 60,
-               f"the kubelet of {asked} active again")
+    wait_kubelet_active(c, asked, "active again")
     wait_until(lambda: is_ready(c.get_json("node", asked)), 120, f"{asked} Ready again")
 
 

@@ -37,13 +37,12 @@ def gather_device_health(api, driver=None, first_seen=None, unknown_after=600, n
     check_gpu_health(gpu_health)
     version = api.server_version().get("gitVersion") or ""
     resource_version = api.resource_api_version()
-    slices = api.list_items(api.resource_path("resourceslices", version=resource_version),
-                            {"fieldSelector": "spec.driver=%s" % driver} if driver else None)
+    slices = list(api.list_items(api.resource_path("resourceslices", version=resource_version),
+                                 {"fieldSelector": "spec.driver=%s" % driver} if driver else None))
     # Kept without managedFields, a page at a time: at 10,000 pods they are a large share of what a LIST holds.
     claims = [without_managed_fields(c) for c in api.list_items(api.resource_path("resourceclaims",
                                                                                   version=resource_version))]
     pods = [without_managed_fields(p) for p in api.list_items("/api/v1/pods", {"fieldSelector": LIVE_PODS})]
-    slices = list(slices)
     hold_reads()  # kept to the end of the run
     now = now or datetime.datetime.now(datetime.timezone.utc)
     report = device_health(slices, claims, pods, now, first_seen=first_seen, unknown_after=unknown_after,

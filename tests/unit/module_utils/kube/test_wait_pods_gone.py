@@ -5,7 +5,7 @@ from kubernetes.client import ApiClient, Configuration
 
 from fake_kube_api import PATH, FakeApi, pod
 
-from ansible_collections.dra.admin.plugins.module_utils.access.api import DraApi
+from ansible_collections.dra.admin.plugins.module_utils.access.api import LIST_PAGE_SIZE, DraApi
 from ansible_collections.dra.admin.plugins.module_utils.devices.evictions import wave_scopes
 from ansible_collections.dra.admin.plugins.module_utils.kube.evictions_service import wait_pods_gone
 
@@ -21,7 +21,7 @@ class DeletingAfterList(DraApi):
         self.server = server
         self.then_deleted = list(then_deleted)
 
-    def list_snapshot(self, path, query=None, page_size=500):
+    def list_snapshot(self, path, query=None, page_size=LIST_PAGE_SIZE):
         listed = super(DeletingAfterList, self).list_snapshot(path, query, page_size)
         while self.then_deleted:
             self.server.change("DELETED", self.then_deleted.pop(0))
