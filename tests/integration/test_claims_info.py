@@ -68,6 +68,13 @@ def test_states_nodes_consumers_on_real_allocations(cluster, namespace):
     assert result["summary"]["<unallocated>"]["pending"] == 1
     assert result["summary"][shared_node]["reserved"] >= 1
 
+    # claim_keys: each claim with only its identity and the asked keys, the counts unchanged.
+    kept = cluster.run_module("dra.admin.dra_claims_info",
+                              {"namespaces": [namespace], "claim_keys": ["orphaned", "nodes", "state"]})
+    assert kept["claims"] == [dict((k, c[k]) for k in ("namespace", "name", "state", "nodes", "orphaned"))
+                              for c in result["claims"]]
+    assert (kept["totals"], kept["summary"]) == (result["totals"], result["summary"])
+
 
 def test_gate_mode_fails_while_claims_are_held_then_passes(cluster, namespace):
     api = cluster.resource_version

@@ -272,6 +272,23 @@ def claim_fields(claim):
     return {"metadata": kept, "status": dict((k, status[k]) for k in CLAIM_STATUS_READ if k in status)}
 
 
+# The keys of claim_view, in its order: what dra_claims_info's claim_keys may choose from.
+VIEW_KEYS = ("namespace", "name", "uid", "state", "node_scope", "nodes", "allocation_nodes", "devices", "drivers",
+             "consumers", "missing_consumers", "non_pod_consumers", "extended_resource_claim", "orphaned",
+             "deletion_requested", "problems")
+# What every view keeps, whichever keys are asked for: which claim it is.
+VIEW_IDENTITY = ("namespace", "name")
+
+
+def view_keeping(view, keys):
+    """The view with only the asked keys and its namespace and name, in claim_view's order; the view itself when
+    no key is asked for."""
+    if not keys:
+        return view
+    kept = set(keys).union(VIEW_IDENTITY)
+    return dict((k, view[k]) for k in VIEW_KEYS if k in kept)
+
+
 def claim_view(claim, node_labels, pods, slice_index, others=None, listed=None):
     """Everything the reports say about one claim.
 

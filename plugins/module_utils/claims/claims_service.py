@@ -16,7 +16,7 @@ from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import 
 from ansible_collections.dra.admin.plugins.module_utils.access.api import LIST_PAGE_SIZE, DraApiError
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims import (
     blocks_node, claim_fields, claim_selected, claim_totals, claim_view, claims_listed_by_groups, count_view,
-    daemonset_claims, non_pod_claims, pod_ref,
+    daemonset_claims, non_pod_claims, pod_ref, view_keeping,
 )
 from ansible_collections.dra.admin.plugins.module_utils.kube.pod_claims import (
     CONSUMER_POD, POD_GROUP_API_GROUP, POD_GROUP_RESOURCE, allocation, claims_used_by, consumer_kind, consumer_resource,
@@ -155,10 +155,11 @@ def needs_consumer_index(claim):
         (allocation(claim) is not None and not held_for)
 
 
-def _views(claims, known, node, driver, keep):
+def _views(claims, known, node, driver, keep, keys=()):
     """(views, summary, totals) of the claims on `node` and of `driver` (all without them); views only when
-    `keep`. known: (node labels, pods, slice index, others, listed) for claims.claim_view. None as soon as a claim
-    needs the consumer index and it was not read (others is None)."""
+    `keep`, each with only `keys` (claims.view_keeping) when given. known: (node labels, pods, slice index, others,
+    listed) for claims.claim_view. None as soon as a claim needs the consumer index and it was not read (others is
+    None)."""
     views, summary, totals = [], {}, claim_totals(())
     for claim in claims:
         if known[3] is None and needs_consumer_index(claim):
@@ -167,7 +168,7 @@ def _views(claims, known, node, driver, keep):
         if claim_selected(view, node=node, driver=driver):
             count_view(summary, totals, view)
             if keep:
-                views.append(view)
+                views.append(view_keeping(view, keys))
     views.sort(key=lambda v: (v["namespace"] or "", v["name"] or ""))
     return views, summary, totals
 
@@ -176,19 +177,19 @@ def _all_claim_views(api, version, known, selection):
     """_views of every claim. The claims' pages are made into views as they come, not kept; when a claim needs
     the consumer index (rare: a consumer that is not a pod, an allocation reserved for nobody), the claims are
     listed again and kept, the index read from them, and the views made from those (one more LIST)."""
-    namespaces, label_selector, node, driver, keep = selection
+    namespaces, label_selector, node, driver, keep, keys = selection
     pages = claim_pages(api, version, namespaces, label_selector)
     try:
-        made = _views((claim for page in pages for claim in page), known + (None, None), node, driver, keep)
+        made = _views((claim for page in pages for claim in page), known + (None, None), node, driver, keep, keys)
     finally:
         pages.close()
     if made is None:
         items = [claim for page in claim_pages(api, version, namespaces, label_selector) for claim in page]
-        made = _views(items, known + non_pod_consumer_index(api, items), node, driver, keep)
+        made = _views(items, known + non_pod_consumer_index(api, items), node, driver, keep, keys)
     return made
 
 
-def gather_claim_views(api, node=None, namespaces=(), driver=None, label_selector=None, keep_views=True):
+def gather_claim_views(api, node=None, namespaces=(), driver=None, label_selector=None, keep_views=True, keys=()):
     """Claim views of the cluster, as a dict.
 
     version: the resource api version used; views: sorted claim views (those on
@@ -199,7 +200,9 @@ def gather_claim_views(api, node=None, namespaces=(), driver=None, label_selecto
     workload's PodGroup) that no pod on the node uses (not blocking).
 
     Only the fields the views read are kept of each claim (claims.claim_fields). With keep_views false and no
-    `node`, the views are counted as they are made and not kept (views is empty).
+    `node`, the views are counted as they are made and not kept (views is empty). With `keys`, the views returned
+    keep only those keys (claims.view_keeping): without `node` as they are made, with it once blocking,
+    daemonset_claims and non_pod_claims, which read whole views, are made.
     """
     version = api.resource_api_version()
     nodes = node_label_index(api)
@@ -207,11 +210,12 @@ def gather_claim_views(api, node=None, namespaces=(), driver=None, label_selecto
         raise unknown_node_error(node, nodes)
     slice_index = device_index(api.list_items(api.resource_path("resourceslices", version=version)))
     known = (nodes, pod_index(api, namespaces), slice_index)
-    selection = (namespaces, label_selector, node, driver, keep_views or node is not None)
-    views, summary, totals = _all_claim_views(api, version, known, selection)
     on_node = node is not None
+    selection = (namespaces, label_selector, node, driver, keep_views or on_node, () if on_node else keys)
+    views, summary, totals = _all_claim_views(api, version, known, selection)
     used = claims_used_on_node(api, node) if on_node and any(v["non_pod_consumers"] for v in views) else None
-    return {"version": version, "views": views, "summary": summary, "totals": totals,
+    return {"version": version, "summary": summary, "totals": totals,
+            "views": [view_keeping(v, keys) for v in views] if on_node else views,
             "blocking": [v for v in views if on_node and blocks_node(v, node, used)],
             "daemonset_claims": daemonset_claims(views, node) if on_node else [],
             "non_pod_claims": non_pod_claims(views, node, used) if on_node else []}

@@ -50,6 +50,14 @@ def test_a_rule_to_delete_is_found_by_its_name_without_a_driver():
     assert taint_errors({"driver": "gpu.example.com", "pool": "node-1", "device": "gpu-3"}) == []
 
 
+def test_claim_keys_without_claims_is_refused_before_any_request(capsys):
+    failed = run(dra_claims_info, capsys, {"claim_keys": ["state"], "include_claims": False})
+    assert failed["failed"] is True and "api_requests" not in failed
+    assert "claim_keys (state)" in failed["msg"] and "include_claims: true" in failed["msg"]
+    failed = run(dra_claims_info, capsys, {"claim_keys": ["stat"]})
+    assert failed["failed"] is True and "claim_keys" in failed["msg"] and "stat" in failed["msg"]
+
+
 def test_parameter_errors_never_drop_a_message_by_its_text():
     params = dict((name, option.get("default")) for name, option in dra_device_taint.argument_spec().items())
     params.update(state="absent", name="dra-admin-gpu")

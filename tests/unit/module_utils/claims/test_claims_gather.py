@@ -139,3 +139,31 @@ def test_an_unknown_node_is_an_error_before_the_claims_are_read():
     with pytest.raises(claims_service.ClaimsError):
         claims_service.gather_claim_views(api, node="n9")
     assert V1 + "/resourceclaims" not in api.asked
+
+
+def test_claim_view_makes_exactly_the_keys_claim_keys_chooses_from():
+    others, listed = claims_service.non_pod_consumer_index(fake(NEEDING_INDEX, [GROUP]), NEEDING_INDEX)
+    for whole in NEEDING_INDEX:
+        view = claims.claim_view(whole, {}, {}, ({}, set()), others, listed)
+        assert tuple(view) == claims.VIEW_KEYS
+
+
+@pytest.mark.parametrize("claim_list, groups", [(FOR_PODS, None), (NEEDING_INDEX, [GROUP])])
+@pytest.mark.parametrize("node", [None, "n1"])
+def test_asked_keys_keep_each_claims_identity_and_change_no_count_or_gate(claim_list, groups, node):
+    keys = ["orphaned", "state"]
+    whole = claims_service.gather_claim_views(fake(claim_list, groups), node=node)
+    got = claims_service.gather_claim_views(fake(claim_list, groups), node=node, keys=keys)
+    assert got["views"] == [dict((k, v[k]) for k in ("namespace", "name", "state", "orphaned"))
+                            for v in whole["views"]]
+    assert [list(v) for v in got["views"]] == [["namespace", "name", "state", "orphaned"]] * len(whole["views"])
+    for name in ("summary", "totals", "blocking", "daemonset_claims", "non_pod_claims"):
+        assert got[name] == whole[name], name
+    if node:
+        assert got["blocking"] and "consumers" in got["blocking"][0]  # the gate still reads whole views
+
+
+def test_no_asked_key_is_the_whole_view():
+    view = claims.claim_view(FOR_PODS[0], {}, {}, ({}, set()))
+    assert claims.view_keeping(view, []) is view
+    assert claims.view_keeping(view, ["name"]) == {"namespace": "ns", "name": "a"}
