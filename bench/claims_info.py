@@ -15,6 +15,8 @@ Then, in the same run and alternating, it times:
   - the module process itself (python plugins/modules/dra_claims_info.py)
     with include_claims true and false   (wall time, peak RSS, API requests)
   - the same module for one node with fail_if_any_on_node (the drain gate)
+  - the same module returning every claim with three keys each (claim_keys)
+  - bench/claims_reads.py: the module's imports and LISTs with nothing made of them (the floor)
 and writes a JSON result and prints a markdown table.
 
 With --suite doctor it times dra_claims_doctor and dra_capacity_info instead, against
