@@ -300,9 +300,9 @@ def measure(args, env, st, nodes):
         runs["kubectl"].append({"wall_s": wall, "peak_rss_mib": rss, "json_bytes": size})
         for key in argsets:
             for suffix, root, tree_env in trees:
-                if argsets[key][0].endswith(".py"):  # a script of this checkout's bench/, the same in both trees
-                    if suffix:
-                        continue
+                if key + suffix not in runs:  # a bench/ script (the same in both trees), or an option base lacks
+                    continue
+                if argsets[key][0].endswith(".py"):
                     module = os.path.join(ROOT, argsets[key][0])
                 else:
                     module = os.path.join(root, "plugins", "modules", argsets[key][0] + ".py")

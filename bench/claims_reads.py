@@ -23,12 +23,11 @@ def main():
         params = json.load(fh)["ANSIBLE_MODULE_ARGS"]
     api = DraApi(api_client=config.new_client_from_config(params["kubeconfig"]))
     version = api.resource_api_version()
-    for page in api.list_pages("/api/v1/nodes", accept=METADATA_LIST_ACCEPT):
-        del page
-    for page in api.list_pages(api.resource_path("resourceslices", version=version)):
-        del page
-    for page in api.list_pages("/api/v1/pods", {"includeObject": "Metadata"}, accept=TABLE_ACCEPT):
-        del page
+    for path, query, accept in [("/api/v1/nodes", None, METADATA_LIST_ACCEPT),
+                                (api.resource_path("resourceslices", version=version), None, "application/json"),
+                                ("/api/v1/pods", {"includeObject": "Metadata"}, TABLE_ACCEPT)]:
+        for _ in api.list_pages(path, query, accept=accept):
+            pass
     claims = 0
     for page in api.list_pages(api.resource_path("resourceclaims", version=version)):
         claims += len(page.get("items") or [])

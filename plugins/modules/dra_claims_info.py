@@ -236,7 +236,7 @@ from ansible_collections.dra.admin.plugins.module_utils.access.api import (
     AnsibleK8SModule, DraApi, auth_argument_spec,
 )
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import gather_claim_views
-from ansible_collections.dra.admin.plugins.module_utils.claims.claims import VIEW_KEYS, blocking_message
+from ansible_collections.dra.admin.plugins.module_utils.claims.claims import VIEW_KEYS, blocking_message, view_names
 
 
 def argument_spec():
@@ -261,10 +261,6 @@ def check_keys_returned(params):
                             "read." % ", ".join(params["claim_keys"]))
 
 
-def claim_keys(views):
-    return ["%s/%s" % (v["namespace"], v["name"]) for v in views]
-
-
 def main():
     module = AnsibleK8SModule(argument_spec=argument_spec(), supports_check_mode=True,
                               required_if=[("fail_if_any_on_node", True, ["node"])])
@@ -281,8 +277,8 @@ def main():
             changed=False, resource_api_version=gathered["version"],
             claims=views if params["include_claims"] else [],
             summary=gathered["summary"], totals=gathered["totals"],
-            blocking=claim_keys(blocking), daemonset_claims=claim_keys(gathered["daemonset_claims"]),
-            non_pod_claims=claim_keys(gathered["non_pod_claims"]),
+            blocking=view_names(blocking), daemonset_claims=view_names(gathered["daemonset_claims"]),
+            non_pod_claims=view_names(gathered["non_pod_claims"]),
             api_requests=api.requests,
         )
         if params["fail_if_any_on_node"] and blocking:

@@ -317,6 +317,15 @@ def claim_view(claim, node_labels, pods, slice_index, others=None, listed=None):
     }
 
 
+def view_name(view):
+    """namespace/name: how the reports name a claim."""
+    return "%s/%s" % (view["namespace"], view["name"])
+
+
+def view_names(views):
+    return [view_name(v) for v in views]
+
+
 def claim_selected(view, node=None, driver=None):
     if node is not None and node not in view["nodes"]:
         return False

@@ -31,7 +31,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 
-from ansible_collections.dra.admin.plugins.module_utils.claims.claims import PENDING, RESERVED
+from ansible_collections.dra.admin.plugins.module_utils.claims.claims import PENDING, RESERVED, view_name
 from ansible_collections.dra.admin.plugins.module_utils.kube.slices import (
     device_index, drivers_for_node, node_publishers, publishing_drivers,
 )
@@ -90,10 +90,6 @@ def missing_devices(view, locations):
     return [d for d in view["devices"] if (d["driver"], d["pool"], d["device"]) not in locations]
 
 
-def _key(view):
-    return "%s/%s" % (view["namespace"], view["name"])
-
-
 def _device_label(dev):
     return "%s/%s/%s" % (dev["driver"], dev["pool"], dev["device"])
 
@@ -108,23 +104,23 @@ def generated_for_gone_pod(claim_meta, pods):
 
 def orphan_finding(view, claim_meta, pods):
     missing = ", ".join("%s/%s" % (c["resource"], c["name"]) for c in view["missing_consumers"])
-    finding = {"kind": ORPHANED, "claim": _key(view), "namespace": view["namespace"], "name": view["name"],
+    finding = {"kind": ORPHANED, "claim": view_name(view), "namespace": view["namespace"], "name": view["name"],
                "nodes": view["nodes"], "drivers": view["drivers"], "action": None}
     if view["state"] == RESERVED:
         finding["message"] = ("claim %s is reserved for consumers that no longer exist (%s)"
-                              % (_key(view), missing or "none left"))
+                              % (view_name(view), missing or "none left"))
         finding["action"] = RESYNC
         finding["advice"] = ("kube-controller-manager's resourceclaim controller removes stale reservations and "
                              "deallocates the claim when it syncs it; fix [orphaned] annotates the claim so it does. "
                              "If the claim stays reserved, check that kube-controller-manager runs and is not "
                              "throttled (dra.admin.dra_metrics_advice)")
     elif generated_for_gone_pod(claim_meta, pods):
-        finding["message"] = "claim %s was generated for a pod that no longer exists and is still allocated" % _key(view)
+        finding["message"] = "claim %s was generated for a pod that no longer exists and is still allocated" % view_name(view)
         finding["action"] = DELETE
         finding["advice"] = ("the garbage collector deletes claims whose pod is gone; fix [orphaned] deletes it "
                              "(nothing reserves it)")
     else:
-        finding["message"] = "claim %s is allocated but no consumer reserves it" % _key(view)
+        finding["message"] = "claim %s is allocated but no consumer reserves it" % view_name(view)
         finding["advice"] = ("nothing releases an unused allocation of a claim made by hand; it is kept for its next "
                              "pod. Delete the claim if it is no longer needed")
     return finding
@@ -133,11 +129,11 @@ def orphan_finding(view, claim_meta, pods):
 def stuck_deletion_finding(view, claim_meta, gone, force):
     live = [c for c in view["consumers"] if c["exists"] is not False]
     where = ", ".join("%s on %s" % (driver, node or "any node") for node, driver in gone)
-    finding = {"kind": STUCK_DELETION, "claim": _key(view), "namespace": view["namespace"], "name": view["name"],
+    finding = {"kind": STUCK_DELETION, "claim": view_name(view), "namespace": view["namespace"], "name": view["name"],
                "nodes": view["nodes"], "drivers": sorted(set(d for dummy, d in gone)),
                "finalizers": list(claim_meta.get("finalizers") or []), "action": None,
                "message": "claim %s is being deleted, held by finalizer(s) %s, and its driver is gone (%s)"
-                          % (_key(view), ", ".join(claim_meta.get("finalizers") or []), where),
+                          % (view_name(view), ", ".join(claim_meta.get("finalizers") or []), where),
                "advice": ("bring the driver back on %s (role dra.admin.driver; check its DaemonSet pod there): its "
                           "kubelet plugin unprepares the devices, the pods end and the controller removes the "
                           "finalizer" % ", ".join(sorted(set(n or "any node" for n, dummy in gone))))}
@@ -153,11 +149,11 @@ def stuck_deletion_finding(view, claim_meta, gone, force):
 
 
 def missing_devices_finding(view, devices):
-    return {"kind": MISSING_DEVICES, "claim": _key(view), "namespace": view["namespace"], "name": view["name"],
+    return {"kind": MISSING_DEVICES, "claim": view_name(view), "namespace": view["namespace"], "name": view["name"],
             "nodes": view["nodes"], "drivers": sorted(set(d["driver"] for d in devices)),
             "devices": [_device_label(d) for d in devices], "action": None,
             "message": "claim %s holds device(s) no ResourceSlice publishes any more: %s"
-                       % (_key(view), ", ".join(_device_label(d) for d in devices)),
+                       % (view_name(view), ", ".join(_device_label(d) for d in devices)),
             "advice": ("the driver withdrew them (driver gone, device removed or renamed); when the driver publishes "
                        "them again the finding goes away. Otherwise end the consumer pods so that a new claim is "
                        "allocated from devices that exist")}
@@ -180,7 +176,7 @@ def terminating_pod_findings(views, pods, present, now):
             if gone:
                 entry = by_pod.setdefault(consumer["uid"], {"pod": pod, "drivers": set(), "claims": []})
                 entry["drivers"].update(gone)
-                entry["claims"].append(_key(view))
+                entry["claims"].append(view_name(view))
     findings = []
     for entry in by_pod.values():
         pod = entry["pod"]
@@ -214,7 +210,7 @@ def diagnose(views, claim_metas, pods, slices, node_labels, now, force=False):
     anywhere = publishing_drivers(publishers)
     findings = []
     for view in views:
-        meta = claim_metas.get(_key(view)) or {}
+        meta = claim_metas.get(view_name(view)) or {}
         if view["orphaned"]:
             findings.append(orphan_finding(view, meta, pods))
         if view["deletion_requested"] and meta.get("finalizers"):

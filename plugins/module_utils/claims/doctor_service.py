@@ -11,7 +11,7 @@ __metaclass__ = type
 import datetime
 import time
 
-from ansible_collections.dra.admin.plugins.module_utils.claims.claims import claim_view, pod_ref
+from ansible_collections.dra.admin.plugins.module_utils.claims.claims import claim_view, pod_ref, view_name
 from ansible_collections.dra.admin.plugins.module_utils.claims.doctor import (
     DELETE, REMOVE_FINALIZERS, RESYNC, RESYNC_ANNOTATION, diagnose, pod_info,
 )
@@ -51,7 +51,7 @@ def examine(api, namespaces=(), force=False, now=None):
     for item in items:
         view = claim_view(item, nodes, refs, slice_index, others, listed)
         views.append(view)
-        metas["%s/%s" % (view["namespace"], view["name"])] = item.get("metadata") or {}
+        metas[view_name(view)] = item.get("metadata") or {}
     findings = diagnose(views, metas, infos, slices, nodes, time.time() if now is None else now, force)
     return {"version": version, "findings": findings, "metas": metas}
 

@@ -23,7 +23,7 @@ from ansible_collections.dra.admin.plugins.module_utils.access.api import MERGE_
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import gather_claim_views
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims import (
     blocks_node, claim_view, consumer_label, consumer_note, held_for_non_pods_only_off_node, holds_devices,
-    non_pod_message, pod_ref,
+    non_pod_message, pod_ref, view_name, view_names,
 )
 from ansible_collections.dra.admin.plugins.module_utils.kube.pod_claims import (
     CONSUMER_POD_GROUP, claims_used_by, pod_claims, reserved_for,
@@ -145,7 +145,7 @@ class NodeDrain(object):
         annotations = node["metadata"].get("annotations") or {}
         self.check_drivers_removable(labels, plan["driver_pods"])
         summary = self.plan_summary(plan, held, was_cordoned, labels, annotations)
-        summary["daemonset_claims"] = claim_keys(gathered["daemonset_claims"])
+        summary["daemonset_claims"] = view_names(gathered["daemonset_claims"])
         self.note_non_pod_claims(v for v in gathered["views"] if holds_devices(v) and v["non_pod_consumers"])
         summary["non_pod_claims"] = self.non_pod_reports()
         self.group_consumers = pod_group_consumers(gathered["views"])
@@ -232,7 +232,7 @@ class NodeDrain(object):
         the seconds since the drain started; in check mode only that. Run again after each wait."""
         label_set = node_excluded(labels, self.p["exclusion_label"])
         waiting_for, pending = drain_waiting_for(
-            summary["claim_pods"], summary["other_pods"], claim_keys(gathered["blocking"]), summary["driver_pods"],
+            summary["claim_pods"], summary["other_pods"], view_names(gathered["blocking"]), summary["driver_pods"],
             label_set)
         summary.update(drain_progress(waiting_for, pending, self.started, self.clock()), started=self.started)
         if self.check_mode:
@@ -301,7 +301,7 @@ class NodeDrain(object):
             "other_pods": [pod_key(p) for p in plan["other_pods"]],
             "driver_pods": [pod_key(p) for p in plan["driver_pods"]],
             "skipped_pods": plan["skipped"],
-            "claims_held_at_start": claim_keys(held),
+            "claims_held_at_start": view_names(held),
         }
 
     def cordon(self, node, was_cordoned):
@@ -368,7 +368,7 @@ class NodeDrain(object):
                     "%d ResourceClaim(s) still allocated or reserved on %s after the timeout: %s. The node stays "
                     "cordoned and the DRA driver was not touched, so it can still unprepare them. Next: check "
                     "the consumers listed, then run the drain again." % (len(still), self.node, describe_claims(still)),
-                    {"claims": claim_keys(still)})
+                    {"claims": view_names(still)})
             self.sleep(next(delays))
 
     def watched_claims(self, version, watched):
@@ -412,7 +412,7 @@ class NodeDrain(object):
 
     def note_non_pod_claims(self, views):
         for view in views:
-            self.non_pod["%s/%s" % (view["namespace"], view["name"])] = view
+            self.non_pod[view_name(view)] = view
 
     def non_pod_reports(self):
         """The claims on the node reserved for consumers that are not pods: claim, consumers, what to do."""
@@ -554,10 +554,6 @@ def pod_group_consumers(views):
         if refs:
             out[(view["namespace"], view["name"])] = refs
     return out
-
-
-def claim_keys(views):
-    return ["%s/%s" % (v["namespace"], v["name"]) for v in views]
 
 
 def describe_claims(views):
