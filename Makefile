@@ -1,9 +1,11 @@
 # dra.admin — developer entry points. See README.md.
 #
 #   make demo         build what one kind cluster runs, bring it up (real nodes), run playbooks/site.yml
-#   make test         ansible-lint + ansible-test sanity + unit (newest and oldest Ansible line) + the artifact's
-#                     checks + integration (KWOK clusters) + real-node tests and molecule's kind scenario
 #   make demo-kwok    the same on the KWOK cluster (fake nodes, control plane as host processes)
+#   make test         ansible-lint + ansible-test sanity + unit (newest and oldest Ansible line) + the artifact's
+#                     checks + integration (KWOK) + real-node tests (kind) + gate matrix + molecule's kind scenario:
+#                     the whole suite on the default release, what differs by release on the others (docs/testing.md)
+#   make test-full    every test on every pinned release (the full tier)
 #   make gate-matrix  the catalog's feature-gate verdicts against kube-apiserver 1.32+ (docs/gate-matrix.md)
 #   make gate-matrix-test  the same on the pinned releases, all four components (pytest)
 
@@ -46,7 +48,7 @@ K8S_DEFAULT := $(shell sed -n 's/^K8S_VERSIONS=\([^ ]*\).*/\1/p' $(ROOT)/hack/cl
 KUBE_BIN := $(CACHE)/kubernetes-$(K8S_DEFAULT)/bin
 
 .PHONY: help venv venv-oldest venv-publish sanity-oldest unit-oldest publish-check build-kind-one build build-kind kind-deps up down up-kwok down-kwok demo demo-kwok site site-kwok lint sanity \
-	test-deps unit integration integration-kind integration-kind-nodes integration-readme molecule molecule-kind test collection-link clean gate-matrix \
+	test-deps unit integration build-release build-kind-release test-full integration-kind integration-kind-nodes integration-readme molecule molecule-kind test collection-link clean gate-matrix \
 	gate-matrix-test build-kind-upgrade integration-kind-upgrade
 
 KIND_WORKERS ?= 2
@@ -54,7 +56,7 @@ KIND_WORKERS ?= 2
 export CONTAINERS_CONF := $(ROOT)/hack/cluster/kind/containers.conf
 
 help:
-	@sed -n '1,8p' $(MAKEFILE_LIST)
+	@sed -n '1,10p' $(MAKEFILE_LIST)
 
 # The venv path carries a hash of the requirements: a change makes a new venv, an unchanged one is reused.
 $(VENV)/.installed:
@@ -92,6 +94,14 @@ $(AWX_COLLECTIONS)/.installed:
 
 build:
 	$(ROOT)/hack/cluster/build
+
+# What one release's KWOK suite runs (KWOK_RELEASE; every pinned release when unset).
+build-release:
+	$(ROOT)/hack/cluster/build $(if $(KWOK_RELEASE),--k8s-version $(KWOK_RELEASE))
+
+# What one release's real-node tests run (KIND_RELEASE; every pinned release when unset).
+build-kind-release:
+	$(ROOT)/hack/cluster/build --kind $(if $(KIND_RELEASE),--k8s-version $(KIND_RELEASE))
 
 # The kind backend's programs, cluster images, node images (one per Kubernetes version) and driver image.
 build-kind:
@@ -155,14 +165,17 @@ unit: venv collection-link test-deps
 	cd $(ROOT) && $(BIN)/python -m pytest -q tests/unit
 
 # KWOK_RELEASE=v1.37.2: that release's suite alone (`make test` runs one per release, each followed by its kind tests).
-integration: venv collection-link build test-deps
+integration: venv collection-link build-release test-deps
 	cd $(ROOT) && DRA_IT_RELEASE=$(KWOK_RELEASE) $(ROOT)/hack/integration-per-version integration $(BIN)/python tests/integration \
 		--ignore-glob='*/test_kind_*' --ignore=tests/integration/test_gate_matrix.py --durations=30
 
-# The gate-matrix test on the pinned releases (all four components); out of `make test` for time
-# (docs/decisions.md, "Gate matrix").
-gate-matrix-test: venv collection-link build
-	cd $(ROOT) && $(BIN)/python -m pytest -q tests/integration/test_gate_matrix.py --durations=10
+# The gate-matrix test on the pinned releases (all four components): the catalog against each release's own
+# binaries (docs/decisions.md, "Gate matrix"); `make test` runs it per release once that release is built.
+# RELEASE=v1.37.2: that release alone (`make test` runs one job per pinned release).
+gate-matrix-test: venv collection-link
+	$(ROOT)/hack/cluster/build $(if $(RELEASE),--k8s-version $(RELEASE))
+	cd $(ROOT) && $(BIN)/python -m pytest -q tests/integration/test_gate_matrix.py $(if $(RELEASE),-k "$(RELEASE)") \
+		--durations=10
 
 # Tests on real nodes: a kind cluster per Kubernetes version, one after the other (each 3-node cluster
 # takes about 50 of the host's 128 inotify instances, and `make test` runs a second kind cluster beside).
@@ -172,7 +185,7 @@ integration-kind: integration-kind-nodes integration-readme
 # installs a second driver on the shared nodes: it runs last, so the node doctor's tests see the example driver's
 # node state alone (on 1.33 they failed when it ran before them).
 KIND_LAST := tests/integration/test_kind_device_health.py
-integration-kind-nodes: venv collection-link kind-deps build-kind
+integration-kind-nodes: venv collection-link kind-deps build-kind-release
 	cd $(ROOT) && $(BIN)/python -m pytest -q \
 		$(filter-out %/test_kind_readme.py %/test_kind_upgrade_minor.py $(KIND_LAST),$(wildcard tests/integration/test_kind_*.py)) $(KIND_LAST) \
 		$(if $(KIND_RELEASE),-k "$(KIND_RELEASE)") --durations=20
@@ -189,19 +202,24 @@ integration-kind-upgrade: venv collection-link kind-deps build-kind-upgrade
 
 # The README's commands as written and the AWX job templates under ansible-runner, on the installed
 # artifact: one kind cluster of the default release (test_kind_readme.py).
-integration-readme: venv collection-link kind-deps build-kind
+integration-readme: venv collection-link kind-deps build-kind-one
 	cd $(ROOT) && $(BIN)/python -m pytest -q tests/integration/test_kind_readme.py --durations=20
 
 molecule: venv collection-link build
 	cd $(ROOT) && PATH=$(KUBE_BIN):$$PATH MOLECULE_KUBECONFIG=$(STATE)/molecule-dra/kubeconfig \
 		$(ROOT)/hack/molecule-test $(BIN)/molecule $(KUBE_BIN)/kubectl $(STATE)/molecule-dra/kubeconfig
 
-molecule-kind: venv collection-link kind-deps build-kind
+molecule-kind: venv collection-link kind-deps build-kind-one
 	cd $(ROOT) && K8S_VERSION=$(or $(K8S_VERSION),$(K8S_DEFAULT)) $(BIN)/molecule test -s kind
 
-# Every test, in phases that run a waiting job beside a computing one (hack/test-all says which).
+# Every test, scheduled by lanes (hack/test-all): the full depth on the default release, what differs by
+# release on the others (docs/testing.md). CI's test command.
 test:
-	$(ROOT)/hack/test-all $(if $(K8S_VERSION),K8S_VERSION=$(K8S_VERSION))
+	DRA_TEST_TIER=ci $(ROOT)/hack/test-all
+
+# The same jobs at full depth: every test on every pinned release, generative tests at their full counts.
+test-full:
+	DRA_TEST_TIER=full $(ROOT)/hack/test-all
 
 # Not part of `test`: builds kube-apiserver of every release that is not pinned (once) and takes
 # longer; run it when plugins/module_utils/releases/catalog.py changes and commit docs/gate-matrix.md.

@@ -34,7 +34,8 @@ def supported_k8s_versions(versions=None):
 def kind_k8s_versions(versions=None):
     """Releases a kind cluster may run: the pinned ones, then the one the upgrade test starts from."""
     versions = versions or load_versions()
-    return supported_k8s_versions(versions) + versions.get("K8S_UPGRADE_FROM", "").split()
+    pinned = supported_k8s_versions(versions)
+    return pinned + [v for v in versions.get("K8S_UPGRADE_FROM", "").split() if v not in pinned]
 
 
 def tree_digest(directory, length=12):

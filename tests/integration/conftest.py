@@ -32,9 +32,74 @@ import clusterlib  # noqa: E402
 import cluster_harness  # noqa: E402  (tests/integration/cluster_harness.py: running modules, reading results)
 import kind_nodes  # noqa: E402  (tests/integration/kind_nodes.py: the real-node clusters' helpers)
 from kube import Kubectl, wait_for  # noqa: E402  (hack/cluster/kube.py: the one wait helper of tests, bench and hack/)
+import release_facts  # noqa: E402  (tests/integration/release_facts.py: what makes a test release-dependent)
+import tiers  # noqa: E402  (tests/integration/tiers.py: DRA_TEST_TIER, ci or full)
 
 VERSIONS = clusterlib.supported_k8s_versions()
+DEFAULT_RELEASE = VERSIONS[0]
 NODES = int(os.environ.get("DRA_IT_NODES", "3"))
+
+
+# --- tiers: the full depth on the default release, what differs by release on the others ----------
+def pytest_configure(config):
+    config.addinivalue_line("markers", "per_release(fact, *args, key=None): runs in the ci tier on a release where the "
+                                       "catalog fact differs from the default release's (tests/integration/release_facts.py)")
+    config.addinivalue_line("markers", "every_release(reason): runs in the ci tier on every pinned release")
+
+
+def release_of(item):
+    """The pinned release an item is parametrized with (its cluster, kind cluster, oracle or version), or None."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    found = [value for value in params.values() if isinstance(value, str) and value in VERSIONS]
+    return found[0] if found else None
+
+
+def pytest_collection_modifyitems(config, items):
+    """In the ci tier a release other than the default keeps the tests its markers send there
+    (release_facts.runs_on); a marker naming no catalog fact fails the collection, whatever the tier."""
+    kept, dropped = [], []
+    for item in items:
+        if tiers.TIER == "full" or release_facts.runs_on(item, release_of(item), DEFAULT_RELEASE):
+            kept.append(item)
+        else:
+            dropped.append(item)
+        marker = item.get_closest_marker(release_facts.PER_RELEASE)
+        if marker is not None:
+            fact, args, key = release_facts.marker_fact(marker)
+            release_facts.value(fact, DEFAULT_RELEASE, args, key)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
+# --- what a session started: clusters and ansible processes (hack/test-all's report) --------------
+_STARTED = {"kwok": 0, "kind": 0, "ansible": 0}
+_POPEN_INIT = subprocess.Popen.__init__
+_ANSIBLE = {"ansible", "ansible-playbook", "ansible-runner"}
+
+
+def _counting_init(self, args, *rest, **kwargs):
+    argv = [str(a) for a in args] if isinstance(args, (list, tuple)) else [str(args)]
+    names = [os.path.basename(a) for a in argv[:2]]
+    if names and names[0] in _ANSIBLE:
+        _STARTED["ansible"] += 1
+    elif "up" in names:
+        _STARTED["kwok"] += 1
+    elif "kind-up" in names:
+        _STARTED["kind"] += 1
+    _POPEN_INIT(self, args, *rest, **kwargs)
+
+
+def pytest_sessionstart(session):
+    subprocess.Popen.__init__ = _counting_init
+
+
+def pytest_sessionfinish(session):
+    subprocess.Popen.__init__ = _POPEN_INIT
+    directory = os.environ.get("DRA_TEST_COUNTS")
+    if directory and os.path.isdir(directory):
+        with open(os.path.join(directory, "%d.json" % os.getpid()), "w") as fh:
+            json.dump(dict(_STARTED, job=os.environ.get("DRA_TEST_JOB")), fh)
 
 
 class Cluster:

@@ -9,6 +9,7 @@ settled. Every disagreement is printed with its scenario's objects and the expla
 import json
 import os
 
+import pytest
 import yaml
 
 import allocation_scenarios as gen
@@ -124,6 +125,7 @@ def run_batch(cluster, batch, first, count, features, keep=False):
             delete_batch(cluster, namespace, str(batch))
 
 
+@pytest.mark.per_release("gate_catalog")
 def test_explainer_agrees_with_the_scheduler_on_generated_scenarios(cluster):
     probe = cluster.run_module("dra.admin.dra_allocation_explain_info", {"namespace": "default"})
     features = set(probe["features"])

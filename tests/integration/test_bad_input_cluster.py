@@ -138,6 +138,7 @@ def test_remediation_bad_inputs_write_no_rule(cluster):
     assert objects(cluster, "devicetaintrules") == before
 
 
+@pytest.mark.per_release("device_taint_rule_support", key="default_on")
 def test_remediation_of_a_driver_that_publishes_nothing_fails_unless_allowed(cluster, drain_node):
     """A scheduled remediation with a misspelt driver must fail, not find nothing to do for ever, naming the
     drivers that do publish (the example driver here)."""

@@ -4,6 +4,8 @@ and device taints are beta there): a pool made by hand with a shared device (80G
 gives to two claims of 10Gi each, a device with a NoSchedule taint, and a DeviceClass whose CEL is not a driver
 selector. ResourcePoolStatusRequest is not served by the test cluster (alpha, off): pool_status falls back to the
 computed counts (test_capacity_pool_status.py has a cluster that serves it)."""
+import pytest
+
 from dra_objects import DRIVER, claim, claim_template, device_class, pod, resource_slice
 
 GI = 2 ** 30
@@ -38,6 +40,7 @@ def shared_pool_objects(v, namespace, driver):
     return objects
 
 
+@pytest.mark.per_release("gate_info", "DRAConsumableCapacity", key="default")
 def test_capacity_counts(cluster, namespace):
     v = cluster.resource_version
     shared = cluster.minor >= 36

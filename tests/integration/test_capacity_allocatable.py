@@ -148,6 +148,7 @@ def capacity_paths(cluster):
                     for plural in ("resourceslices", "resourceclaims", "deviceclasses")]
 
 
+@pytest.mark.per_release("claims.capacity:POOL_WIDE_COUNTERS_FROM")
 def test_free_devices_are_what_the_scheduler_allocates(part_cluster):
     cluster = part_cluster
     v = cluster.resource_version

@@ -136,6 +136,7 @@ def capacity_claim(v, namespace, name, memory):
     return body
 
 
+@pytest.mark.parametrize("pool_status_cluster", [v for v in SERVED if capacity_rules.pool_status_views(v)], indirect=True)
 def test_pool_status_views_agree_with_the_computed_partitions_and_capacity(pool_status_cluster):
     cluster = pool_status_cluster
     if not capacity_rules.pool_status_views(cluster.version):

@@ -13,6 +13,7 @@ import os
 import random
 import sys
 
+import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
@@ -121,6 +122,7 @@ def compare(oracle, env, expressions, counts):
                 f"{where}: the oracle says {answer['matches']}, the explainer {kind} {value}")
 
 
+@pytest.mark.every_release("the CEL environment of the release's own k8s.io/dynamic-resource-allocation (hack/oracle)")
 def test_the_corpus_agrees_with_the_release_cel(release_oracle, capsys):
     env = cel.Environment(int(release_oracle.version.split(".")[1]))
     counts = collections.Counter()
@@ -130,6 +132,7 @@ def test_the_corpus_agrees_with_the_release_cel(release_oracle, capsys):
     assert counts["match"] > len(CORPUS), counts
 
 
+@pytest.mark.every_release("the CEL environment of the release's own k8s.io/dynamic-resource-allocation (hack/oracle)")
 def test_generated_expressions_agree_with_the_release_cel(release_oracle, capsys):
     env = cel.Environment(int(release_oracle.version.split(".")[1]))
     counts = collections.Counter()

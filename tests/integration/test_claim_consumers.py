@@ -127,6 +127,7 @@ def assert_extended_resources_absent(cluster, namespace, extended_resource):
     assert claims["items"] == []
 
 
+@pytest.mark.per_release("gate_info", "DRAExtendedResource", key="default")
 def test_extended_resource_pod_is_a_claim_workload_everywhere(cluster, namespace, drain_node, extended_resource):
     if not has_extended_resources(cluster):
         assert_extended_resources_absent(cluster, namespace, extended_resource)

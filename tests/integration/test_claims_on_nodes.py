@@ -13,6 +13,7 @@ published slice and a KWOK node "runs" any pod, which is all these checks need.
 """
 import json
 
+import pytest
 import yaml
 
 from cluster_harness import record
@@ -167,6 +168,7 @@ def partitionable_devices_on(cluster):
     return catalog.effective_gates(cluster.version, catalog.gates_for_dra(cluster.version))["DRAPartitionableDevices"]
 
 
+@pytest.mark.per_release("gate_info", "DRAPartitionableDevices", key="default")
 def test_per_device_node_selection_counts_under_the_nodes_its_devices_name(cluster, namespace, driver,
                                                                            cluster_objects):
     api = cluster.resource_version

@@ -2,9 +2,12 @@
 upstream example driver published, and the resource claim controller cleans up."""
 import json
 
+import pytest
+
 from dra_objects import DRIVER, claim_template, pod
 
 
+@pytest.mark.every_release("the release's own binaries serve the cluster")
 def test_server_reports_pinned_version(cluster):
     version = json.loads(cluster.kubectl("get", "--raw", "/version").stdout)
     assert version["gitVersion"] == cluster.version
@@ -18,6 +21,7 @@ def test_every_node_publishes_slices(cluster):
     assert nodes and set(nodes) == published
 
 
+@pytest.mark.per_release("default_served_api_versions")
 def test_scheduler_allocates_published_device_and_cleanup_releases_it(cluster, namespace):
     api = cluster.resource_version
     cluster.apply(claim_template(api, namespace, "one-gpu"))

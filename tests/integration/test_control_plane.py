@@ -275,6 +275,7 @@ def cp(request):
         shutil.rmtree(base, ignore_errors=True)
 
 
+@pytest.mark.per_release("gates_for_dra")
 def test_feature_gates_switch_dra_on_and_show_on_metrics(cp):
     before = cp.kubectl("get", "deviceclasses")
     dra_gates = GATES.gates_for_dra(cp.version)
@@ -369,6 +370,7 @@ def test_second_run_changes_nothing(cp):
     assert dict((c, cp.pods.pid(c)) for c in helpers.COMPONENTS) == pids
 
 
+@pytest.mark.per_release("device_taint_rule_support", key="gates")
 def test_check_mode_changes_no_file(cp):
     files = helpers.snapshot(cp.etc, cp.backups)
     pids = dict((c, cp.pods.pid(c)) for c in helpers.COMPONENTS)

@@ -14,6 +14,8 @@ With DRA_IT_RECORD=<dir> the objects are saved for the unit tests (tests/unit/fi
 import os
 import sys
 
+import pytest
+
 from api_recorder import ApiRecorder
 from cluster_harness import record
 from dra_objects import claim, device_class, pod, resource_slice
@@ -96,6 +98,7 @@ def assert_refused(cluster, base):
         assert "effect Evict needs the rule as well" in failed["msg"]
 
 
+@pytest.mark.per_release("device_taint_rule_support", key="default_on")
 def test_evict_goes_wave_by_wave_and_waits_for_the_budget(cluster, namespace, cluster_objects, tmp_path):
     """Two bare pods sharing a claim, a Deployment of two pods without a budget and a Deployment of two pods under
     a budget allowing one at a time, all on one pool: check mode and the dry run name four waves (the shared claim;

@@ -10,6 +10,8 @@ example driver's device is its first CDI device ID, what the 1.36 kubelet writes
 """
 import json
 
+import pytest
+
 from dra_objects import DRIVER, claim, claim_template, device_class, pod
 
 HEALTH_DRIVER = "health.example.com"
@@ -62,6 +64,7 @@ def _nothing_unhealthy(result):
             result["unresolved"], result["problems"]) == ([], [], [], [], [], [])
 
 
+@pytest.mark.per_release("gate_info", "ResourceHealthStatus", key="default")
 def test_device_health_from_driver_taints_and_pod_status(cluster, namespace, tmp_path):
     if cluster.minor < 36:
         # Both sources are alpha and off by default: said plainly, and the devices are still reported.

@@ -53,6 +53,7 @@ def taint_objects(namespace):
     return ("resourceclaims,pods", "-n", namespace), "resourceslices", "devicetaintrules.resource.k8s.io"
 
 
+@pytest.mark.per_release("device_taint_rule_support", key="default_on")
 def test_device_taint_rules_as_served_by_default(cluster):
     """With the defaults: where the rule's API is off (1.33: only an alpha without effect None or status;
     1.36: needs DRADeviceTaintRules and resource.k8s.io/v1beta2) every state fails clearly and writes nothing;
@@ -174,6 +175,7 @@ def assert_dry_runs_leave_the_rule(cluster, tmp_path, base, name, effect):
     assert cluster.get_json("devicetaintrules.resource.k8s.io", name)["spec"]["taint"]["effect"] == effect
 
 
+@pytest.mark.per_release("_DEVICE_TAINT_RULE_API")
 def test_device_maintenance_dry_run_taint_evict_and_lift(taint_cluster, tmp_path):
     cluster = taint_cluster
     api = cluster.resource_version

@@ -17,6 +17,7 @@ import os
 import random
 import sys
 
+import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
@@ -341,6 +342,7 @@ def agrees(oracle_outcome, verdict):
     return verdict == (search.FITS if oracle_outcome["fits"] else search.DOES_NOT_FIT)  # unschedulable: no fit
 
 
+@pytest.mark.every_release("the allocator of the release's own k8s.io/dynamic-resource-allocation (hack/oracle)")
 def test_the_explainer_agrees_with_the_allocator_on_generated_states(release_oracle, capsys):
     version = release_oracle.version
     env = cel.Environment(int(version.split(".")[1]))

@@ -390,6 +390,7 @@ def walk(c, tmp_path):
     return evidence
 
 
+@pytest.mark.per_release("device_taint_rule_support", key="default_on")
 def test_guardrails_with_the_defaults(cluster, tmp_path):
     walk(cluster, tmp_path)
 
@@ -405,6 +406,7 @@ def gated_cluster(request):
         yield c
 
 
+@pytest.mark.per_release("device_taint_rule_support", key="gates")
 def test_guardrails_with_device_taint_rules_switched_on(gated_cluster, tmp_path):
     evidence = walk(gated_cluster, tmp_path)
     assert any("refused by kube-apiserver itself" in line for line in evidence), evidence

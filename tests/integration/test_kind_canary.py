@@ -11,6 +11,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
 import clusterlib  # noqa: E402
@@ -123,6 +125,7 @@ def test_pools_a_pending_pod_waits_for_are_left_to_it_naming_the_pod(kind_cluste
         c.kubectl("delete", "namespace", ns, "--wait=true", "--timeout=120s", check=False)
 
 
+@pytest.mark.per_release("default_served_api_versions")
 def test_every_healthy_pool_passes_each_phase_with_its_time(kind_cluster, kind_driver, tmp_path):
     c = kind_cluster
     rc, results = role_task_results(c, "dra.admin.canary", tmp_path, canary_vars(c, tmp_path))

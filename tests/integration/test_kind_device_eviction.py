@@ -112,6 +112,7 @@ def refused_on_this_release(c, tmp_path, namespace, target, pods):
     c.kubectl("delete", "namespace", namespace, "--wait=false")
 
 
+@pytest.mark.per_release("device_taint_rule_support", key="usable")
 def test_budget_allowing_none_holds_the_eviction_and_keeps_the_device_noschedule(
         kind_cluster, kind_driver, tmp_path, leaves_the_cluster_as_found):
     """A PodDisruptionBudget with maxUnavailable 0 holds effect Evict: the run fails after its wait timeout naming

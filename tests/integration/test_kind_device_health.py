@@ -209,6 +209,7 @@ def remediation_rules(c, support):
     return [r for r in rules if r["spec"]["deviceSelector"].get("driver") == HEALTH_DRIVER]
 
 
+@pytest.mark.every_release("the health stream of the release's real kubelet")
 def test_device_health_from_the_kubelet(kind_cluster, health_driver, tmp_path):
     c = kind_cluster
     node = health_driver[-1]
@@ -277,7 +278,14 @@ def health_reported_and_remediated(c, tmp_path, namespace, node):
     in_use = [(u["id"], [(p["namespace"], p["name"]) for p in u["pods"]]) for u in result["unhealthy_in_use"]]
     assert in_use == [(device_id, [(namespace, "user")])], in_use
     assert result["unresolved"] == [], result["unresolved"]
-    remediated(c, tmp_path, namespace, node, device_id)
+    if clusterlib.catalog().device_taint_rule_support(c.version)["default_on"]:
+        remediated(c, tmp_path, namespace, node, device_id)
+    else:  # kind-up --enable-dra switches on DRA alone: a release whose DeviceTaintRule is off by default lacks it
+        refused = remediation(c, tmp_path)
+        assert refused.get("failed") and refused.get("changed") is False, refused
+        assert clusterlib.catalog().device_taint_rules_unavailable(c.version) in refused["msg"], refused["msg"]
+        set_health(c, node, device, "Healthy")
+        wait_reported(c, namespace, "Healthy")
     went_silent(c, tmp_path, namespace, node, device_id)
 
 

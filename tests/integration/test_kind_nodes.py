@@ -17,6 +17,7 @@ import sys
 import time
 import urllib.parse
 
+import pytest
 import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -30,6 +31,7 @@ from kind_nodes import (DRIVER_NAMESPACE, cdi_specs_naming, claim_device, contai
                         running_pod, wait_for_earlier_tests_to_leave, wait_until)
 
 
+@pytest.mark.every_release("a claim prepared by the release's real kubelet")
 def test_pod_with_template_claim_sees_its_cdi_device(kind_cluster, kind_driver):
     c = kind_cluster
     ns = "itk-cdi"
@@ -96,6 +98,7 @@ def test_liveness_probe_restarts_a_plugin_that_stopped_answering(kind_cluster, k
     wait_until(lambda: node_slices(c, node), 120, f"the restarted plugin to publish {node}'s slices")
 
 
+@pytest.mark.every_release("a drain on the release's real nodes")
 def test_drain_unprepares_claims_before_the_driver_leaves_then_returns_to_service(kind_cluster, kind_driver, tmp_path):
     """dra_node_drain on a real node: the claim pod's container is stopped and its claim unprepared by the
     driver (its CDI spec leaves the node) while the driver still runs there; only then is the driver taken
@@ -148,6 +151,7 @@ def test_drain_unprepares_claims_before_the_driver_leaves_then_returns_to_servic
     c.kubectl("delete", "namespace", ns, "--wait=false")
 
 
+@pytest.mark.per_release("device_taint_rule_support", key="usable")
 def test_device_maintenance_takes_one_real_device_out_of_service_and_returns_it(kind_cluster, kind_driver, tmp_path):
     """The device_maintenance role on a real worker, with only the release's defaults (1.37: DeviceTaintRule
     is GA and on; nothing is switched on for it). Its dry run names exactly the pod of one device and writes
@@ -228,6 +232,7 @@ def test_device_maintenance_takes_one_real_device_out_of_service_and_returns_it(
     c.kubectl("delete", "namespace", ns, "--wait=false")
 
 
+@pytest.mark.per_release("gate_info", "DRAExtendedResource", key="default")
 def test_extended_resource_pod_is_a_claim_workload_on_real_nodes(kind_cluster, kind_driver, tmp_path):
     """A pod that asks for an extended resource backed by DRA (a DeviceClass with extendedResourceName; GA in
     1.37) names no claim in its spec: the scheduler makes one and records it in the pod's status. On a real
@@ -633,6 +638,7 @@ def site_feature_gate_plays(c, tmp_path, host_vars):
     return hosts, report["stats"]
 
 
+@pytest.mark.every_release("site.yml's gate plays on the release's real kubelets")
 def test_site_checks_every_kubelet_at_once_and_changes_only_the_one_that_needs_it(kind_cluster, tmp_path):
     """site.yml's kubelet feature gates: every worker's kubelet is checked in one play, and the one-node-at-a-
     time play runs only on the worker whose configuration would change. Here one worker is asked for a gate

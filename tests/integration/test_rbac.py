@@ -145,6 +145,7 @@ def personas(cluster):
                     "dra.admin/persona", check=False)
 
 
+@pytest.mark.per_release("gate_info", "DRAResourceClaimGranularStatusAuthorization", key="default")
 def test_matrix_after_role(cluster, personas, tmp_path):
     res = run_role(cluster, tmp_path, PERSONAS)
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
@@ -197,6 +198,7 @@ def test_bad_service_account_is_a_clear_error(cluster, personas, tmp_path):
     assert "must be written namespace/name" in res.stdout
 
 
+@pytest.mark.per_release("gate_info", "DRAResourceClaimGranularStatusAuthorization", key="default")
 def test_driver_rules_follow_served_version(cluster):
     result = cluster.run_module("dra.admin.dra_rbac_plan_info", {"drivers": [{"driver": DRIVER}]})
     assert set(result["served_resources"]) >= {"deviceclasses", "resourceclaims", "resourceslices"}

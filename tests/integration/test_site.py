@@ -1,4 +1,6 @@
 """playbooks/site.yml end to end on the real cluster: converge, idempotence, check mode, report."""
+import pytest
+
 from cluster_harness import recap
 
 
@@ -9,6 +11,7 @@ def run_site(cluster, *extra):
     return res.stdout, recap(res)
 
 
+@pytest.mark.per_release("default_served_api_versions")
 def test_site_converges_idempotent_and_check_mode_changes_nothing(cluster):
     out, first = run_site(cluster)
     assert first["failed"] == 0 and first["changed"] > 0

@@ -1,123 +1,112 @@
-"""hack/test-all's per-release jobs: a release's KWOK suite, then (once the node images are built) its kind tests.
+"""hack/test-all's lanes: which jobs a run has, what each waits for, and how the scheduler runs them.
 
-The jobs are built by the script's own lines (its phase-2 block, run by bash) with `make` replaced by a stand-in that
-records its arguments and fails when told to: what runs, in which order, and the exit status are the script's."""
+The plan is the script's own (its plan() on the pinned releases); the scheduler runs stand-in commands (small
+shell scripts) so that what starts, what is skipped and how many kind jobs run at once are the script's."""
 import os
-import re
-import signal
 import subprocess
 
-from conftest import ROOT
+from conftest import ROOT, clusterlib, load_script
 
-SCRIPT = os.path.join(ROOT, "hack", "test-all")
-
-
-def phase_two_block():
-    with open(SCRIPT) as fh:
-        text = fh.read()
-    match = re.search(r"^# Phase 2: the images job.*?^done$", text, re.S | re.M)
-    assert match, "hack/test-all has no phase-2 block"
-    return match.group(0)
+test_all = load_script("hack/test-all", "test_all")
+MAKE = ["make"]
 
 
-def jobs(tmp_path, images_status, fail_on="", molecule_status=0):
-    """{job name: (exit status, make calls)}, the images having ended with images_status and molecule with
-    molecule_status (None: still running; the block itself removes statuses left by an earlier run)."""
-    fake = tmp_path / "fake-make"
-    fake.write_text('#!/bin/bash\necho "$*" >> "%s"\n'
-                    'for a in "$@"; do [ -n "$FAIL_ON" ] && [ "$a" = "$FAIL_ON" ] && exit 1; done\nexit 0\n'
-                    % (tmp_path / "calls"))
-    fake.chmod(0o755)
-    script = "\n".join([
-        "root=%s; logs=%s; mk=(%s)" % (ROOT, tmp_path, fake),
-        "q() { printf '%q ' \"$@\"; }",
-        phase_two_block(),
-        'for ((i = 0; i < ${#jobs[@]}; i += 2)); do printf "%s\\0%s\\0" "${jobs[i]}" "${jobs[i+1]}"; done',
-    ])
-    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True).stdout
-    parts = out.split("\0")[:-1]
-    timeout = 60 if molecule_status is not None else 8
-    assert not (tmp_path / "images.status").exists() and not (tmp_path / "molecule.status").exists()
-    (tmp_path / "images.status").write_text("%d\n" % images_status)
-    if molecule_status is not None:
-        (tmp_path / "molecule.status").write_text("%d\n" % molecule_status)
-    results = {}
-    for name, command in zip(parts[0::2], parts[1::2]):
-        (tmp_path / "calls").write_text("")
-        proc = subprocess.Popen(["bash", "-c", command], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                env=dict(os.environ, FAIL_ON=fail_on), start_new_session=True)
-        try:
-            status = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            status = "waiting"
-        finally:
-            if proc.poll() is None or status == "waiting":
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)  # the job and the wait loop it started
-                except ProcessLookupError:
-                    pass
-                proc.wait()
-        results[name] = (status, (tmp_path / "calls").read_text().splitlines())
-    return results
+def by_name(jobs):
+    return {job.name: job for job in jobs}
 
 
-def releases():
-    with open(os.path.join(ROOT, "hack", "cluster", "versions.env")) as fh:
-        return re.search(r"^K8S_VERSIONS=(.*)$", fh.read(), re.M).group(1).split()
+def test_every_pinned_release_has_its_builds_its_kwok_suite_and_its_kind_tests():
+    pinned = clusterlib.supported_k8s_versions()
+    jobs = by_name(test_all.plan(MAKE, pinned))
+    for release in pinned:
+        assert jobs[f"kwok-{release}"].argv == MAKE + ["integration", f"KWOK_RELEASE={release}"]
+        assert jobs[f"kwok-{release}"].needs == [f"build-{release}"]
+        assert jobs[f"kind-{release}"].argv == MAKE + ["integration-kind-nodes", f"KIND_RELEASE={release}"]
+        assert jobs[f"kind-{release}"].needs == [f"build-kind-{release}"] and jobs[f"kind-{release}"].kind
+        assert jobs[f"build-kind-{release}"].needs == [f"build-{release}"]
+        assert jobs[f"gates-{release}"].argv == MAKE + ["gate-matrix-test", f"RELEASE={release}"]
+        assert jobs[f"gates-{release}"].needs == [f"build-{release}"]
+    assert jobs["checks"].needs == ["setup"] and jobs["checks"].nice > 0
 
 
-def test_each_release_runs_its_kwok_suite_then_its_kind_tests_and_the_extras_once(tmp_path):
-    (tmp_path / "images.status").write_text("0\n")  # an earlier run's
-    pinned = releases()
-    results = jobs(tmp_path, 0)
-    assert list(results) == ["release-%s" % r for r in pinned]
-    for i, release in enumerate(pinned):
-        status, calls = results["release-%s" % release]
-        assert status == 0
-        assert calls[0].endswith("integration KWOK_RELEASE=%s" % release)
-        assert "integration-kind-nodes KIND_RELEASE=%s" % release in calls[1]
-        assert ("integration-readme" in calls[1]) == (i == len(pinned) - 1)
-        assert "molecule-kind" not in calls[1]
+def test_builds_go_one_at_a_time_the_default_first_then_the_oldest():
+    pinned = ["v1.37.2", "v1.36.3", "v1.33.13"]
+    jobs = test_all.plan(MAKE, pinned)
+    builds = [job for job in jobs if job.name.startswith("build-")]
+    assert [job.name for job in builds] == [
+        "build-v1.37.2", "build-kind-v1.37.2", "build-v1.33.13", "build-kind-v1.33.13", "build-v1.36.3",
+        "build-kind-v1.36.3"]
+    assert builds[0].needs == ["setup"]
+    for previous, job in zip(builds, builds[1:]):
+        assert job.needs == [previous.name]
+    named = by_name(jobs)
+    assert named["molecule"].argv == MAKE + ["molecule-kind", "K8S_VERSION=v1.33.13"]
+    assert named["molecule"].needs == ["build-kind-v1.33.13"]
+    assert named["readme"].needs == ["build-kind-v1.37.2"]
+    assert "upgrade-minor" not in named and not [n for n in named if n.startswith("molecule-")]
 
 
-def test_only_the_first_release_goes_to_kind_while_molecules_cluster_is_up(tmp_path):
-    pinned = releases()
-    results = jobs(tmp_path, 0, molecule_status=None)
-    assert results["release-%s" % pinned[0]][0] == 0 and len(results["release-%s" % pinned[0]][1]) == 2
-    for release in pinned[1:]:
-        status, calls = results["release-%s" % release]
-        assert status == "waiting" and len(calls) == 1, (release, status, calls)
+def test_the_full_tier_adds_molecule_on_every_other_release_one_at_a_time_and_the_kind_upgrade():
+    jobs = by_name(test_all.plan(MAKE, ["v1.37.2", "v1.36.3", "v1.33.13"], "full"))
+    assert jobs["molecule-v1.37.2"].needs == ["build-kind-v1.37.2", "molecule"]
+    assert jobs["molecule-v1.36.3"].needs == ["build-kind-v1.36.3", "molecule-v1.37.2"]
+    assert jobs["upgrade-minor"].argv == MAKE + ["integration-kind-upgrade"]
+    assert jobs["upgrade-minor"].needs == ["build-kind-v1.36.3"] and jobs["upgrade-minor"].kind
 
 
-def test_the_images_job_runs_molecule_after_the_images_and_writes_both_statuses(tmp_path):
-    fake = tmp_path / "fake-make"
-    fake.write_text('#!/bin/bash\necho "$*" >> "%s"\nexit 3\n' % (tmp_path / "calls"))
-    fake.chmod(0o755)
-    build = tmp_path / "hack" / "cluster" / "build"
-    build.parent.mkdir(parents=True)
-    build.write_text("#!/bin/bash\nexit 0\n")
-    build.chmod(0o755)
-    script = "\n".join(["root=%s; logs=%s; mk=(%s)" % (tmp_path, tmp_path, fake), "q() { printf '%q ' \"$@\"; }",
-                        phase_two_block().replace("\ndone", "\ndone\n", 1), 'bash -c "$images_then_molecule"'])
-    res = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=False, timeout=60)
-    assert res.returncode == 3
-    assert (tmp_path / "calls").read_text().split() == ["molecule-kind"]
-    assert (tmp_path / "images.status").read_text().strip() == "0"
-    assert (tmp_path / "molecule.status").read_text().strip() == "3"
+def script(tmp_path, name, body):
+    path = tmp_path / name
+    path.write_text("#!/bin/bash\n" + body)
+    path.chmod(0o755)
+    return [str(path)]
 
 
-def test_a_failed_kwok_suite_stops_its_release_before_kind(tmp_path):
-    for status, calls in jobs(tmp_path, 0, fail_on="integration").values():
-        assert status != 0 and len(calls) == 1
+def test_a_job_whose_need_failed_is_skipped_and_the_others_go_on(tmp_path, monkeypatch):
+    monkeypatch.setattr(test_all, "LOGS", str(tmp_path))
+    ok, bad = script(tmp_path, "ok", "exit 0\n"), script(tmp_path, "bad", "exit 3\n")
+    jobs = [test_all.Job("a", bad), test_all.Job("b", ok, needs=["a"]), test_all.Job("c", ok, needs=["b"]),
+            test_all.Job("d", ok)]
+    test_all.run(jobs, dict(os.environ))
+    assert [job.status for job in jobs] == ["FAILED", "skipped", "skipped", "passed"]
+    assert jobs[1].started is None and jobs[3].ended >= jobs[3].started
 
 
-def test_images_that_did_not_build_fail_the_release_jobs_without_kind(tmp_path):
-    for status, calls in jobs(tmp_path, 2).values():
-        assert status != 0 and len(calls) == 1 and "KWOK_RELEASE" in calls[0]
+def test_no_more_than_two_kind_jobs_run_at_once(tmp_path, monkeypatch):
+    """Each kind job counts itself in while it runs (under a lock) and records the highest count it saw."""
+    monkeypatch.setattr(test_all, "LOGS", str(tmp_path))
+    count, seen = tmp_path / "count", tmp_path / "seen"
+    count.write_text("0")
+    body = (f'bump() {{ flock {tmp_path}/lock bash -c "n=\\$(( \\$(cat {count}) + $1 )); echo \\$n > {count}; '
+            f'echo \\$n >> {seen}"; }}\nbump 1; sleep 0.3; bump -1\n')
+    kind = script(tmp_path, "kind", body)
+    jobs = [test_all.Job(f"k{i}", kind, kind=True) for i in range(5)]
+    test_all.run(jobs, dict(os.environ))
+    assert all(job.status == "passed" for job in jobs)
+    assert max(int(n) for n in seen.read_text().split()) == 2
+
+
+def test_the_report_reads_pytests_durations_from_each_jobs_log(tmp_path, monkeypatch):
+    monkeypatch.setattr(test_all, "LOGS", str(tmp_path))
+    job = test_all.Job("kind-v1.37.2", ["true"])
+    (tmp_path / "kind-v1.37.2.log").write_text(
+        "===== slowest 20 durations =====\n"
+        "312.50s call     tests/integration/test_kind_nodes.py::test_drain[v1.37.2]\n"
+        "2.01s setup    tests/integration/test_kind_nodes.py::test_x[v1.37.2]\n"
+        "not a duration line 1.0s call\n")
+    rows = test_all.slowest_tests([job])
+    assert rows[0] == (312.5, "call", "tests/integration/test_kind_nodes.py::test_drain[v1.37.2]", "kind-v1.37.2")
+    assert len(rows) == 2
+
+
+def test_a_tier_other_than_ci_or_full_is_refused_by_name():
+    res = subprocess.run([os.path.join(ROOT, "hack", "test-all")], capture_output=True, text=True, check=False,
+                         env=dict(os.environ, DRA_TEST_TIER="nightly"))
+    assert res.returncode != 0 and "DRA_TEST_TIER='nightly'" in res.stderr
 
 
 def test_a_release_that_is_not_pinned_is_refused_by_name():
     res = subprocess.run([os.path.join(ROOT, "hack", "integration-per-version"), "x", "python3", "tests/integration"],
                          capture_output=True, text=True, check=False, env=dict(os.environ, DRA_IT_RELEASE="v1.2.3"))
     assert res.returncode == 2
-    assert "DRA_IT_RELEASE=v1.2.3 is not a pinned release" in res.stderr and releases()[0] in res.stderr
+    assert "DRA_IT_RELEASE=v1.2.3 is not a pinned release" in res.stderr
+    assert clusterlib.supported_k8s_versions()[0] in res.stderr
