@@ -153,6 +153,12 @@ class Cluster:
         return cluster_harness.run_module(self.env, os.path.join(ROOT, "inventory", "kwok.yml"), module, args, check,
                                           expect_failure)
 
+    def run_module_batch(self, module, cases, check=False):
+        """Run one module once per args dict of cases, in one ansible-playbook; their result dicts, in order
+        (cluster_harness.run_module_batch)."""
+        return cluster_harness.run_module_batch(self.env, os.path.join(ROOT, "inventory", "kwok.yml"), module, cases,
+                                                check)
+
     def run_playbook(self, playbook, *extra, env=None):
         cmd = ["ansible-playbook", "-i", os.path.join(ROOT, "inventory", "kwok.yml"),
                os.path.join(ROOT, playbook)] + list(extra)

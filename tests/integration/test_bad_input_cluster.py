@@ -48,6 +48,19 @@ def fails_naming(cluster, module, args, named, check=False):
     return result
 
 
+def fails_naming_each(cluster, module, cases, check=False):
+    """fails_naming for each (args, named) of cases, all of them as the tasks of one ansible-playbook run (a
+    process per case saved); their results, in order."""
+    cases = list(cases)
+    results = cluster.run_module_batch(module, [args for args, _ in cases], check=check)
+    for (args, named), result in zip(cases, results):
+        case = f"{module}{' (check mode)' if check else ''} with {args!r}"
+        assert result.get("failed"), f"{case} succeeded unexpectedly: {result!r:.4000}"
+        assert named in result.get("msg", ""), f"{case}: {named!r} not in {result.get('msg')!r}"
+        assert not result.get("changed"), f"{case} changed: {result!r:.4000}"
+    return results
+
+
 # --- dra_node_drain -------------------------------------------------------------------------------
 
 def test_drain_bad_inputs_leave_the_node_and_its_pods_alone(cluster, drain_node):
@@ -63,9 +76,9 @@ def test_drain_bad_inputs_leave_the_node_and_its_pods_alone(cluster, drain_node)
         ({"driver_pod_labels": {"app": "not a label value"}}, "driver_pod_labels[app]"),
         ({"drivers": ["GPU.example.com"]}, "drivers entry 'GPU.example.com'"),
     ]
-    for extra, named in bad:
-        for check in (True, False):
-            fails_naming(cluster, "dra.admin.dra_node_drain", dict(base, **extra), named, check=check)
+    for check in (True, False):
+        fails_naming_each(cluster, "dra.admin.dra_node_drain", [(dict(base, **extra), named) for extra, named in bad],
+                          check=check)
     assert node_snapshot(cluster, node) == before
 
 
@@ -78,9 +91,9 @@ def test_drain_device_mode_names_its_own_options_and_writes_no_rule(cluster, dra
     bad = [({"device_driver": "typo.example.com"}, "device_driver: driver typo.example.com publishes no ResourceSlice"),
            ({"device_driver": DRIVER, "device_pool": "no-such-pool"},
             f"device_pool: driver {DRIVER} has no pool no-such-pool")]
-    for extra, named in bad:
-        for check in (True, False):
-            fails_naming(cluster, "dra.admin.dra_node_drain", dict({"node": node}, **extra), named, check=check)
+    for check in (True, False):
+        fails_naming_each(cluster, "dra.admin.dra_node_drain",
+                          [(dict({"node": node}, **extra), named) for extra, named in bad], check=check)
     assert node_snapshot(cluster, node) == before and objects(cluster, "devicetaintrules") == rules_before
 
 
@@ -119,9 +132,8 @@ def test_device_taint_bad_inputs_write_no_rule(cluster):
         ({"driver": DRIVER, "wait_timeout": 0}, "wait_timeout must be a finite number"),
         ({"driver": DRIVER, "device": "gpu-0"}, "missing parameter(s) required by 'device': pool"),
     ]
-    for extra, named in bad:
-        for state in ("tainted", "dry_run"):
-            fails_naming(cluster, "dra.admin.dra_device_taint", dict(extra, state=state), named)
+    fails_naming_each(cluster, "dra.admin.dra_device_taint",
+                      [(dict(extra, state=state), named) for extra, named in bad for state in ("tainted", "dry_run")])
     assert objects(cluster, "devicetaintrules") == before
 
 
@@ -133,8 +145,7 @@ def test_remediation_bad_inputs_write_no_rule(cluster):
         ({"wait_timeout": -5}, "wait_timeout must be a finite number"),
         ({"driver": "gpu example"}, "driver 'gpu example' must be a DNS subdomain"),
     ]
-    for extra, named in bad:
-        fails_naming(cluster, "dra.admin.dra_device_remediation", extra, named)
+    fails_naming_each(cluster, "dra.admin.dra_device_remediation", bad)
     assert objects(cluster, "devicetaintrules") == before
 
 
@@ -180,10 +191,10 @@ def test_canary_bad_inputs_create_nothing(cluster, namespace, drain_node):
          "tolerations[0]: tolerationSeconds needs effect NoExecute"),
         ({"pools": ["no-such-pool"]}, f"pools: no pool no-such-pool of {DRIVER} (its pools: {pools[0]}"),
     ]
-    for extra, named in bad:
-        for check in (True, False):
-            failed = fails_naming(cluster, "dra.admin.dra_canary",
-                                  dict({"drivers": [DRIVER], "namespace": namespace}, **extra), named, check=check)
+    for check in (True, False):
+        for failed in fails_naming_each(cluster, "dra.admin.dra_canary",
+                                        [(dict({"drivers": [DRIVER], "namespace": namespace}, **extra), named)
+                                         for extra, named in bad], check=check):
             assert "publishes no ResourceSlice pool" not in failed["msg"], failed["msg"]
     assert (objects(cluster, "resourceclaimtemplates", "-A"), objects(cluster, "pods", "-n", namespace)) == before
 
@@ -200,8 +211,7 @@ def test_claims_doctor_bad_inputs_touch_no_claim(cluster, namespace):
         ({"fix": ["orphaned"], "wait_sleep": float("nan")}, "wait_sleep must be a finite number"),
         ({"fix": ["orphaned"], "namespaces": ["Bad_Namespace"]}, "namespaces entry 'Bad_Namespace'"),
     ]
-    for extra, named in bad:
-        fails_naming(cluster, "dra.admin.dra_claims_doctor", extra, named)
+    fails_naming_each(cluster, "dra.admin.dra_claims_doctor", bad)
     assert objects(cluster, "resourceclaims", "-A") == before
 
 
@@ -229,8 +239,8 @@ def test_kubeadm_config_bad_inputs_write_nothing_and_no_backup(cluster, kubeadm_
         ({"extra_args": {"kube-scheduler": {"v": ["4", "5"]}}}, "--v is given a list"),
         ({"extra_volumes": {"kube-scheduler": [{"name": "config", "hostPath": "/etc/x"}]}}, "has no mountPath"),
     ]
-    for extra, named in bad:
-        for check in (True, False):
-            fails_naming(cluster, "dra.admin.kubeadm_config", dict(extra, backup_dir=str(backups)), named, check=check)
+    for check in (True, False):
+        fails_naming_each(cluster, "dra.admin.kubeadm_config",
+                          [(dict(extra, backup_dir=str(backups)), named) for extra, named in bad], check=check)
     assert objects(cluster, "configmaps", "-n", "kube-system") == before
     assert not backups.exists() or not os.listdir(str(backups)), "a backup was written"
