@@ -9,6 +9,8 @@ firstAvailable lists, selectors on attributes and capacity with the semver and q
 admin access, matchAttribute constraints), sometimes a claim two pods share, sometimes a required node affinity
 or a toleration of the tainted node; where the release backs extended resources by DRA, sometimes the test pods
 ask for the class's devices as an extended resource too (or instead of claims), with init containers and sidecars.
+`kinds` names what one scenario exercises, so that a smaller run can still take one of each (tests/integration/
+tiers.py).
 """
 import random
 
@@ -261,3 +263,59 @@ def generate(index, seed, ctx):
     scenario.build_tests()
     scenario.build_extended(random.Random(f"{seed}-{index}-extended"))
     return scenario
+
+
+def _request_kinds(request, selectors):
+    """The kinds of one test request (v1 with `exactly` or a firstAvailable list, or v1beta1's flat request)."""
+    out = {"firstAvailable list"} if "firstAvailable" in request else set()
+    for body in request.get("firstAvailable") or [request.get("exactly", request)]:
+        out.add("allocationMode All" if body.get("allocationMode") == "All" else
+                "count 1" if body.get("count", 1) == 1 else "count above 1")
+        out.update(f"selector {selectors.index(s['cel']['expression'])}" for s in body.get("selectors", ()))
+        out.update(f"tolerates device taint {t['effect']}" for t in body.get("tolerations", ()))
+        if body.get("adminAccess"):
+            out.add("admin access")
+    return out
+
+
+def kinds(scenario):
+    """What `scenario` exercises, read from its objects: the kinds of pools, device taints, DeviceTaintRules, fillers,
+    requests (per selector of the list), claims, pods and extended resources the generator can draw."""
+    selectors = selectors_for(scenario.driver, scenario.ctx["semver"])
+    out = {"filler pod"} if scenario.fillers else set()
+    cls = next(o for o in scenario.objects_first if o["kind"] == "DeviceClass")
+    named = "explicit name" if cls["spec"].get("extendedResourceName") else "implicit name"
+    for obj in scenario.objects_first:
+        spec = obj["spec"]
+        if obj["kind"] == "ResourceSlice":
+            out.add("pool for all nodes" if spec.get("allNodes") else
+                    "incomplete pool" if spec["pool"]["resourceSliceCount"] > 1 else
+                    "node pool" if spec["devices"] else "node pool without devices")
+            taints = [t for d in spec["devices"] for t in d.get("basic", d).get("taints", ())]
+            out.update("device taint " + t["effect"] for t in taints)
+        elif obj["kind"] == "DeviceTaintRule":
+            out.add("DeviceTaintRule on a " + ("device" if "device" in spec["deviceSelector"] else "pool"))
+    claims = [o for o in scenario.objects_then if o["kind"] == "ResourceClaim"]
+    pods = [o for o in scenario.objects_then if o["kind"] == "Pod"]
+    out.add("two claims" if len(claims) > 1 else "one claim")
+    for claim in claims:
+        devices = claim["spec"]["devices"]
+        out.add("two requests" if len(devices["requests"]) > 1 else "one request")
+        if devices.get("constraints"):
+            out.add("matchAttribute")
+        for request in devices["requests"]:
+            out |= _request_kinds(request, selectors)
+    if len(pods) > 1:
+        out.add("claim shared by two pods")
+    for pod in pods:
+        spec = pod["spec"]
+        if "affinity" in spec:
+            out.add("node affinity")
+        if spec.get("tolerations"):
+            out.add("tolerates the tainted node")
+        if "limits" in spec["containers"][0]["resources"]:
+            out.add("extended resource, " + named)
+            out.add("extended resource and claims" if spec.get("resourceClaims") else "extended resource alone")
+        for init in spec.get("initContainers", ()):
+            out.add("extended resource, " + ("sidecar" if init.get("restartPolicy") == "Always" else "init"))
+    return out

@@ -5,6 +5,10 @@ test pods gated; the explainer answers for every gated pod (one module run per b
 removed and kube-scheduler decides. A pod the explainer says fits must be bound to one of the nodes it names;
 one it says does not fit must be marked Unschedulable and stay unbound once every other pod of the batch is
 settled. Every disagreement is printed with its scenario's objects and the explanation.
+
+How many scenarios: the tier's (tests/integration/tiers.py). Tier full takes all FULL_SCENARIOS; tier ci the first
+CI_SCENARIOS, plus the first scenario of each kind (allocation_scenarios.kinds) those lack among the full run's, so
+every kind of scenario the release's full run has is still there. DRA_IT_EXPLAIN_SCENARIOS: the first that many.
 """
 import json
 import os
@@ -13,9 +17,10 @@ import pytest
 import yaml
 
 import allocation_scenarios as gen
+import tiers
 from kube import Api, WaitTimeout
 
-SCENARIOS = int(os.environ.get("DRA_IT_EXPLAIN_SCENARIOS", "200"))
+FULL_SCENARIOS, CI_SCENARIOS = 200, 50
 BATCH = 100
 SEED = "dra-admin-explain-1"
 ADMIN_LABELS = {"resource.kubernetes.io/admin-access": "true", "resource.k8s.io/admin-access": "true"}
@@ -98,10 +103,19 @@ def asks_extended_resources(scenario, pod_name):
     return any("limits" in c.get("resources", {}) for c in pod["spec"]["containers"])
 
 
-def run_batch(cluster, batch, first, count, features, keep=False):
+def chosen_scenarios(cluster, features):
+    """The indices of the scenarios this run takes (the module's docstring)."""
+    if os.environ.get("DRA_IT_EXPLAIN_SCENARIOS"):
+        return list(range(int(os.environ["DRA_IT_EXPLAIN_SCENARIOS"])))
+    ctx = context(cluster, "it-explain-b0", "0", features)  # the namespace and batch are only labels
+    return tiers.covering([gen.kinds(gen.generate(i, SEED, ctx)) for i in range(FULL_SCENARIOS)],
+                          tiers.sized(CI_SCENARIOS, FULL_SCENARIOS))
+
+
+def run_batch(cluster, batch, indices, features, keep=False):
     namespace = f"it-explain-b{batch}"
     ctx = context(cluster, namespace, str(batch), features)
-    scenarios = [gen.generate(i, SEED, ctx) for i in range(first, first + count)]
+    scenarios = [gen.generate(i, SEED, ctx) for i in indices]
     by_pod = {p: s for s in scenarios for p in s.test_pods}
     create_batch(cluster, namespace, scenarios)
     try:
@@ -133,8 +147,9 @@ def test_explainer_agrees_with_the_scheduler_on_generated_scenarios(cluster):
                     f"{gen.NODE_TAINT['key']}={gen.NODE_TAINT['value']}:{gen.NODE_TAINT['effect']}", "--overwrite")
     disagreements, totals, pods = [], {}, 0
     try:
-        for batch, first in enumerate(range(0, SCENARIOS, BATCH)):
-            found, tally, dummy = run_batch(cluster, batch, first, min(BATCH, SCENARIOS - first), features)
+        chosen = chosen_scenarios(cluster, features)
+        for batch, first in enumerate(range(0, len(chosen), BATCH)):
+            found, tally, dummy = run_batch(cluster, batch, chosen[first:first + BATCH], features)
             disagreements += found
             for k, v in tally.items():
                 totals[k] = totals.get(k, 0) + v
@@ -143,7 +158,7 @@ def test_explainer_agrees_with_the_scheduler_on_generated_scenarios(cluster):
         nodes = cluster.get_json("nodes")["items"]
         for node in nodes:
             cluster.kubectl("taint", "node", node["metadata"]["name"], f"{gen.NODE_TAINT['key']}-", check=False)
-    print(f"\n{SCENARIOS} scenarios, {pods} test pods on {cluster.version}: {totals}; "
+    print(f"\n{len(chosen)} scenarios (tier {tiers.TIER}), {pods} test pods on {cluster.version}: {totals}; "
           f"{len(disagreements)} disagreements")
     assert totals.get("fits") and totals.get("does_not_fit"), totals
     if "DRAExtendedResource" in features:

@@ -6,7 +6,9 @@ quantity, math and optional extensions the releases enable, and the corners wher
 ``split("")``, ``lastIndexOf`` with an offset, NaN, mixed numeric types), plus expressions generated from its
 atoms, each evaluated on a few devices. The explainer's answer must be the oracle's: the same match, or a
 failure where the oracle fails; "cannot evaluate" (``Unsupported``) is allowed and counted, never a match or a
-miss. DRA_ORACLE_CASES (default 400) generated expressions, DRA_ORACLE_SEED as in test_explain_oracle.py.
+miss. Generated expressions per release: the tier's (tests/integration/tiers.py), 400 in tier full, 100 in tier ci
+(more short runs while a kind of expression, EXPRESSION_KINDS, is still missing, up to 400); DRA_ORACLE_CASES sets
+an exact count, DRA_ORACLE_SEED the seed, as in test_explain_oracle.py.
 """
 import collections
 import os
@@ -17,6 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
+import tiers
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
 import clusterlib  # noqa: E402  pylint: disable=wrong-import-position
@@ -25,7 +29,9 @@ clusterlib.collection_on_path()
 from ansible_collections.dra.admin.plugins.module_utils.kube import cel  # noqa: E402
 from ansible_collections.dra.admin.plugins.module_utils.kube.slices import device_fields  # noqa: E402
 
-CASES = int(os.environ.get("DRA_ORACLE_CASES", "400"))
+FULL_CASES = 400
+CASES = int(os.environ.get("DRA_ORACLE_CASES") or tiers.sized(100, FULL_CASES))
+MAX_CASES = CASES if os.environ.get("DRA_ORACLE_CASES") else FULL_CASES  # tier ci's top-up stops there
 SEED = int(os.environ.get("DRA_ORACLE_SEED") or random.SystemRandom().randrange(2 ** 32))
 D = "gpu.example.com"
 A = f'device.attributes["{D}"]'
@@ -93,6 +99,20 @@ def expression(draw, depth=0):
     return f"({left}) {'&&' if kind == 'and' else '||'} ({right})"
 
 
+# What `expression` draws: an atom alone, each combinator (by its mark; no atom has one), one inside another.
+COMBINATORS = {"&&": ") && (", "||": ") || (", "!": "!(", "ternary": ") ? ("}
+EXPRESSION_KINDS = ("an atom alone", "a combination inside another") + tuple(COMBINATORS)
+
+
+def expression_kinds(expr):
+    out = set(k for k, mark in COMBINATORS.items() if mark in expr)
+    if sum(expr.count(mark) for mark in COMBINATORS.values()) > 1:
+        out.add("a combination inside another")
+    if expr in ATOMS:
+        out.add("an atom alone")
+    return out
+
+
 def explainer_answer(env, expression, device):
     """(kind, value): ("match", bool), ("error", message) or ("unknown", why)."""
     try:
@@ -135,18 +155,26 @@ def test_the_corpus_agrees_with_the_release_cel(release_oracle, capsys):
 @pytest.mark.every_release("the CEL environment of the release's own k8s.io/dynamic-resource-allocation (hack/oracle)")
 def test_generated_expressions_agree_with_the_release_cel(release_oracle, capsys):
     env = cel.Environment(int(release_oracle.version.split(".")[1]))
-    counts = collections.Counter()
+    counts, reached = collections.Counter(), set()
 
-    @seed(SEED)
-    @settings(max_examples=CASES, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-    @given(expression())
-    def check(expr):
-        counts["expressions"] += 1
-        compare(release_oracle, env, [expr], counts)
+    def run(cases, offset):
+        @seed(SEED + offset)
+        @settings(max_examples=cases, deadline=None, database=None,
+                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+        @given(expression())
+        def check(expr):
+            reached.update(expression_kinds(expr))
+            counts["expressions"] += 1
+            compare(release_oracle, env, [expr], counts)
 
-    check()
-    with capsys.disabled():
-        print(f"\n{release_oracle.version}: seed {SEED}, {counts['expressions']} generated expressions: "
-              f"{dict(counts)}")
+        counts["runs"] += 1
+        check()
+
+    possible = set(EXPRESSION_KINDS)
+    try:
+        tiers.until_covered(run, CASES, MAX_CASES, lambda: possible - reached)
+    finally:
+        with capsys.disabled():  # the seed and the counts belong in the run's log, passed or not
+            print(f"\n{release_oracle.version}: seed {SEED}, tier {tiers.TIER}, {counts['expressions']} generated "
+                  f"expressions: {dict(counts)}; kinds not drawn: {sorted(possible - reached)}")
     assert counts["expressions"] >= min(CASES, 50)
