@@ -34,7 +34,7 @@ EVERY_RELEASE = "every_release"
 def _resolve(fact):
     clusterlib.collection_on_path()
     import importlib  # pylint: disable=import-outside-toplevel
-    module, _, name = fact.rpartition(":")
+    module, name = fact.rsplit(":", 1) if ":" in fact else ("", fact)
     path = "ansible_collections.dra.admin.plugins.module_utils." + (module or "releases.catalog")
     owner = importlib.import_module(path)
     if not hasattr(owner, name):

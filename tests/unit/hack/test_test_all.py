@@ -4,6 +4,7 @@ The plan is the script's own (its plan() on the pinned releases); the scheduler 
 shell scripts) so that what starts, what is skipped and how many kind jobs run at once are the script's."""
 import os
 import subprocess
+import threading
 
 from conftest import ROOT, clusterlib, load_script
 
@@ -83,6 +84,41 @@ def test_no_more_than_two_kind_jobs_run_at_once(tmp_path, monkeypatch):
     test_all.run(jobs, dict(os.environ))
     assert all(job.status == "passed" for job in jobs)
     assert max(int(n) for n in seen.read_text().split()) == 2
+
+
+def test_a_free_kind_slot_goes_to_the_waiting_job_of_the_lowest_priority():
+    """One slot, held; four jobs queue for it (waited for by the queue's length, not a time); on release the one of
+    priority 0 gets it, though it queued last."""
+    lock = threading.Condition()
+    slots = test_all.KindSlots(lock, 1)
+    holder = test_all.Job("holder", ["true"], kind=True)
+    got = []
+
+    def take(job):
+        with lock:
+            slots.acquire(job)
+            got.append(job.name)
+            lock.notify_all()
+
+    with lock:
+        slots.acquire(holder)
+    waiting = [test_all.Job(f"low{i}", ["true"], kind=True, priority=5) for i in range(3)]
+    waiting.append(test_all.Job("urgent", ["true"], kind=True, priority=0))
+    threads = []
+    for job in waiting:
+        threads.append(threading.Thread(target=take, args=(job,), daemon=True))
+        threads[-1].start()
+        with lock:
+            assert lock.wait_for(lambda n=len(threads): len(slots.queued) == n, timeout=30)
+    with lock:
+        slots.release()
+        assert lock.wait_for(lambda: got, timeout=30)
+        assert got == ["urgent"] and slots.free == 0 and len(slots.queued) == 3
+        for _ in range(3):
+            slots.release()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert sorted(got) == ["low0", "low1", "low2", "urgent"]
 
 
 def test_the_report_reads_pytests_durations_from_each_jobs_log(tmp_path, monkeypatch):
