@@ -164,9 +164,11 @@ test-deps:
 unit: venv collection-link test-deps
 	cd $(ROOT) && $(BIN)/python -m pytest -q tests/unit
 
-# KWOK_RELEASE=v1.37.2: that release's suite alone (`make test` runs one per release, each followed by its kind tests).
+# KWOK_RELEASE=v1.37.2: that release's suite alone (`make test` runs one job per release); KWOK_SHARD=1/2 or 2/2 with
+# it: half of its test files, on a cluster of its own (tests/integration/shards.py).
 integration: venv collection-link build-release test-deps
-	cd $(ROOT) && DRA_IT_RELEASE=$(KWOK_RELEASE) $(ROOT)/hack/integration-per-version integration $(BIN)/python tests/integration \
+	cd $(ROOT) && DRA_IT_RELEASE=$(KWOK_RELEASE) DRA_IT_SHARD=$(KWOK_SHARD) \
+		$(ROOT)/hack/integration-per-version integration $(BIN)/python tests/integration \
 		--ignore-glob='*/test_kind_*' --ignore=tests/integration/test_gate_matrix.py --durations=30
 
 # The gate-matrix test on the pinned releases (all four components): the catalog against each release's own

@@ -33,6 +33,7 @@ import cluster_harness  # noqa: E402  (tests/integration/cluster_harness.py: run
 import kind_nodes  # noqa: E402  (tests/integration/kind_nodes.py: the real-node clusters' helpers)
 from kube import Kubectl, wait_for  # noqa: E402  (hack/cluster/kube.py: the one wait helper of tests, bench and hack/)
 import release_facts  # noqa: E402  (tests/integration/release_facts.py: what makes a test release-dependent)
+import shards  # noqa: E402  (tests/integration/shards.py: one release's suite split between processes)
 import tiers  # noqa: E402  (tests/integration/tiers.py: DRA_TEST_TIER, ci or full)
 
 VERSIONS = clusterlib.supported_k8s_versions()
@@ -55,11 +56,15 @@ def release_of(item):
 
 
 def pytest_collection_modifyitems(config, items):
-    """In the ci tier a release other than the default keeps the tests its markers send there
-    (release_facts.runs_on); a marker naming no catalog fact fails the collection, whatever the tier."""
+    """With DRA_IT_SHARD, only the files of this process's shard (shards.py); in the ci tier a release other than the
+    default keeps the tests its markers send there (release_facts.runs_on); a marker naming no catalog fact fails the
+    collection, whatever the tier."""
     kept, dropped = [], []
+    mine = shards.selected(os.path.basename(str(item.fspath)) for item in items)
     for item in items:
-        if tiers.TIER == "full" or release_facts.runs_on(item, release_of(item), DEFAULT_RELEASE):
+        if os.path.basename(str(item.fspath)) not in mine:
+            dropped.append(item)
+        elif tiers.TIER == "full" or release_facts.runs_on(item, release_of(item), DEFAULT_RELEASE):
             kept.append(item)
         else:
             dropped.append(item)

@@ -19,9 +19,15 @@ def by_name(jobs):
 def test_every_pinned_release_has_its_builds_its_kwok_suite_and_its_kind_tests():
     pinned = clusterlib.supported_k8s_versions()
     jobs = by_name(test_all.plan(MAKE, pinned))
-    for release in pinned:
+    default = pinned[0]
+    for shard in ("1/2", "2/2"):
+        job = jobs[f"kwok-{default}-{shard.replace('/', 'of')}"]
+        assert job.argv == MAKE + ["integration", f"KWOK_RELEASE={default}", f"KWOK_SHARD={shard}"]
+        assert job.needs == [f"build-{default}"]
+    for release in pinned[1:]:
         assert jobs[f"kwok-{release}"].argv == MAKE + ["integration", f"KWOK_RELEASE={release}"]
         assert jobs[f"kwok-{release}"].needs == [f"build-{release}"]
+    for release in pinned:
         assert jobs[f"kind-{release}"].argv == MAKE + ["integration-kind-nodes", f"KIND_RELEASE={release}"]
         assert jobs[f"kind-{release}"].needs == [f"build-kind-{release}"] and jobs[f"kind-{release}"].kind
         assert jobs[f"build-kind-{release}"].needs == [f"build-{release}"]

@@ -1,0 +1,45 @@
+"""Splitting one release's KWOK suite between pytest processes (DRA_IT_SHARD=K/N, `make integration
+KWOK_SHARD=K/N`): each process brings up its own cluster and runs whole test files, so a shard is as isolated as a
+release. Files go to shards longest first, each to the shard with the least time so far (greedy), by the seconds
+below; a file not listed counts DEFAULT_SECONDS.
+
+SECONDS: the default release's time per file in `make test` (the sum of its tests' setup, call and teardown in
+pytest's --durations on a loaded 2-core machine); re-measure when a file's tests change much. A wrong number only
+makes the shards less even.
+"""
+import os
+
+DEFAULT_SECONDS = 60
+SECONDS = {}
+
+
+def parse(value):
+    """(index from 1, count) of a DRA_IT_SHARD value K/N; ValueError naming the variable when malformed."""
+    try:
+        index, count = (int(part) for part in value.split("/"))
+    except ValueError:
+        index = count = 0
+    if not 1 <= index <= count:
+        raise ValueError(f"DRA_IT_SHARD={value!r}: write K/N with 1 <= K <= N, e.g. 1/2")
+    return index, count
+
+
+def assign(files, count, seconds=None):
+    """{file: shard index from 1} for the files (basenames), longest first to the least loaded shard."""
+    seconds = SECONDS if seconds is None else seconds
+    load = [0.0] * count
+    shards = {}
+    for name in sorted(set(files), key=lambda f: (-seconds.get(f, DEFAULT_SECONDS), f)):
+        target = min(range(count), key=lambda i: (load[i], i))
+        shards[name] = target + 1
+        load[target] += seconds.get(name, DEFAULT_SECONDS)
+    return shards
+
+
+def selected(files):
+    """The files of this process's shard (all of them without DRA_IT_SHARD)."""
+    value = os.environ.get("DRA_IT_SHARD")
+    if not value:
+        return set(files)
+    index, count = parse(value)
+    return {name for name, shard in assign(files, count).items() if shard == index}
