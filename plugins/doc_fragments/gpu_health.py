@@ -19,9 +19,11 @@ options:
         M(dra.admin.dra_gpu_health_facts), one per node (for example
         C(groups['gpu_nodes'] | map('extract', hostvars, ['ansible_facts', 'dra_gpu_health']) | list)).
       - Each GPU is matched to the published device whose C(uuid) attribute (plain, or qualified with its driver's
-        name) is the GPU's UUID, as the NVIDIA DRA driver publishes it. An C(unhealthy) GPU makes its device
-        unhealthy, with the GPU's reasons and the action they ask for; an C(unknown) GPU (nvidia-smi gave no report)
-        makes a device no pod reports on C(unknown); a C(healthy) GPU makes it C(healthy).
+        name) is the GPU's UUID, as the NVIDIA DRA driver publishes it, or - for a MIG device, published with
+        C(uuid) C(MIG-...) - whose C(parentUUID) attribute is. An C(unhealthy) GPU makes its device unhealthy, with
+        the GPU's reasons and the action they ask for; an C(unknown) GPU (no report, or a reading that needs a
+        person) makes a device no pod reports on C(unknown), with its reasons; a C(healthy) GPU makes it
+        C(healthy).
       - A GPU that no published device names is listed in the health report's C(gpus_unmatched), and is a problem
         when unhealthy.
       - An entry that is not such a fact is refused before any request, naming it.

@@ -13,18 +13,29 @@ module: dra_dcgm_health_info
 short_description: Read the health of the cluster's NVIDIA GPUs from the DCGM exporter's series in Prometheus
 version_added: 0.3.0
 description:
-  - Queries Prometheus for the series of NVIDIA's DCGM exporter, per GPU (labels C(UUID) and C(Hostname)), and
-    returns each GPU's health in the shape of M(dra.admin.dra_gpu_health_facts)' facts, one entry per node, ready for
-    the O(dra.admin.dra_device_health_info#module:gpu_health) option of M(dra.admin.dra_device_health_info) and
+  - Queries Prometheus for the series of NVIDIA's DCGM exporter, per GPU (label C(UUID), the physical GPU's also on
+    a MIG instance's series; the node from the exporter's C(hostname) or C(Hostname), else from the scrape's C(node),
+    C(kubernetes_node) or C(kubernetes_pod_node_name)), and returns each GPU's health in the shape of
+    M(dra.admin.dra_gpu_health_facts)' facts, one entry per node, ready for the
+    O(dra.admin.dra_device_health_info#module:gpu_health) option of M(dra.admin.dra_device_health_info) and
     M(dra.admin.dra_device_remediation) - the same verdicts and actions, from the cluster's monitoring instead of
     each node.
-  - C(DCGM_FI_DEV_XID_ERRORS) (the last Xid of the GPU) counts when the series changed within O(xid_window) seconds;
-    the code's meaning and action are those of M(dra.admin.dra_gpu_health_facts).
-  - C(DCGM_FI_DEV_ROW_REMAP_FAILURE) above 0 asks for a replacement; C(DCGM_FI_DEV_ROW_REMAP_PENDING),
-    C(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL) and C(DCGM_FI_DEV_RETIRED_PENDING) above 0 for a GPU reset;
+  - An Xid counts when its code is new within O(xid_window) seconds on C(DCGM_FI_DEV_XID_ERRORS) (the exporter's
+    default series, one series per code with labels C(err_code) and C(err_msg); a code that was already there is not
+    new), or when C(DCGM_EXP_XID_ERRORS_COUNT) (when the exporter's counters enable it, labelled C(xid)) counted it;
+    the code's meaning and action are those of M(dra.admin.dra_gpu_health_facts). Xid 154 carries no text here, it
+    makes the GPU C(unknown) until its node's C(gpu_recovery_action) is read.
+  - C(DCGM_FI_DEV_ROW_REMAP_FAILURE) above 0 asks to run the field diagnostics; C(DCGM_FI_DEV_ROW_REMAP_PENDING),
+    C(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL) and C(DCGM_FI_DEV_RETIRED_PENDING) above 0 for a GPU reset (O(pending));
     C(DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS) is a note.
-  - The exporter collects what its counters file names; a series no GPU reports is listed in RV(series_missing), not
-    an error. One query per series, whatever the number of GPUs.
+  - The exporter's default counters do not export C(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL), C(DCGM_FI_DEV_ROW_REMAP_PENDING)
+    or C(DCGM_FI_DEV_RETIRED_PENDING); a GPU without the series its verdict needs (uncorrectable errors since the
+    driver loaded, a pending remapping or retirement, Xids) is C(unknown), never C(healthy), unless another series
+    makes it C(unhealthy). A GPU the exporter reported within O(xid_window) and no more is C(unknown) too.
+  - With the exporter's C(--kubernetes-enable-dra), each GPU lists the DRA devices and claims the exporter names
+    (RV(gpu_health[].gpus[].dra_devices)).
+  - A series no GPU reports is listed in RV(series_missing), not an error. A fixed number of queries, whatever the
+    number of GPUs.
   - Read-only; the same answer in check mode.
 author:
   - dra.admin maintainers (@dra-admin)
@@ -46,9 +57,18 @@ options:
     default: 10
   xid_window:
     description:
-      - Seconds within which a change of a GPU's C(DCGM_FI_DEV_XID_ERRORS) counts as an Xid.
+      - Seconds within which a new Xid code counts, and a GPU no longer reported is a finding.
     type: int
     default: 3600
+  pending:
+    description:
+      - What a pending row remapping or page retirement and uncorrectable ECC errors since the driver loaded ask for,
+        as the option of the same name of M(dra.admin.dra_gpu_health_facts).
+      - V(drain) takes the GPU out of service until a reset applies it (DCGM's answer); V(allow) keeps it in service
+        with a note (NVIDIA's error recovery flags page says new work may start).
+    type: str
+    choices: [drain, allow]
+    default: drain
   require_series:
     description:
       - Fail when Prometheus has none of the DCGM series (no exporter scraped), rather than return no GPU.
@@ -74,10 +94,12 @@ EXAMPLES = r"""
 RETURN = r"""
 gpu_health:
   description:
-    - One entry per node (the exporter's C(Hostname)), as the C(dra_gpu_health) fact of
-      M(dra.admin.dra_gpu_health_facts) - C(node), C(available), C(source) (C(dcgm)) and C(gpus), each with C(uuid),
-      C(node), C(condition) (C(healthy) or C(unhealthy)), C(action), C(reasons), C(notes), C(findings) and the
-      C(series) values read.
+    - One entry per node (the exporter's C(hostname) or C(Hostname), else the scrape's node label; null without
+      any), as the C(dra_gpu_health) fact of M(dra.admin.dra_gpu_health_facts) - C(node), C(available), C(source)
+      (C(dcgm)), C(pending) and C(gpus), each with C(uuid), C(node), C(condition) (C(healthy), C(unhealthy) or
+      C(unknown)), C(action), C(reasons), C(notes), C(findings), C(xids) (the codes new in the window), the
+      C(series) values read and C(dra_devices) (C(driver), C(pool), C(device), C(claim_namespace), C(claim),
+      C(mig_device_uuid), C(namespace), C(pod) from the exporter's DRA labels; empty without them).
   returned: always
   type: list
   elements: dict
@@ -91,6 +113,7 @@ gpu_health:
           action: reboot-node
           reasons: ["Xid 79: the GPU has fallen off the bus"]
           notes: []
+          xids: [79]
 series_found:
   description: The DCGM series at least one GPU reports.
   returned: always
@@ -102,7 +125,8 @@ series_missing:
   type: list
   elements: str
 queries:
-  description: The PromQL query per series.
+  description: The PromQL query per series, and those of the new Xid codes (C(new_xids)), the GPUs gone from the
+    exporter (C(gone)) and the DRA labels (C(dra_devices)).
   returned: always
   type: dict
 api_requests:
@@ -119,6 +143,7 @@ from ansible_collections.dra.admin.plugins.module_utils.common.errors import (
 from ansible_collections.dra.admin.plugins.module_utils.access.http import Http
 from ansible_collections.dra.admin.plugins.module_utils.access.prometheus import Prometheus, connection_options
 from ansible_collections.dra.admin.plugins.module_utils.devices.dcgm_service import read_dcgm_health
+from ansible_collections.dra.admin.plugins.module_utils.devices.gpu_health import PENDING_DRAIN, PENDING_POLICIES
 
 
 def argument_spec():
@@ -127,6 +152,7 @@ def argument_spec():
         **connection_options(),
         timeout=dict(type="float", default=10),
         xid_window=dict(type="int", default=3600),
+        pending=dict(type="str", choices=list(PENDING_POLICIES), default=PENDING_DRAIN),
         require_series=dict(type="bool", default=False),
     )
 
@@ -144,7 +170,7 @@ def main():
         failure.keep(api_requests=lambda: http.requests)
         prom = Prometheus(http, params["prometheus_url"], token=params["bearer_token"], headers=params["headers"],
                           validate_certs=params["validate_certs"], ca_path=params["ca_path"])
-        result = read_dcgm_health(prom, params["xid_window"])
+        result = read_dcgm_health(prom, params["xid_window"], params["pending"])
         if params["require_series"] and not result["series_found"]:
             raise DraAdminError("Prometheus at %s has none of the DCGM exporter's series (%s): is the exporter "
                                 "scraped?" % (params["prometheus_url"], ", ".join(result["series_missing"])), result)

@@ -181,9 +181,14 @@ devices:
       returned: always
     in_use: {description: A live pod uses it., type: bool, returned: always}
     uuid: {description: Its C(uuid) attribute (null without one)., type: str, returned: always}
+    gpu_uuid:
+      description: The physical GPU's UUID - its C(parentUUID) attribute for a MIG device, else C(uuid) - which
+        O(gpu_health) is matched to.
+      type: str
+      returned: always
     gpu:
       description: >-
-        The reading of the GPU with that UUID from O(gpu_health) - C(uuid), C(node), C(condition), C(action),
+        The reading of the GPU with its C(gpu_uuid) from O(gpu_health) - C(uuid), C(node), C(condition), C(action),
         C(reasons), C(notes) - or null.
       type: dict
       returned: always
@@ -234,7 +239,8 @@ first_seen:
   sample: {gpu.example.com/node-0/gpu-1: {condition: unknown, since: "2026-11-23T17:06:50Z"}}
 gpus_unmatched:
   description: >-
-    The GPUs of O(gpu_health) no published device names by its C(uuid) attribute, as in RV(devices[].gpu); empty
+    The GPUs of O(gpu_health) no published device names by its C(uuid) (or C(parentUUID)) attribute, as in
+    RV(devices[].gpu); empty
     with O(driver) (the other drivers' devices are not read).
   returned: always
   type: list
@@ -250,15 +256,15 @@ metrics_text:
   description: >-
     The device map in the Prometheus text format, for node-exporter's textfile collector - every device (whatever
     O(list_devices) says) as C(dra_admin_device_info) with C(driver), C(pool), C(device), C(node), C(uuid) (its
-    C(uuid) attribute) and C(condition), and each claim and live pod holding one as C(dra_admin_device_consumer_info)
-    with C(claim), C(namespace) and C(pod) too. A GPU UUID from node-side monitoring (the DCGM exporter's label
-    C(UUID)) joins to the device and its pods on C(uuid); role C(dra.admin.monitoring) has the alert and the panel
-    that do so.
+    C(uuid) attribute), C(gpu_uuid) (RV(devices[].gpu_uuid)) and C(condition), and each claim and live pod holding
+    one as C(dra_admin_device_consumer_info) with C(claim), C(namespace) and C(pod) too. A GPU UUID from node-side
+    monitoring (the DCGM exporter's label C(UUID), the physical GPU's also for MIG) joins to the device and its pods
+    on C(gpu_uuid); role C(dra.admin.monitoring) has the alert and the panel that do so.
   returned: always
   type: str
   sample: |
-    dra_admin_device_info{condition="unhealthy",device="gpu-0",driver="gpu.nvidia.com",node="n1",pool="n1",uuid="GPU-1"} 1
-    dra_admin_device_consumer_info{claim="c",device="gpu-0",driver="gpu.nvidia.com",namespace="ml",node="n1",pod="p",pool="n1",uuid="GPU-1"} 1
+    dra_admin_device_info{condition="unhealthy",device="gpu-0",driver="gpu.nvidia.com",gpu_uuid="GPU-1",node="n1",pool="n1",uuid="GPU-1"} 1
+    dra_admin_device_consumer_info{claim="c",device="gpu-0",driver="gpu.nvidia.com",gpu_uuid="GPU-1",namespace="ml",node="n1",pod="p",pool="n1",uuid="GPU-1"} 1
 api_requests:
   description: Number of API requests the module made.
   returned: always

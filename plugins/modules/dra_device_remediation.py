@@ -123,8 +123,9 @@ notes:
   - Claims can tolerate the remediation's taint with the key C(dra.admin/unhealthy).
   - With O(gpu_health), read the facts in the same play just before, and give them in every run of a schedule - a
     run without them sees their devices as the other sources do and may start lifting rules. A GPU that asks for a
-    reset stays unhealthy until it is reset (nvidia-smi's counters) and the Xid has left O(dra.admin.dra_gpu_health_facts#module:xid_window),
-    also after a C(NoExecute) rule has evicted the pods that reported on it.
+    reset stays unhealthy until it is reset (nvidia-smi's counters) and the Xid has left O(dra.admin.dra_gpu_health_facts#module:xid_window)
+    or a later driver load or Xid 154 (recovery action None) ended it, also after a C(NoExecute) rule has evicted the
+    pods that reported on it.
 seealso:
   - module: dra.admin.dra_device_health_info
   - module: dra.admin.dra_device_taint

@@ -16,19 +16,27 @@ description:
   - Runs on a GPU node, read-only. Reads C(nvidia-smi -q -x) (the driver's full report), the kernel log's
     Xid lines, C(/proc/driver/nvidia/gpus/*/information) and C(/proc/uptime), and returns per GPU what a
     cluster admin acts on, with the action it asks for.
-  - From nvidia-smi, uncorrectable ECC errors since the driver loaded (a GPU reset), a pending row remapping or
-    page retirement (a reset applies it), a failed row remapping, memory that cannot be repaired and uncorrectable
-    SRAM errors past their threshold (a replacement), and the driver's own C(gpu_recovery_action) (Reset, Reboot,
-    Drain P2P, Drain and Reset). Lifetime (aggregate) counters are notes.
+  - From nvidia-smi, uncorrectable ECC errors since the driver loaded and a pending row remapping, page retirement,
+    channel or TPC repair (C(channel_repair_pending), C(tpc_repair_pending)) - what they ask for is O(pending) -,
+    a failed row remapping, memory that cannot be repaired and uncorrectable SRAM errors past their threshold (NVIDIA
+    asks to run the field diagnostics, C(run-field-diagnostics)), and the driver's own C(gpu_recovery_action) (NVML's
+    actions 0-7 - None, GPU Reset, Node Reboot, Drain P2P, Drain and Reset, Recover IMEX Domain, Bus Reset, System
+    Reboot). Lifetime (aggregate) counters are notes.
   - From the kernel log, the Xid errors of the last O(xid_window) seconds, matched to a GPU by PCI bus, each with its
-    meaning and NVIDIA's immediate action (the Xid catalog for Ampere and newer GPUs; the codes this module knows
-    are in RV(ansible_facts.dra_gpu_health.xids)). Codes the application causes (13, 31, 43, 94) are notes.
-  - A GPU the kernel driver knows that nvidia-smi cannot reach is taken as fallen off the bus (a node reboot).
-  - A GPU is C(unhealthy) when a reading asks for a reset, a reboot, a replacement or a P2P drain, C(unknown) when
-    nvidia-smi gave no report on it, C(healthy) otherwise.
+    meaning and the immediate action of NVIDIA's Xid catalog for Ampere and newer GPUs; the driver's own text may ask
+    for more, never for less (Xid 154 carries the new recovery action, C((GPU Reset Required)), C((Node Reboot
+    Required)), C((PF FLR)), ...; Xid 160 "Perform node reboot to activate repair"). Codes whose catalog action is to
+    restart the application (13, 31, 94, ...) or to ignore them (43, 45, 63, 92, ...) are notes. A code the catalog
+    sends to a person, gives no action for, or does not list makes the GPU C(unknown), never C(healthy).
+  - A reset-class Xid ends before O(xid_window) does when the log shows the driver loaded again after it, or a later
+    Xid 154 setting the GPU's recovery action to None.
+  - A GPU the kernel driver knows that nvidia-smi cannot reach is taken as fallen off the bus (a node reboot),
+    unless C(/proc) says C(GPU Excluded) C(Yes) (nvidia-smi does not list excluded GPUs; it is C(unknown)).
+  - A GPU is C(unhealthy) when a reading asks for a drain, a reset, a reboot or the field diagnostics, C(unknown)
+    when nvidia-smi gave no report on it or a reading needs a person (C(look-up)), C(healthy) otherwise.
   - Never changes the GPUs' settings. M(dra.admin.dra_device_health_info) and M(dra.admin.dra_device_remediation)
     take these facts (O(dra.admin.dra_device_health_info#module:gpu_health)) and match each GPU to the DRA device
-    that publishes its UUID.
+    that publishes its UUID (a MIG device by its C(parentUUID)).
 author:
   - dra.admin maintainers (@dra-admin)
 extends_documentation_fragment:
@@ -65,6 +73,17 @@ options:
       - An Xid line without a time counts whatever its age.
     type: int
     default: 3600
+  pending:
+    description:
+      - What a pending memory repair (row remapping, page retirement, channel or TPC repair) and uncorrectable ECC
+        errors since the driver loaded ask for.
+      - V(drain) takes the GPU out of service until a reset (a reboot for a channel or TPC repair) applies it, as
+        DCGM's health checks answer.
+      - V(allow) keeps it in service with a note, as NVIDIA's error recovery flags page allows (new work may start;
+        reset when convenient).
+    type: str
+    choices: [drain, allow]
+    default: drain
   node_name:
     description:
       - The Kubernetes node name of this host, carried in the facts for the health modules' report.
@@ -124,10 +143,13 @@ ansible_facts:
           description:
             - One entry per GPU that nvidia-smi reports or the kernel driver knows, in PCI bus order.
             - C(condition) is C(healthy), C(unhealthy) or C(unknown); C(action) the most severe action its readings
-              ask for (C(none), C(watch), C(look-up), C(restart-app), C(drain-p2p), C(reset-gpu), C(reboot-node),
-              C(replace-gpu)); C(reasons) what takes it out of service, C(notes) the rest.
-            - C(ecc) (C(mode), C(volatile) and C(aggregate) C(uncorrectable) and C(correctable) counts,
-              C(sram_threshold_exceeded), C(unrepairable_memory)), C(remapped_rows) (C(correctable), C(uncorrectable),
+              ask for (mildest first C(none), C(watch), C(restart-app), C(look-up), C(drain-p2p),
+              C(recover-imex-domain), C(reset-gpu), C(reset-bus), C(reboot-node), C(run-field-diagnostics));
+              C(reasons) the readings that make the condition (what takes it out of service; for an C(unknown) GPU
+              what needs a person), C(notes) the rest.
+            - C(excluded) (C(GPU Excluded) in C(/proc)), C(ecc) (C(mode), C(volatile) and C(aggregate)
+              C(uncorrectable) and C(correctable) counts, C(sram_threshold_exceeded), C(unrepairable_memory),
+              C(channel_repair_pending), C(tpc_repair_pending)), C(remapped_rows) (C(correctable), C(uncorrectable),
               C(pending), C(failure); null on GPUs without row remapping), C(retired_pages) (C(single_bit),
               C(double_bit), C(pending); null on GPUs that do not retire pages), C(recovery_action), the Xids
               matched to it, and C(findings) (C(reason), C(action), C(source)).
@@ -148,8 +170,8 @@ ansible_facts:
           type: list
           elements: str
         xids:
-          description: The Xids within O(xid_window), each with C(bus), C(code), C(text), C(time), C(age_seconds),
-            C(meaning) and C(action).
+          description: The Xids within O(xid_window), each with C(bus), C(code), C(text), C(time), C(line),
+            C(age_seconds), C(meaning), C(action) and C(ended_by) (what ended a reset-class Xid, or null).
           type: list
           elements: dict
         unmatched_xids:
@@ -159,6 +181,9 @@ ansible_facts:
         xid_window:
           description: O(xid_window).
           type: int
+        pending:
+          description: O(pending).
+          type: str
         errors:
           description: What could not be read (nvidia-smi's or the kernel log command's failure, unreadable files).
           type: list
@@ -172,7 +197,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import InputError, fails_on_error
 from ansible_collections.dra.admin.plugins.module_utils.devices.gpu_health import (
-    GpuHealthError, judge_gpus, parse_smi_xml,
+    PENDING_DRAIN, PENDING_POLICIES, GpuHealthError, judge_gpus, parse_smi_xml,
 )
 
 SMI_ARGS = ["-q", "-x"]
@@ -184,6 +209,7 @@ def argument_spec():
         kernel_log=dict(type="list", elements="str", default=["dmesg"]),
         root=dict(type="path", default="/"),
         xid_window=dict(type="int", default=3600),
+        pending=dict(type="str", choices=list(PENDING_POLICIES), default=PENDING_DRAIN),
         node_name=dict(type="str"),
     )
 
@@ -253,7 +279,8 @@ def main():
         proc = [read_file(p, errors) for p in sorted(glob.glob(os.path.join(
             params["root"], "proc", "driver", "nvidia", "gpus", "*", "information")))]
         uptime = read_file(os.path.join(params["root"], "proc", "uptime"), errors)
-        facts = judge_gpus(smi, kernel_log, [t for t in proc if t], uptime, params["xid_window"])
+        facts = judge_gpus(smi, kernel_log, [t for t in proc if t], uptime, params["xid_window"],
+                           params["pending"])
         facts.update(node=params["node_name"], available=smi is not None, kernel_log_read=kernel_log is not None,
                      errors=errors)
     module.exit_json(changed=False, ansible_facts={"dra_gpu_health": facts})

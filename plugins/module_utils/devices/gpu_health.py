@@ -1,30 +1,42 @@
 # -*- coding: utf-8 -*-
 # Copyright: dra.admin contributors
 # Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
-"""GPU health as the node reads it: ``nvidia-smi -q -x`` and the kernel log's Xid lines, per GPU UUID.
+"""GPU health as the node reads it: ``nvidia-smi -q -x``, the kernel log's Xid lines and ``/proc/driver/nvidia``,
+per GPU UUID.
 
 Pure functions over the texts the node gives (the module dra_gpu_health_facts runs the commands and reads
 the files). What each GPU is judged on, from the XML report of the NVIDIA driver:
 
 * uncorrectable ECC errors since the driver loaded (``ecc_errors/volatile``: the SRAM parity and SECDED
-  counts and the DRAM count; older drivers: ``double_bit/total``): the GPU needs a reset;
-* ``remapped_rows``: a remapping pending (applied at the next GPU reset) or failed (the GPU is to be replaced,
-  NVIDIA's row-remapping RMA policy); ``ecc_errors/unrepairable_memory`` and the aggregate SRAM threshold
-  exceeded likewise mean a replacement;
-* ``retired_pages/pending_retirement`` (GPUs before Ampere retire pages instead of remapping rows): a reset;
-* ``gpu_recovery_action`` (drivers from 550 on): None, Reset, Reboot, Drain P2P or Drain and Reset, as the
-  driver itself asks;
-* a GPU the kernel driver knows (``/proc/driver/nvidia/gpus/*/information``) that nvidia-smi does not report,
-  or that nvidia-smi names as lost: it fell off the bus (a node reboot).
+  counts and the DRAM count; older drivers: ``double_bit/total``);
+* ``remapped_rows``: a remapping pending (applied at the next GPU reset) or failed; ``retired_pages/
+  pending_retirement`` (GPUs before Ampere retire pages instead of remapping rows); ``ecc_errors/
+  channel_repair_pending`` and ``tpc_repair_pending`` (Blackwell: a channel or TPC marked for repair, which the
+  driver's message says a node reboot activates). What a pending repair asks for is the ``pending`` policy:
+  ``drain`` (DCGM's answer: drain the GPU and reset it) or ``allow`` (NVIDIA's error recovery flags page: new work
+  may start, reset when convenient);
+* ``remapped_rows/remapped_row_failure``, ``ecc_errors/unrepairable_memory`` and the aggregate SRAM threshold:
+  NVIDIA asks to run the field diagnostics (which decide on a return), ``run-field-diagnostics``;
+* ``gpu_recovery_action`` (drivers from 550 on): NVML's recovery actions 0-7 (None, GPU Reset, Node Reboot, Drain
+  P2P, Drain and Reset, Recover IMEX Domain, Bus Reset, System Reboot), as the driver itself asks;
+* a GPU the kernel driver knows (``/proc/driver/nvidia/gpus/*/information``) that nvidia-smi does not report, or
+  that nvidia-smi names as lost: it fell off the bus (a node reboot) - unless /proc says ``GPU Excluded: Yes``
+  (excluded from use with ``NVreg_ExcludedGpus``: nvidia-smi does not list it, nothing is wrong).
 
-Xid lines (``NVRM: Xid (PCI:0000:06:00): 79, ...``) name the GPU by its PCI bus; only those within a window
-of seconds before the reading count (dmesg's time since boot against ``/proc/uptime``), since the kernel log
-keeps the Xids of GPUs reset since. Each known code has its meaning and NVIDIA's immediate action (the Xid
-catalog for Ampere and newer GPUs); a code that the workload causes (13, 31, 43, 94) is a note, not a reason
-to take the GPU out of service; an unknown code is a note asking to look it up.
+Xid lines (``NVRM: Xid (PCI:0000:06:00): 79, ...``) name the GPU by its PCI bus; only those within a window of
+seconds before the reading count (dmesg's time since boot against ``/proc/uptime``). A driver load seen later in
+the log (``NVRM: loading NVIDIA ... Kernel Module``), or a later Xid 154 whose recovery action changed to None on
+the same GPU, ends a reset-class Xid before the window does.
 
-A GPU is ``unhealthy`` when any reading asks for a reset, a reboot, a replacement or a P2P drain; ``unknown``
-when nvidia-smi gave no report on it; otherwise ``healthy``. Aggregate (lifetime) counters alone are notes.
+Each code's action is NVIDIA's Xid catalog's immediate action (Ampere and newer GPUs), ``XID_CATALOG``; the
+driver's own text may ask for more (Xid 154 carries the new recovery action, Xid 160 "Perform node reboot to
+activate repair"), never for less. A code the catalog sends to a person (CONTACT_SUPPORT, CHECK_MECHANICALS,
+...), a code it has no immediate action for, and a code not in the catalog are ``look-up``: the GPU is never
+``healthy`` by default on such a code, it is ``unknown``.
+
+A GPU is ``unhealthy`` when any reading asks for a drain, a reset, a reboot or the field diagnostics; ``unknown``
+when nvidia-smi gave no report on it or a reading needs a person; otherwise ``healthy``. Aggregate (lifetime)
+counters alone are notes. docs/decisions.md says where this differs from NVIDIA's DRA driver and device plugin.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -43,54 +55,96 @@ UNKNOWN = "unknown"
 # What to do, mildest first; the worst of a GPU's readings is its action.
 NONE = "none"
 WATCH = "watch"
-LOOK_UP = "look-up"
 RESTART_APP = "restart-app"
+LOOK_UP = "look-up"
 DRAIN_P2P = "drain-p2p"
+RECOVER_IMEX = "recover-imex-domain"
 RESET_GPU = "reset-gpu"
+RESET_BUS = "reset-bus"
 REBOOT = "reboot-node"
-REPLACE = "replace-gpu"
-ACTIONS = (NONE, WATCH, LOOK_UP, RESTART_APP, DRAIN_P2P, RESET_GPU, REBOOT, REPLACE)
-OUT_OF_SERVICE = (DRAIN_P2P, RESET_GPU, REBOOT, REPLACE)
+FIELD_DIAG = "run-field-diagnostics"
+ACTIONS = (NONE, WATCH, RESTART_APP, LOOK_UP, DRAIN_P2P, RECOVER_IMEX, RESET_GPU, RESET_BUS, REBOOT, FIELD_DIAG)
+OUT_OF_SERVICE = (DRAIN_P2P, RECOVER_IMEX, RESET_GPU, RESET_BUS, REBOOT, FIELD_DIAG)
+# Actions a later reset or driver load makes moot (a reboot-class Xid ends only with the boot, which clears the log).
+RESET_CLASS = (DRAIN_P2P, RECOVER_IMEX, RESET_GPU, RESET_BUS)
 
-# Xid code -> (meaning, NVIDIA's immediate action). Source: NVIDIA's Xid catalog for Ampere and newer GPUs
-# (docs.nvidia.com/deploy/xid-errors), the codes a DRA cluster admin meets; docs/decisions.md keeps the list.
-XID_MEANINGS = {
-    13: ("graphics engine exception (the application's fault)", RESTART_APP),
-    31: ("GPU memory page fault (the application's fault)", RESTART_APP),
-    43: ("GPU stopped processing (the application's fault)", RESTART_APP),
-    45: ("preemptive cleanup after earlier errors", NONE),
-    48: ("double-bit ECC error", RESET_GPU),
-    63: ("a row remapping or page retirement was recorded; a GPU reset applies it", RESET_GPU),
-    64: ("a row remapping or page retirement failed", RESET_GPU),
-    74: ("NVLink error", RESET_GPU),
-    79: ("the GPU has fallen off the bus", REBOOT),
-    92: ("high single-bit ECC error rate", WATCH),
-    94: ("contained ECC error (only the application using the memory is affected)", RESTART_APP),
-    95: ("uncontained ECC error", RESET_GPU),
-    119: ("GSP RPC timeout", RESET_GPU),
-    120: ("GSP error", RESET_GPU),
-    140: ("unrecovered ECC error", RESET_GPU),
-    154: ("the GPU's recovery action changed", NONE),
+# What a pending memory repair (row remapping, page retirement, channel or TPC repair) and uncorrectable errors
+# since the driver loaded ask for: DRAIN (DCGM: drain and reset) or ALLOW (NVIDIA's recovery flags: new work may
+# start; a note to reset when convenient).
+PENDING_DRAIN = "drain"
+PENDING_ALLOW = "allow"
+PENDING_POLICIES = (PENDING_DRAIN, PENDING_ALLOW)
+
+# NVIDIA's Xid catalog for Ampere and newer GPUs (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html),
+# column "Resolution Bucket (Immediate Action)", as this collection acts on it: RESET_GPU, WORKFLOW_XID_48 and the
+# NVLink workflows (74, 144-150: "a GPU reset or node reboot is needed to clear this error") -> reset-gpu;
+# RESTART_BM -> reboot-node; RESTART_APP -> restart-app; IGNORE and WORKFLOW_XID_45 ("not solo: follow the other
+# Xid") -> none; every bucket that sends a person to look (CONTACT_SUPPORT, CHECK_MECHANICALS, CHECK_UVM,
+# UPDATE_SWFW, RESTART_VM) and the codes with no immediate action yet (162-172) -> look-up. 154 is read from its text.
+_BUCKETS = {
+    RESTART_APP: (8, 11, 13, 25, 31, 32, 39, 40, 41, 60, 68, 69, 70, 71, 72, 75, 76, 77, 80, 82, 83, 84, 85, 86, 88,
+                  89, 94) + tuple(range(96, 106)) + tuple(range(126, 136)) + (139,),
+    NONE: (14, 37, 38, 43, 44, 45, 63, 66, 67, 92, 93, 106, 107, 108, 121, 137, 141, 152, 153, 157, 160, 161),
+    RESET_GPU: (46, 48, 62, 64, 74, 95, 109, 110, 119, 120, 136, 140, 143) + tuple(range(144, 151)) + (155, 156, 158),
+    REBOOT: (79,),
+    LOOK_UP: (54, 78, 142, 151, 159) + tuple(range(162, 173)),
 }
+XID_CATALOG = dict((code, action) for action, codes in _BUCKETS.items() for code in codes)
 XID_RECOVERY_CODE = 154
+XID_CATALOG_LAST = 172
+# What each code is (the catalog's description, shortened); the other catalog codes are unused on every GPU.
+XID_NAMES = {
+    8: "GPU stopped processing", 11: "invalid or corrupted push buffer stream",
+    13: "graphics engine exception (the application's fault)", 31: "GPU memory page fault (the application's fault)",
+    32: "invalid or corrupted push buffer stream (PCIe DMA)", 43: "GPU stopped processing (the application's fault)",
+    44: "graphics engine fault during context switch", 45: "preemptive cleanup after earlier errors",
+    46: "GPU stopped processing", 48: "double-bit ECC error", 54: "auxiliary power is not connected",
+    62: "internal micro-controller halt", 63: "a row remapping or page retirement was recorded",
+    64: "a row remapping or page retirement failed", 68: "NVDEC0 exception", 74: "NVLink error",
+    78: "vGPU start error", 79: "the GPU has fallen off the bus", 92: "high single-bit ECC error rate",
+    94: "contained ECC error (only the application using the memory is affected)", 95: "uncontained ECC error",
+    109: "context switch timeout", 110: "security fault", 119: "GSP RPC timeout", 120: "GSP error",
+    121: "corrected C2C link errors", 136: "NVLink training failed", 137: "NVLink privilege error",
+    140: "unrecovered ECC error", 142: "NVENC3 error", 143: "GPU initialization failure", 144: "NVLink SAW error",
+    145: "NVLink RLW error", 146: "NVLink TLW error", 147: "NVLink TREX error", 148: "NVLink NVLPW_CTRL error",
+    149: "NVLink NETIR error", 150: "NVLink MSE error", 151: "key rotation error",
+    154: "the GPU's recovery action changed", 155: "NVLink software-defined error", 156: "resource retirement event",
+    157: "resource retirement failure", 158: "GPU fatal timeout", 159: "CHI non-data error",
+    160: "channel retirement event", 161: "channel retirement failure",
+    162: "power smoothing circuitry re-engaged", 163: "power smoothing circuitry disengaged",
+    164: "power smoothing circuitry low lifetime", 165: "power smoothing circuitry lifetime exhausted",
+    166: "NVLink secure crypto error", 167: "PCIe fatal timeout", 168: "reduced GPU memory capacity",
+    169: "SEC2 micro-controller halt", 170: "NVLink interrupt in CC mode", 171: "uncorrectable DRAM error",
+    172: "uncorrectable SRAM error",
+}
+# NVIDIA's DRA driver (gpu-kubelet-plugin device_health.go) and device plugin (internal/rm/health.go) take every
+# Xid as critical except these (docs/decisions.md: where this collection differs).
+NVIDIA_DRIVERS_SKIPPED_XIDS = (13, 31, 43, 45, 68, 109)
 
-# gpu_recovery_action (nvidia-smi -q) and the action it asks for (NVIDIA's error recovery and response flags).
-RECOVERY_ACTIONS = {"none": NONE, "reset": RESET_GPU, "reboot": REBOOT, "node reboot": REBOOT,
-                    "drain p2p": DRAIN_P2P, "drain and reset": RESET_GPU}
+# NVML's nvmlDeviceGpuRecoveryAction_t (gpu_recovery_action, Xid 154's "0x<n>") and the action each asks for.
+RECOVERY_BY_NUMBER = {0: NONE, 1: RESET_GPU, 2: REBOOT, 3: DRAIN_P2P, 4: RESET_GPU, 5: RECOVER_IMEX, 6: RESET_BUS,
+                      7: REBOOT}
+# The names drivers print (nvidia-smi's gpu_recovery_action; the parenthesised name in Xid 154's text), lower case,
+# for a text without the number: the most specific first.
+RECOVERY_BY_NAME = (("drain and reset", RESET_GPU), ("drain p2p", DRAIN_P2P), ("imex", RECOVER_IMEX),
+                    ("bus reset", RESET_BUS), ("pf flr", RESET_GPU), ("reboot", REBOOT), ("reset", RESET_GPU),
+                    ("none", NONE))
 
 NOT_AVAILABLE = ("n/a", "[n/a]", "not supported", "[not supported]", "unknown error", "[unknown error]",
                  "requested functionality has been deprecated", "")
 
-_XID_LINE = re.compile(r"^(?:\[\s*(?P<time>\d+(?:\.\d+)?)\]\s*)?.*?NVRM: Xid \((?:PCI:)?(?P<bus>[0-9A-Fa-f]{4,8}:"
-                       r"[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})(?:\.[0-7])?\): (?P<code>\d+),\s*(?P<text>.*)$")
-_GPU_AT = re.compile(r"NVRM: GPU at (?:PCI:)?(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})(?:\.[0-7])?: "
-                     r"(?P<uuid>GPU-[0-9A-Fa-f-]+)")
-_LOST_BUS = re.compile(r"GPU\s?(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})(?:\.[0-7])?"
+_BUS = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}"
+_XID_LINE = re.compile(r"^(?:\[\s*(?P<time>\d+(?:\.\d+)?)\]\s*)?.*?NVRM: Xid \((?:PCI:)?(?P<bus>" + _BUS +
+                       r")(?:\.[0-7])?\): (?P<code>\d+),\s*(?P<text>.*)$")
+_DRIVER_LOAD = re.compile(r"^(?:\[\s*(?P<time>\d+(?:\.\d+)?)\]\s*)?.*?NVRM: loading NVIDIA .*Kernel Module")
+_GPU_AT = re.compile(r"NVRM: GPU at (?:PCI:)?(?P<bus>" + _BUS + r")(?:\.[0-7])?: (?P<uuid>GPU-[0-9A-Fa-f-]+)")
+_LOST_BUS = re.compile(r"GPU\s?(?P<bus>" + _BUS + r")(?:\.[0-7])?"
                        r"[: ].*(?:is lost|fallen off the bus|Unable to determine the device handle)", re.I)
-_UNABLE = re.compile(r"Unable to determine the device handle for GPU\s?(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:"
-                     r"[0-9A-Fa-f]{2})", re.I)
-_RECOVERY_IN_TEXT = re.compile(r"\((?P<action>none|reset|reboot|node reboot|drain p2p|drain and reset)\)\s*\.?\s*$",
-                               re.I)
+_UNABLE = re.compile(r"Unable to determine the device handle for GPU\s?(?P<bus>" + _BUS + ")", re.I)
+# Xid 154: "GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)".
+_RECOVERY_TO = re.compile(r"\bto\s+(?:0x(?P<number>[0-9a-f]+))?\s*(?:\((?P<name>[^)]*)\))?", re.I)
+# The driver's own ask in an Xid's text ("Perform node reboot to activate repair", "reset gpu to activate").
+_ACTIVATE = re.compile(r"(?P<what>node reboot|gpu reset|reset gpu|reboot)\s+to\s+activate", re.I)
 
 
 class GpuHealthError(DraAdminError, ValueError):
@@ -98,21 +152,40 @@ class GpuHealthError(DraAdminError, ValueError):
 
 
 def bus_key(text):
-    """``domain:bus:device`` with a 4-digit domain, lower case: how nvidia-smi, the kernel log and /proc agree.
+    """``domain:bus:device`` with the domain's leading zeros cut to four digits, lower case: how nvidia-smi, the
+    kernel log and /proc agree.
 
-    ``00000000:00:06.0`` (nvidia-smi), ``0000:00:06`` (Xid lines) and ``0000:00:06.0`` (/proc) give ``0000:00:06``.
+    ``00000000:00:06.0`` (nvidia-smi), ``0000:00:06`` (Xid lines) and ``0000:00:06.0`` (/proc) give ``0000:00:06``;
+    a domain of more than four significant digits keeps them (``00010000:01:00.0`` is ``10000:01:00``, not domain 0).
     """
     if not text:
         return None
     parts = text.strip().lower().split(":")
     if len(parts) != 3:
         return None
-    return "%s:%s:%s" % (parts[0][-4:].rjust(4, "0"), parts[1], parts[2].split(".")[0])
+    domain = parts[0].lstrip("0").rjust(4, "0")
+    return "%s:%s:%s" % (domain, parts[1], parts[2].split(".")[0])
 
 
 def worst_action(actions):
     """The most severe of the actions (NONE for none)."""
     return max(list(actions) + [NONE], key=ACTIONS.index)
+
+
+def condition_of(actions, reported=True):
+    """The condition the actions make: unhealthy when one takes the GPU out of service, unknown when one needs a
+    person (look-up) or the GPU was not read, healthy otherwise."""
+    actions = list(actions)
+    if any(a in OUT_OF_SERVICE for a in actions):
+        return UNHEALTHY
+    if LOOK_UP in actions or not reported:
+        return UNKNOWN
+    return HEALTHY
+
+
+def pending_action(action, policy):
+    """The action of a pending repair or of errors a reset clears, under the pending policy (WATCH when allowed)."""
+    return action if policy == PENDING_DRAIN else WATCH
 
 
 # --- nvidia-smi -q -x -------------------------------------------------------------
@@ -147,7 +220,8 @@ def _sum(values):
 
 
 def ecc_counts(gpu):
-    """Uncorrectable and correctable ECC errors, volatile (since the driver loaded) and aggregate (lifetime)."""
+    """Uncorrectable and correctable ECC errors, volatile (since the driver loaded) and aggregate (lifetime), and
+    the repair flags (Blackwell: channel and TPC repair pending)."""
     out = {"mode": _text(gpu, "ecc_mode/current_ecc")}
     for period in ("volatile", "aggregate"):
         base = gpu.find("ecc_errors/%s" % period)
@@ -159,6 +233,8 @@ def ecc_counts(gpu):
         out[period] = {"uncorrectable": uncorrectable, "correctable": correctable}
     out["sram_threshold_exceeded"] = _yes(gpu, "ecc_errors/aggregate/sram_threshold_exceeded")
     out["unrepairable_memory"] = _yes(gpu, "ecc_errors/unrepairable_memory")
+    out["channel_repair_pending"] = _yes(gpu, "ecc_errors/channel_repair_pending")
+    out["tpc_repair_pending"] = _yes(gpu, "ecc_errors/tpc_repair_pending")
     return out
 
 
@@ -211,17 +287,24 @@ def parse_smi_xml(text):
 # --- the kernel log and /proc ---------------------------------------------------------
 
 def parse_xid_lines(text):
-    """(xids, uuids by bus, lost buses) from kernel log text (dmesg's, or journalctl -k's).
+    """{xids, uuids, lost, driver_loads} from kernel log text (dmesg's, or journalctl -k's).
 
-    xids: [{bus, code, text, time (seconds since boot, None without dmesg's stamp)}].
+    xids: [{bus, code, text, time (seconds since boot, None without dmesg's stamp), line (its number)}];
+    uuids: {bus: GPU UUID} (the driver's "GPU at PCI:..." lines); lost: buses the log says fell off;
+    driver_loads: [{time, line}] of the driver's "loading NVIDIA ... Kernel Module" lines.
     """
-    xids, uuids, lost = [], {}, set()
-    for line in (text or "").splitlines():
-        match = _XID_LINE.match(line.strip())
+    xids, uuids, lost, loads = [], {}, set(), []
+    for number, line in enumerate((text or "").splitlines()):
+        line = line.strip()
+        match = _XID_LINE.match(line)
         if match:
             xids.append({"bus": bus_key(match.group("bus")), "code": int(match.group("code")),
                          "text": match.group("text").strip()[:300],
-                         "time": float(match.group("time")) if match.group("time") else None})
+                         "time": float(match.group("time")) if match.group("time") else None, "line": number})
+            continue
+        load = _DRIVER_LOAD.match(line)
+        if load:
+            loads.append({"time": float(load.group("time")) if load.group("time") else None, "line": number})
             continue
         at = _GPU_AT.search(line)
         if at:
@@ -229,11 +312,11 @@ def parse_xid_lines(text):
         gone = _LOST_BUS.search(line)
         if gone:
             lost.add(bus_key(gone.group("bus")))
-    return xids, uuids, lost
+    return {"xids": xids, "uuids": uuids, "lost": lost, "driver_loads": loads}
 
 
 def parse_proc_information(texts):
-    """[{uuid, bus, model}] from the texts of /proc/driver/nvidia/gpus/*/information."""
+    """[{uuid, bus, model, excluded}] from the texts of /proc/driver/nvidia/gpus/*/information."""
     gpus = []
     for text in texts:
         fields = {}
@@ -242,8 +325,10 @@ def parse_proc_information(texts):
                 key, value = line.split(":", 1)
                 fields[key.strip().lower()] = value.strip()
         if fields.get("gpu uuid") or fields.get("bus location"):
-            gpus.append({"uuid": fields.get("gpu uuid"), "bus": bus_key(fields.get("bus location")),
-                         "model": fields.get("model")})
+            uuid = fields.get("gpu uuid")
+            gpus.append({"uuid": uuid if uuid and uuid.startswith("GPU-") else None,
+                         "bus": bus_key(fields.get("bus location")), "model": fields.get("model"),
+                         "excluded": (fields.get("gpu excluded") or "").lower() == "yes"})
     return gpus
 
 
@@ -263,50 +348,111 @@ def uptime_seconds(text):
 
 # --- the verdict per GPU -------------------------------------------------------------
 
+def recovery_action(text):
+    """The action a recovery action asks for, from its NVML number or its printed name (nvidia-smi's
+    gpu_recovery_action, Xid 154's text); LOOK_UP when neither is known, None for no text."""
+    if not text or not text.strip():
+        return None
+    found = _RECOVERY_TO.search(text) if " to " in " %s " % text.lower() else None
+    number, name = (found.group("number"), found.group("name")) if found else (None, text)
+    if number is not None and int(number, 16) in RECOVERY_BY_NUMBER:
+        return RECOVERY_BY_NUMBER[int(number, 16)]
+    lowered = (name or "").strip().lower()
+    for word, action in RECOVERY_BY_NAME:
+        if word in lowered:
+            return action
+    return LOOK_UP
+
+
+def _text_action(text):
+    """What an Xid's own text asks for ("Perform node reboot to activate repair"), None when it asks nothing."""
+    found = _ACTIVATE.search(text or "")
+    if not found:
+        return None
+    return REBOOT if "reboot" in found.group("what").lower() else RESET_GPU
+
+
 def xid_meaning(xid):
-    """(meaning, action) of one Xid; 154 carries the new recovery action in its text."""
-    code = xid["code"]
+    """(meaning, action) of one Xid ({code, text}): the catalog's immediate action, raised (never lowered) by what
+    the driver's text asks; Xid 154's action is the recovery action in its text (look-up without one, as on the
+    DCGM exporter's series, which carries no text); a code without a catalog action is look-up."""
+    code, text = xid["code"], xid.get("text") or ""
+    name = XID_NAMES.get(code)
     if code == XID_RECOVERY_CODE:
-        found = _RECOVERY_IN_TEXT.search(xid["text"])
-        return XID_MEANINGS[code][0], RECOVERY_ACTIONS.get(found.group("action").lower()) if found else LOOK_UP
-    if code in XID_MEANINGS:
-        return XID_MEANINGS[code]
-    return "Xid %d is not in this collection's list: look it up in NVIDIA's Xid catalog" % code, LOOK_UP
+        action = recovery_action(text) if text else None
+        if action is None:
+            return ("%s; the new action is not in the reading: read gpu_recovery_action on the node" % name,
+                    LOOK_UP)
+        return "%s (%s)" % (name, text.split(" to ", 1)[-1].strip().rstrip(".")) if " to " in text else name, action
+    if code not in XID_CATALOG:
+        if 0 < code <= XID_CATALOG_LAST:
+            return "a code NVIDIA's catalog lists as unused (contact support): look it up before using the GPU", LOOK_UP
+        return ("not in NVIDIA's Xid catalog as this collection knows it (1-%d): look it up before using the GPU"
+                % XID_CATALOG_LAST, LOOK_UP)
+    action = XID_CATALOG[code]
+    meaning = name or "catalog action %s" % action
+    asked = _text_action(text)
+    if asked and ACTIONS.index(asked) > ACTIONS.index(action):
+        return "%s; the driver asks for a %s" % (meaning, "node reboot" if asked == REBOOT else "GPU reset"), asked
+    return meaning, action
 
 
-def recent_xids(xids, uptime, window):
+def ended_by(xid, later_loads, recoveries):
+    """What ended a reset-class Xid: a driver load after it, or a later Xid 154 on its GPU whose action became
+    None; None when nothing did. Order is the log's (line numbers)."""
+    for load in later_loads:
+        if load["line"] > xid["line"]:
+            return "the driver loaded again%s" % (" at %.0f s" % load["time"] if load["time"] is not None else "")
+    for recovery in recoveries:
+        if recovery["bus"] == xid["bus"] and recovery["line"] > xid["line"]:
+            return "a later Xid 154 set the recovery action to None"
+    return None
+
+
+def recent_xids(xids, uptime, window, driver_loads=()):
     """The Xids within window seconds before the reading, with their meaning and action (every Xid when the log
-    line or /proc/uptime has no time: the age cannot be told)."""
+    line or /proc/uptime has no time: the age cannot be told); a reset-class Xid ended by a later driver load or
+    recovery action None keeps its meaning with action none and ``ended_by``."""
+    recoveries = [x for x in xids if x["code"] == XID_RECOVERY_CODE and recovery_action(x["text"]) == NONE]
     out = []
     for xid in xids:
         age = None if xid["time"] is None or uptime is None else max(0, int(uptime - xid["time"]))
         if age is None or age <= window:
             meaning, action = xid_meaning(xid)
-            out.append(dict(xid, age_seconds=age, meaning=meaning, action=action))
+            ended = ended_by(xid, driver_loads, recoveries) if action in RESET_CLASS else None
+            out.append(dict(xid, age_seconds=age, meaning=meaning, action=NONE if ended else action,
+                            ended_by=ended))
     return out
 
 
-def smi_findings(gpu):
+def smi_findings(gpu, pending=PENDING_DRAIN):
     """[(reason, action)] from one GPU's nvidia-smi reading: what takes it out of service, then notes."""
     ecc, rows, pages = gpu["ecc"], gpu["remapped_rows"] or {}, gpu["retired_pages"] or {}
+    allowed = "" if pending == PENDING_DRAIN else "; new work may start (pending: allow), reset when convenient"
     found = []
     if ecc["volatile"]["uncorrectable"]:
-        found.append(("%d uncorrectable ECC error(s) since the driver loaded" % ecc["volatile"]["uncorrectable"],
-                      RESET_GPU))
+        found.append(("%d uncorrectable ECC error(s) since the driver loaded (a GPU reset clears them)%s"
+                      % (ecc["volatile"]["uncorrectable"], allowed), pending_action(RESET_GPU, pending)))
     if ecc["unrepairable_memory"]:
-        found.append(("memory that cannot be repaired (unrepairable_memory)", REPLACE))
+        found.append(("memory that cannot be repaired (unrepairable_memory)", FIELD_DIAG))
     if ecc["sram_threshold_exceeded"]:
-        found.append(("uncorrectable SRAM errors past the threshold (sram_threshold_exceeded)", REPLACE))
+        found.append(("uncorrectable SRAM errors past the threshold (sram_threshold_exceeded)", FIELD_DIAG))
     if rows.get("failure"):
-        found.append(("row remapping failed", REPLACE))
+        found.append(("row remapping failed", FIELD_DIAG))
     if rows.get("pending"):
-        found.append(("a row remapping is pending (a GPU reset applies it)", RESET_GPU))
+        found.append(("a row remapping is pending (a GPU reset applies it)%s" % allowed,
+                      pending_action(RESET_GPU, pending)))
     if pages.get("pending"):
-        found.append(("a page retirement is pending (a GPU reset applies it)", RESET_GPU))
-    recovery = (gpu["recovery_action"] or "").strip().lower()
-    if recovery and recovery != "none":
-        found.append(("the driver asks for recovery action %s" % gpu["recovery_action"],
-                      RECOVERY_ACTIONS.get(recovery, LOOK_UP)))
+        found.append(("a page retirement is pending (a GPU reset applies it)%s" % allowed,
+                      pending_action(RESET_GPU, pending)))
+    for flag, what in (("channel_repair_pending", "a memory channel"), ("tpc_repair_pending", "a TPC")):
+        if ecc.get(flag):
+            found.append(("%s is marked for repair (%s; the driver asks for a node reboot to activate it)%s"
+                          % (what, flag, allowed.replace("reset", "reboot")), pending_action(REBOOT, pending)))
+    recovery = (gpu["recovery_action"] or "").strip()
+    action = recovery_action(recovery)
+    if action is not None and action != NONE:
+        found.append(("the driver asks for recovery action %s" % recovery, action))
     if ecc["aggregate"]["uncorrectable"]:
         found.append(("%d uncorrectable ECC error(s) over the GPU's life" % ecc["aggregate"]["uncorrectable"], WATCH))
     if rows.get("uncorrectable"):
@@ -318,6 +464,7 @@ def _gpu_entry(bus, reading=None, known=None):
     reading, known = reading or {}, known or {}
     return {"uuid": reading.get("uuid") or known.get("uuid"), "pci_bus": bus, "index": reading.get("index"),
             "name": reading.get("name") or known.get("model"), "reported": bool(reading),
+            "excluded": bool(known.get("excluded")),
             "ecc": reading.get("ecc"), "remapped_rows": reading.get("remapped_rows"),
             "retired_pages": reading.get("retired_pages"), "recovery_action": reading.get("recovery_action"),
             "xids": [], "findings": []}
@@ -331,6 +478,8 @@ def _gpus_by_bus(readings, proc_gpus, uuids_by_bus):
     for known in proc_gpus:
         if known["bus"] not in gpus:
             gpus[known["bus"]] = _gpu_entry(known["bus"], known=known)
+        elif known["excluded"]:
+            gpus[known["bus"]]["excluded"] = True
     for bus, uuid in uuids_by_bus.items():
         if bus not in gpus:
             gpus[bus] = _gpu_entry(bus, known={"uuid": uuid})
@@ -339,43 +488,48 @@ def _gpus_by_bus(readings, proc_gpus, uuids_by_bus):
     return gpus
 
 
-def _judged(entry, smi_ran):
+def judged(entry, reported=True):
+    """An entry (findings of {reason, action, source}) with its condition, action, reasons and notes: reasons are
+    the findings that make the condition (those out of service when unhealthy, those needing a person when
+    unknown), notes the rest."""
     findings = entry["findings"]
-    action = worst_action(f["action"] for f in findings)
-    if action in OUT_OF_SERVICE:
-        condition = UNHEALTHY
-    elif not entry["reported"]:
-        condition = UNKNOWN
-    else:
-        condition = HEALTHY
-    if not entry["reported"] and not findings:
-        findings.append({"reason": "nvidia-smi %s" % ("does not report it" if smi_ran else "gave no report"),
-                         "action": NONE, "source": "nvidia-smi"})
-    entry.update(condition=condition, action=action,
-                 reasons=[f["reason"] for f in findings if f["action"] in OUT_OF_SERVICE],
-                 notes=[f["reason"] for f in findings if f["action"] not in OUT_OF_SERVICE])
+    actions = [f["action"] for f in findings]
+    condition = condition_of(actions, reported)
+    deciding = OUT_OF_SERVICE if condition == UNHEALTHY else ((LOOK_UP,) if condition == UNKNOWN else ())
+    entry.update(condition=condition, action=worst_action(actions),
+                 reasons=[f["reason"] for f in findings if f["action"] in deciding],
+                 notes=[f["reason"] for f in findings if f["action"] not in deciding])
     return entry
 
 
-def judge_gpus(smi, kernel_log, proc_texts, uptime_text, window):
+def _node_findings(entry, smi, reading, lost, pending):
+    """The findings of nvidia-smi's reading, or of its absence (excluded, fallen off the bus, not reported)."""
+    if entry["reported"]:
+        return [{"reason": r, "action": a, "source": "nvidia-smi"} for r, a in smi_findings(reading, pending)]
+    if entry["excluded"]:
+        return [{"reason": "excluded from use by the driver (GPU Excluded: Yes in /proc/driver/nvidia): nvidia-smi "
+                           "does not list it", "action": LOOK_UP, "source": "proc"}]
+    if smi is not None or entry["pci_bus"] in lost:
+        return [{"reason": "the kernel driver knows it, nvidia-smi cannot reach it (fallen off the bus?)",
+                 "action": REBOOT, "source": "nvidia-smi"}]
+    return [{"reason": "nvidia-smi gave no report", "action": LOOK_UP, "source": "nvidia-smi"}]
+
+
+def judge_gpus(smi, kernel_log, proc_texts, uptime_text, window, pending=PENDING_DRAIN):
     """The node's GPU health report (see the module dra_gpu_health_facts for every field).
 
     smi: parse_smi_xml's result, or None when nvidia-smi gave none; kernel_log: its text or None (not read);
-    proc_texts: the texts of /proc/driver/nvidia/gpus/*/information; window: seconds an Xid counts.
+    proc_texts: the texts of /proc/driver/nvidia/gpus/*/information; window: seconds an Xid counts; pending: the
+    pending policy (PENDING_POLICIES).
     """
-    xids, uuids_by_bus, lost = parse_xid_lines(kernel_log)
-    recent = recent_xids(xids, uptime_seconds(uptime_text), window)
+    log = parse_xid_lines(kernel_log)
+    recent = recent_xids(log["xids"], uptime_seconds(uptime_text), window, log["driver_loads"])
     readings = (smi or {}).get("gpus") or []
     by_bus = dict((bus_key(g["pci_bus_id"]), g) for g in readings)
-    gpus = _gpus_by_bus(readings, parse_proc_information(proc_texts), uuids_by_bus)
-    lost |= smi_lost_buses((smi or {}).get("messages") or [])
+    gpus = _gpus_by_bus(readings, parse_proc_information(proc_texts), log["uuids"])
+    lost = log["lost"] | smi_lost_buses((smi or {}).get("messages") or [])
     for bus, entry in gpus.items():
-        if entry["reported"]:
-            entry["findings"] += [{"reason": r, "action": a, "source": "nvidia-smi"}
-                                  for r, a in smi_findings(by_bus[bus])]
-        elif smi is not None or bus in lost:
-            entry["findings"].append({"reason": "the kernel driver knows it, nvidia-smi cannot reach it (fallen off "
-                                                "the bus?)", "action": REBOOT, "source": "nvidia-smi"})
+        entry["findings"] += _node_findings(entry, smi, by_bus.get(bus), lost, pending)
     unmatched = []
     for xid in recent:
         target = gpus.get(xid["bus"])
@@ -383,11 +537,12 @@ def judge_gpus(smi, kernel_log, proc_texts, uptime_text, window):
             unmatched.append(xid)
             continue
         target["xids"].append(xid)
-        target["findings"].append({"reason": "Xid %d: %s" % (xid["code"], xid["meaning"]), "action": xid["action"],
-                                   "source": "kernel log"})
-    judged = [_judged(gpus[bus], smi is not None) for bus in sorted(gpus)]
-    return {"gpus": judged, "unhealthy": [g["uuid"] or g["pci_bus"] for g in judged if g["condition"] == UNHEALTHY],
-            "xids": recent, "unmatched_xids": unmatched, "xid_window": window,
+        ended = " (ended: %s)" % xid["ended_by"] if xid["ended_by"] else ""
+        target["findings"].append({"reason": "Xid %d: %s%s" % (xid["code"], xid["meaning"], ended),
+                                   "action": xid["action"], "source": "kernel log"})
+    report = [judged(gpus[bus], gpus[bus]["reported"]) for bus in sorted(gpus)]
+    return {"gpus": report, "unhealthy": [g["uuid"] or g["pci_bus"] for g in report if g["condition"] == UNHEALTHY],
+            "xids": recent, "unmatched_xids": unmatched, "xid_window": window, "pending": pending,
             "driver_version": (smi or {}).get("driver_version")}
 
 
@@ -410,13 +565,13 @@ def gpus_by_uuid(gpu_health):
             if not isinstance(gpu, dict) or gpu.get("condition") not in (HEALTHY, UNHEALTHY, UNKNOWN):
                 raise GpuHealthError("gpu_health[%d].gpus holds %r, not a GPU of dra_gpu_health_facts" % (number, gpu))
             if gpu.get("uuid"):
-                out[gpu["uuid"]] = {"uuid": gpu["uuid"], "node": facts.get("node"), "condition": gpu["condition"],
-                                    "action": gpu.get("action"), "reasons": list(gpu.get("reasons") or []),
-                                    "notes": list(gpu.get("notes") or [])}
+                out[gpu["uuid"]] = {"uuid": gpu["uuid"], "node": gpu.get("node") or facts.get("node"),
+                                    "condition": gpu["condition"], "action": gpu.get("action"),
+                                    "reasons": list(gpu.get("reasons") or []), "notes": list(gpu.get("notes") or [])}
     return out
 
 
 def gpu_reasons(gpu):
-    """What one GPU reading says against its device, as the device report's reasons."""
+    """What one GPU reading says against its device (or why it is unknown), as the device report's reasons."""
     where = " on %s" % gpu["node"] if gpu.get("node") else ""
     return ["GPU %s%s: %s (%s)" % (gpu["uuid"], where, reason, gpu["action"]) for reason in gpu["reasons"]]

@@ -97,6 +97,8 @@ CLAIM_PREFIX = "claim:"
 SOURCE_GPU = "gpu_health"
 # The device attribute that carries the GPU's UUID (the NVIDIA DRA driver's, and the example driver's, name).
 UUID_ATTRIBUTE = "uuid"
+# A MIG device's physical GPU (the NVIDIA DRA driver publishes a MIG device with uuid MIG-... and this attribute).
+PARENT_UUID_ATTRIBUTE = "parentUUID"
 
 # The driver's presence on the node (opt-in, dra_device_remediation's dead_drivers): its DaemonSet's pod there.
 SOURCE_DRIVER_PODS = "driver_pods"
@@ -150,8 +152,8 @@ def taint_view(taint):
 
 
 def published_devices(slices):
-    """{(driver, pool, device): {"node": location, "taints": [taint views], "uuid": the UUID attribute}} of each
-    pool's newest generation.
+    """{(driver, pool, device): {"node": location, "taints": [taint views], "uuid": the UUID attribute,
+    "gpu_uuid": the physical GPU's UUID (parentUUID for a MIG device, else uuid)}} of each pool's newest generation.
 
     The location is a node name or a kube.locations marker (kube.slices.device_location).
     """
@@ -160,10 +162,12 @@ def published_devices(slices):
         spec = item.get("spec") or {}
         pool = (spec.get("pool") or {}).get("name")
         for device in spec.get("devices") or []:
+            attributes = device_attributes(device, spec.get("driver"))
             devices[(spec.get("driver"), pool, device.get("name"))] = {
                 "node": device_location(item, device),
                 "taints": [taint_view(t) for t in _device_taints(device)],
-                "uuid": device_attributes(device, spec.get("driver")).get(UUID_ATTRIBUTE),
+                "uuid": attributes.get(UUID_ATTRIBUTE),
+                "gpu_uuid": attributes.get(PARENT_UUID_ATTRIBUTE) or attributes.get(UUID_ATTRIBUTE),
             }
     return devices
 
@@ -372,7 +376,7 @@ def device_condition(health, taints, gpu=None):
     if health == UNKNOWN:
         return COND_UNKNOWN, ["a pod reports it Unknown"]
     if gpu and gpu["condition"] == GPU_UNKNOWN:
-        return COND_UNKNOWN, ["GPU %s: nvidia-smi gave no report on it" % gpu["uuid"]]
+        return COND_UNKNOWN, gpu_reasons(gpu) or ["GPU %s: nvidia-smi gave no report on it" % gpu["uuid"]]
     if health == HEALTHY or (gpu and gpu["condition"] == GPU_HEALTHY):
         return COND_HEALTHY, []
     return COND_NOT_REPORTED, []
@@ -418,11 +422,11 @@ def gpu_source(gpu_health, devices):
 
 
 def gpus_unmatched(gpus, devices, driver):
-    """The GPUs read on the nodes that no published device names by its uuid attribute (without a driver filter:
-    with one, the other drivers' devices are not read)."""
+    """The GPUs read on the nodes that no published device names by its uuid (or, for a MIG device, parentUUID)
+    attribute (without a driver filter: with one, the other drivers' devices are not read)."""
     if not gpus or driver is not None:
         return []
-    named = set(d["uuid"] for d in devices if d.get("uuid"))
+    named = set(d.get("gpu_uuid") or d["uuid"] for d in devices if d.get("gpu_uuid") or d.get("uuid"))
     return [dict(gpu) for uuid, gpu in sorted(gpus.items()) if uuid not in named]
 
 
@@ -436,7 +440,8 @@ def check_inputs(first_seen, unknown_after):
 def _new_entry(key, where, published):
     return {"driver": key[0], "pool": key[1], "device": key[2], "id": device_key(*key),
             "node": where.get("node"), "published": published, "taints": list(where.get("taints") or []),
-            "uuid": where.get("uuid"), "reports": [], "claims": [], "pods": []}
+            "uuid": where.get("uuid"), "gpu_uuid": where.get("gpu_uuid") or where.get("uuid"), "reports": [],
+            "claims": [], "pods": []}
 
 
 def _report_view(report):
@@ -492,7 +497,8 @@ def _judged(entry, used, first_seen, now, gpus):
     entry["claims"] = sorted(used["claims"])
     entry["pods"] = sorted(used["pods"], key=lambda p: (p["namespace"] or "", p["name"] or ""))
     entry["health"] = worst_health(r["health"] for r in entry["reports"])
-    entry["gpu"] = (gpus or {}).get(entry["uuid"]) if entry["uuid"] else None
+    gpu_uuid = entry.get("gpu_uuid") or entry["uuid"]
+    entry["gpu"] = (gpus or {}).get(gpu_uuid) if gpu_uuid else None
     entry["condition"], entry["reasons"] = device_condition(entry["health"], entry["taints"], entry["gpu"])
     since, source = _since(entry["id"], entry["condition"], entry["taints"], first_seen, now)
     entry["since"] = format_time(since) if since else None

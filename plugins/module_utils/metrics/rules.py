@@ -212,31 +212,35 @@ def absent_alerts(workqueue_depth_selector, absent_for, labels):
 
 
 def gpu_xid_alert(labels):
-    """The device map's alert: a GPU whose last Xid (the DCGM exporter's) is not 0, named as the DRA device and the
-    pod holding it (devices.device_map: the join on the GPU's UUID)."""
+    """The device map's alert: a GPU with an Xid new within the last device_map.XID_ALERT_WINDOW seconds whose
+    catalog action takes it out of service (or is unknown), named as the DRA device and the pod holding it
+    (devices.device_map: the join on the physical GPU's UUID, a MIG device's parentUUID)."""
     return {
         "alert": GPU_XID_ON_DEVICE,
         "expr": device_map.XID_CONSUMERS_QUERY,
         "labels": dict(labels),
         "annotations": {
-            "summary": "A GPU held by a DRA claim reported an Xid.",
-            "description": "GPU {{ $labels.uuid }} - DRA device {{ $labels.driver }}/{{ $labels.pool }}/"
+            "summary": "A GPU held by a DRA claim reported an Xid that takes it out of service.",
+            "description": "GPU {{ $labels.gpu_uuid }} - DRA device {{ $labels.driver }}/{{ $labels.pool }}/"
                            "{{ $labels.device }} on {{ $labels.node }}, claim {{ $labels.namespace }}/"
-                           "{{ $labels.claim }}, pod {{ $labels.pod }} - reported Xid {{ $value }} (the DCGM "
-                           "exporter's %s). Module dra.admin.dra_gpu_health_facts says what the code asks for; "
-                           "role dra.admin.device_maintenance (remediate, with the node in "
+                           "{{ $labels.claim }}, pod {{ $labels.pod }} - reported Xid {{ $labels.err_code }} within "
+                           "the last %d minutes (the DCGM exporter's %s or %s); the application's own codes and those "
+                           "NVIDIA's catalog ignores are left out. Module dra.admin.dra_gpu_health_facts says what "
+                           "the code asks for; role dra.admin.device_maintenance (remediate, with the node in "
                            "dra_device_maintenance_remediate_gpu_nodes) takes this one device out of service, "
-                           "not the whole node." % device_map.DCGM_XID_ERRORS},
+                           "not the whole node." % (device_map.XID_ALERT_WINDOW // 60, device_map.DCGM_XID_ERRORS,
+                                                    device_map.DCGM_XID_COUNT)},
     }
 
 
 def device_map_queries():
-    """The dashboard's device map panel: the pods and DRA devices on GPUs whose last Xid is not 0."""
+    """The dashboard's device map panel: the pods and DRA devices on GPUs with a new out-of-service Xid."""
     return [dict(id="gpu_xid_devices", title="GPU Xids on DRA devices", unit="", grafana_unit="short",
                  expr=device_map.XID_CONSUMERS_QUERY, threshold=None,
                  description="dra.admin device map (playbooks/health.yml with dra_health_device_map_file) joined to "
-                             "the DCGM exporter's %s by GPU UUID: the last Xid per pod and device"
-                             % device_map.DCGM_XID_ERRORS)]
+                             "the DCGM exporter's %s by GPU UUID: per pod and device, an Xid new in the last %d "
+                             "minutes that takes the GPU out of service (its code in err_code)"
+                             % (device_map.DCGM_XID_ERRORS, device_map.XID_ALERT_WINDOW // 60))]
 
 
 def _canary_limits(canary_limits):

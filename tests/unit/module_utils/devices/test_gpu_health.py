@@ -62,25 +62,42 @@ def test_recorded_h100_is_healthy_with_every_counter_read():
     assert (gpu["uuid"], gpu["pci_bus"], gpu["index"], gpu["name"]) == (UUID, BUS, 0, "NVIDIA H100 80GB HBM3")
     assert gpu["ecc"] == {"mode": "Enabled", "volatile": {"uncorrectable": 0, "correctable": 0},
                           "aggregate": {"uncorrectable": 0, "correctable": 0},
-                          "sram_threshold_exceeded": False, "unrepairable_memory": False}
+                          "sram_threshold_exceeded": False, "unrepairable_memory": False,
+                          "channel_repair_pending": False, "tpc_repair_pending": False}
     assert gpu["remapped_rows"] == {"correctable": 0, "uncorrectable": 0, "pending": False, "failure": False}
     # H100 remaps rows; it does not retire pages (N/A in the report).
     assert gpu["retired_pages"] is None
     assert (gpu["condition"], gpu["action"], gpu["reasons"], gpu["notes"]) == ("healthy", "none", [], [])
+    assert (gpu["reported"], gpu["excluded"], gpu["recovery_action"]) == (True, False, "None")
     assert report["driver_version"] == "580.159.04" and report["unhealthy"] == [] and report["xids"] == []
+    assert report["pending"] == "drain"
+
+
+CLEARED = "since the driver loaded (a GPU reset clears them)"
 
 
 @pytest.mark.parametrize("tags,action,reason", [
-    ({"dram_uncorrectable": 2}, gh.RESET_GPU, "2 uncorrectable ECC error(s) since the driver loaded"),
-    ({"sram_uncorrectable_secded": 1}, gh.RESET_GPU, "1 uncorrectable ECC error(s) since the driver loaded"),
+    ({"dram_uncorrectable": 2}, gh.RESET_GPU, "2 uncorrectable ECC error(s) " + CLEARED),
+    ({"sram_uncorrectable_secded": 1}, gh.RESET_GPU, "1 uncorrectable ECC error(s) " + CLEARED),
     ({"remapped_row_pending": "Yes"}, gh.RESET_GPU, "a row remapping is pending (a GPU reset applies it)"),
-    ({"remapped_row_failure": "Yes"}, gh.REPLACE, "row remapping failed"),
-    ({"unrepairable_memory": "Yes"}, gh.REPLACE, "memory that cannot be repaired (unrepairable_memory)"),
-    ({"sram_threshold_exceeded": "Yes"}, gh.REPLACE,
+    ({"remapped_row_failure": "Yes"}, gh.FIELD_DIAG, "row remapping failed"),
+    ({"unrepairable_memory": "Yes"}, gh.FIELD_DIAG, "memory that cannot be repaired (unrepairable_memory)"),
+    ({"sram_threshold_exceeded": "Yes"}, gh.FIELD_DIAG,
      "uncorrectable SRAM errors past the threshold (sram_threshold_exceeded)"),
+    # Blackwell's repair flags, in the element the recorded report has them (No on the H100).
+    ({"channel_repair_pending": "Yes"}, gh.REBOOT, "a memory channel is marked for repair (channel_repair_pending; "
+                                                   "the driver asks for a node reboot to activate it)"),
+    ({"tpc_repair_pending": "Yes"}, gh.REBOOT, "a TPC is marked for repair (tpc_repair_pending; the driver asks for "
+                                               "a node reboot to activate it)"),
     ({"gpu_recovery_action": "Drain and Reset"}, gh.RESET_GPU, "the driver asks for recovery action Drain and Reset"),
+    ({"gpu_recovery_action": "Reset"}, gh.RESET_GPU, "the driver asks for recovery action Reset"),
     ({"gpu_recovery_action": "Reboot"}, gh.REBOOT, "the driver asks for recovery action Reboot"),
     ({"gpu_recovery_action": "Drain P2P"}, gh.DRAIN_P2P, "the driver asks for recovery action Drain P2P"),
+    # NVML's actions 5-7 (nvmlDeviceGpuRecoveryAction_t), as their names read.
+    ({"gpu_recovery_action": "Recover IMEX Domain"}, gh.RECOVER_IMEX,
+     "the driver asks for recovery action Recover IMEX Domain"),
+    ({"gpu_recovery_action": "Bus Reset"}, gh.RESET_BUS, "the driver asks for recovery action Bus Reset"),
+    ({"gpu_recovery_action": "System Reboot"}, gh.REBOOT, "the driver asks for recovery action System Reboot"),
 ])
 def test_a_raised_counter_or_flag_takes_the_gpu_out_of_service(tags, action, reason):
     gpu = only_gpu(judged(variant(**tags)))
@@ -89,8 +106,31 @@ def test_a_raised_counter_or_flag_takes_the_gpu_out_of_service(tags, action, rea
 
 def test_the_worst_action_wins_and_every_reason_is_kept():
     gpu = only_gpu(judged(variant(dram_uncorrectable=3, remapped_row_failure="Yes", remapped_row_pending="Yes")))
-    assert gpu["action"] == gh.REPLACE
+    assert gpu["action"] == gh.FIELD_DIAG
     assert len(gpu["reasons"]) == 3
+
+
+def test_a_recovery_action_the_collection_does_not_know_is_never_healthy():
+    gpu = only_gpu(judged(variant(gpu_recovery_action="Quarantine")))
+    assert (gpu["condition"], gpu["action"], gpu["reasons"]) == (
+        "unknown", gh.LOOK_UP, ["the driver asks for recovery action Quarantine"])
+
+
+@pytest.mark.parametrize("tags", [
+    {"remapped_row_pending": "Yes"}, {"dram_uncorrectable": 1}, {"channel_repair_pending": "Yes"},
+])
+def test_the_pending_policy_allow_keeps_the_gpu_in_service_with_a_note(tags):
+    xml = variant(**tags)
+    drained = only_gpu(judged(xml))
+    allowed = only_gpu(gh.judge_gpus(gh.parse_smi_xml(xml), text("dmesg-nvrm.txt"), [proc_text()], "5000 1", 3600,
+                                     gh.PENDING_ALLOW))
+    assert drained["condition"] == "unhealthy"
+    assert (allowed["condition"], allowed["action"], allowed["reasons"]) == ("healthy", gh.WATCH, [])
+    assert "new work may start (pending: allow)" in allowed["notes"][0]
+    # A failed remapping is not pending: the policy does not soften it.
+    failed = gh.judge_gpus(gh.parse_smi_xml(variant(remapped_row_failure="Yes")), "", [], "5000 1", 3600,
+                           gh.PENDING_ALLOW)
+    assert only_gpu(failed)["action"] == gh.FIELD_DIAG
 
 
 def test_lifetime_counters_alone_are_notes():
@@ -123,7 +163,7 @@ def test_an_xid_in_the_window_counts_with_its_meaning():
     assert (gpu["condition"], gpu["action"]) == ("unhealthy", gh.REBOOT)
     assert gpu["reasons"] == ["Xid 79: the GPU has fallen off the bus"]
     (xid,) = gpu["xids"]
-    assert (xid["bus"], xid["code"], xid["age_seconds"]) == (BUS, 79, 999)
+    assert (xid["bus"], xid["code"], xid["age_seconds"], xid["ended_by"]) == (BUS, 79, 999, None)
     assert report["unhealthy"] == [UUID]
 
 
@@ -138,20 +178,91 @@ def test_an_xid_without_a_time_counts_whatever_its_age():
     assert (gpu["action"], gpu["xids"][0]["age_seconds"]) == (gh.RESET_GPU, None)
 
 
+# The catalog's immediate action (Ampere and newer): RESET_GPU codes, WORKFLOW_XID_48, the NVLink workflows,
+# RESTART_BM, RESTART_APP, IGNORE (43, 45, 63, 92, 160 without its text), a person (54 CHECK_MECHANICALS, 159
+# CHECK_UVM), no action yet (162), unused (1) and not in the catalog (999).
 @pytest.mark.parametrize("code,action,condition", [
     (13, gh.RESTART_APP, "healthy"), (31, gh.RESTART_APP, "healthy"), (94, gh.RESTART_APP, "healthy"),
-    (92, gh.WATCH, "healthy"), (999, gh.LOOK_UP, "healthy"), (48, gh.RESET_GPU, "unhealthy"),
-    (119, gh.RESET_GPU, "unhealthy"),
+    (68, gh.RESTART_APP, "healthy"), (43, gh.NONE, "healthy"), (45, gh.NONE, "healthy"), (63, gh.NONE, "healthy"),
+    (92, gh.NONE, "healthy"), (160, gh.NONE, "healthy"),
+    (46, gh.RESET_GPU, "unhealthy"), (48, gh.RESET_GPU, "unhealthy"), (62, gh.RESET_GPU, "unhealthy"),
+    (64, gh.RESET_GPU, "unhealthy"), (74, gh.RESET_GPU, "unhealthy"), (95, gh.RESET_GPU, "unhealthy"),
+    (109, gh.RESET_GPU, "unhealthy"), (110, gh.RESET_GPU, "unhealthy"), (119, gh.RESET_GPU, "unhealthy"),
+    (120, gh.RESET_GPU, "unhealthy"), (136, gh.RESET_GPU, "unhealthy"), (140, gh.RESET_GPU, "unhealthy"),
+    (143, gh.RESET_GPU, "unhealthy"), (144, gh.RESET_GPU, "unhealthy"), (150, gh.RESET_GPU, "unhealthy"),
+    (155, gh.RESET_GPU, "unhealthy"), (156, gh.RESET_GPU, "unhealthy"), (158, gh.RESET_GPU, "unhealthy"),
+    (79, gh.REBOOT, "unhealthy"),
+    (54, gh.LOOK_UP, "unknown"), (159, gh.LOOK_UP, "unknown"), (162, gh.LOOK_UP, "unknown"),
+    (1, gh.LOOK_UP, "unknown"), (999, gh.LOOK_UP, "unknown"),
 ])
 def test_what_each_code_asks_for(code, action, condition):
     gpu = only_gpu(judged(log=xid_line(4990.0, code, "message")))
     assert (gpu["action"], gpu["condition"]) == (action, condition)
 
 
-def test_xid_154_carries_the_new_recovery_action():
-    line = xid_line(4990.0, 154, "GPU recovery action changed from 0x0 (None) to 0x1 (Reset).")
+def test_an_unknown_code_is_the_reason_the_gpu_is_unknown():
+    gpu = only_gpu(judged(log=xid_line(4990.0, 999, "message")))
+    assert gpu["reasons"] == ["Xid 999: not in NVIDIA's Xid catalog as this collection knows it (1-172): look it up "
+                              "before using the GPU"]
+    assert gh.gpus_by_uuid([dict(judged(log=xid_line(4990.0, 999, "m")), node="n")])[UUID]["condition"] == "unknown"
+
+
+# Xid 154 as the driver prints it: "from 0x<n> (<name>) to 0x<n> (<name>)", names as NVIDIA's catalog lists them
+# and as kernel logs show them.
+@pytest.mark.parametrize("change,action", [
+    ("from 0x0 (None) to 0x1 (GPU Reset Required)", gh.RESET_GPU),
+    ("from 0x4 (Drain and Reset) to 0x1 (GPU Reset Required)", gh.RESET_GPU),
+    ("from 0x0 (None) to 0x2 (Node Reboot Required)", gh.REBOOT),
+    ("from 0x0 (None) to 0x4 (Drain and Reset)", gh.RESET_GPU),
+    ("from 0x0 (None) to 0x3 (Drain P2P)", gh.DRAIN_P2P),
+    ("from 0x0 (None) to 0x1 (PF FLR)", gh.RESET_GPU),
+    ("from 0x0 (None) to 0x2 (OS Reboot)", gh.REBOOT),
+    ("from 0x0 (None) to 0x5 (Recover IMEX Domain)", gh.RECOVER_IMEX),
+    ("from 0x0 (None) to 0x6 (Bus Reset)", gh.RESET_BUS),
+    ("from 0x0 (None) to 0x7 (System Reboot)", gh.REBOOT),
+    ("from 0x0 (None) to 0x9 (Something New)", gh.LOOK_UP),
+])
+def test_xid_154_carries_the_new_recovery_action(change, action):
+    line = "[ 4990.000000] NVRM: Xid (PCI:0000:00:06): 154, GPU recovery action changed %s\n" % change
     gpu = only_gpu(judged(log=line))
-    assert (gpu["condition"], gpu["action"]) == ("unhealthy", gh.RESET_GPU)
+    assert gpu["action"] == action
+    assert gpu["condition"] == ("unknown" if action == gh.LOOK_UP else "unhealthy")
+
+
+def test_the_drivers_text_asks_for_more_than_the_catalog_never_less():
+    # Xid 160 is IGNORE in the catalog; the driver's repair message asks for a node reboot.
+    line = ("[ 4990.000000] NVRM: Xid (PCI:0000:00:06): 160, Marking LTS 5 in FPB 1 along with its pair for repair. "
+            "Perform node reboot to activate repair.\n")
+    gpu = only_gpu(judged(log=line))
+    assert (gpu["condition"], gpu["action"]) == ("unhealthy", gh.REBOOT)
+    # Xid 79 stays a reboot whatever its text says.
+    assert only_gpu(judged(log=xid_line(4990.0, 79, "reset gpu to activate")))["action"] == gh.REBOOT
+
+
+LOAD = "[%10.6f] NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (builder@)\n"
+
+
+def test_a_driver_load_after_a_reset_class_xid_ends_it():
+    log = xid_line(4000.0, 48, "DBE (double bit error) ECC error.") + LOAD % 4100.0
+    gpu = only_gpu(judged(log=log))
+    assert (gpu["condition"], gpu["action"]) == ("healthy", gh.NONE)
+    assert gpu["notes"] == ["Xid 48: double-bit ECC error (ended: the driver loaded again at 4100 s)"]
+    # A load before the Xid ends nothing; a reboot-class Xid ends only with the boot.
+    assert only_gpu(judged(log=LOAD % 3900.0 + xid_line(4000.0, 48, "DBE")))["condition"] == "unhealthy"
+    assert only_gpu(judged(log=xid_line(4000.0, 79, "off the bus") + LOAD % 4100.0))["action"] == gh.REBOOT
+
+
+def test_a_later_recovery_action_none_on_the_same_gpu_ends_a_reset_class_xid():
+    log = (xid_line(4000.0, 119, "Timeout after 6s of waiting for RPC response from GPU0 GSP!")
+           + "[ 4000.100000] NVRM: Xid (PCI:0000:00:06): 154, GPU recovery action changed from 0x0 (None) to 0x1 "
+             "(GPU Reset Required)\n"
+           + "[ 4200.000000] NVRM: Xid (PCI:0000:00:06): 154, GPU recovery action changed from 0x1 (GPU Reset "
+             "Required) to 0x0 (None)\n")
+    gpu = only_gpu(judged(log=log))
+    assert (gpu["condition"], gpu["action"]) == ("healthy", gh.NONE)
+    other_gpu = log.replace("PCI:0000:00:06): 154, GPU recovery action changed from 0x1", "PCI:0000:0a:00): 154, "
+                            "GPU recovery action changed from 0x1")
+    assert only_gpu(judged(log=other_gpu))["condition"] == "unhealthy"
 
 
 def test_an_xid_on_another_bus_is_unmatched():
@@ -171,6 +282,17 @@ def test_a_gpu_the_kernel_knows_and_nvidia_smi_does_not_report_fell_off_the_bus(
     assert (gpu["reported"], gpu["condition"], gpu["action"]) == (False, "unhealthy", gh.REBOOT)
     # The UUID comes from /proc (the second recorded machine's).
     assert gpu["uuid"] == "GPU-1b2c3d4e-0000-4000-8000-000000000002" and gpu["pci_bus"] == BUS
+
+
+def test_an_excluded_gpu_is_not_fallen_off_the_bus():
+    """A GPU excluded with NVreg_ExcludedGpus: /proc says so, nvidia-smi does not list it."""
+    proc = proc_text().replace("GPU Excluded:\t No", "GPU Excluded:\t Yes")
+    assert proc != proc_text()
+    smi = gh.parse_smi_xml(without_gpus(text("nvidia-smi-q.xml")))
+    report = gh.judge_gpus(smi, text("dmesg-nvrm.txt"), [proc], "5000 1", 3600)
+    gpu = only_gpu(report)
+    assert (gpu["excluded"], gpu["condition"], gpu["action"]) == (True, "unknown", gh.LOOK_UP)
+    assert report["unhealthy"] == [] and "excluded from use" in gpu["reasons"][0]
 
 
 def test_without_nvidia_smi_a_known_gpu_is_unknown_unless_the_log_says_it_is_lost():
@@ -204,6 +326,21 @@ def test_text_that_is_not_the_report_is_refused(bad):
 def test_bus_ids_of_every_source_agree():
     assert gh.bus_key("00000000:00:06.0") == gh.bus_key("0000:00:06") == gh.bus_key("0000:00:06.0") == BUS
     assert gh.bus_key("0000:AB:00.0") == "0000:ab:00"
+    # Domains past 0xffff (more than four hex digits) stay apart from domain 0.
+    assert gh.bus_key("00010000:01:00.0") == "10000:01:00" != gh.bus_key("00000000:01:00.0")
+    assert gh.bus_key("0019:01:00") == gh.bus_key("00000019:01:00.0") == "0019:01:00"
+
+
+def test_kernel_lines_in_the_shapes_the_driver_prints_them():
+    log = ("NVRM: Xid (0000:03:00): 14, Channel 00000001\n"
+           "[171167.620236] NVRM: Xid (PCI:0009:01:00): 149, NETIR_LINK_EVT  Fatal   XC0 i0 Link 01 (0x021425c6 "
+           "0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)\n"
+           "[111111.111] NVRM: Xid (PCI:0000:05:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the "
+           "bus.\n")
+    xids = gh.parse_xid_lines(log)["xids"]
+    assert [(x["bus"], x["code"], x["time"]) for x in xids] == [
+        ("0000:03:00", 14, None), ("0009:01:00", 149, 171167.620236), ("0000:05:00", 79, 111111.111)]
+    assert gh.parse_xid_lines(text("dmesg-nvrm.txt"))["driver_loads"] == [{"time": 0.560217, "line": 0}]
 
 
 # --- a third source of device health ---------------------------------------------------
@@ -296,3 +433,33 @@ def test_the_remediation_taints_the_device_of_an_unhealthy_gpu():
 
     # The recorded pods already report one device Unhealthy; the GPU's reading adds exactly its own device.
     assert taints([facts]) - taints(None) == {"gpu.example.com/node-000000/gpu-2"}
+
+
+def test_a_mig_device_matches_its_physical_gpu_by_parent_uuid():
+    """A MIG device as NVIDIA's DRA driver publishes it (type mig, uuid MIG-..., parentUUID the GPU's), added to a
+    recorded pool: the GPU read on the node (and by the DCGM exporter, whose UUID label is the physical GPU's) makes
+    it unhealthy, and the GPU is not unmatched."""
+    slices, claims, pods = recorded_cluster()
+    slices = json.loads(json.dumps(slices))
+    pool = next(s for s in slices if s["spec"]["pool"]["name"] == "node-000000")
+    pool["spec"]["devices"].append({"name": "gpu-0-mig-1g-10gb-0", "attributes": {
+        "type": {"string": "mig"}, "uuid": {"string": "MIG-5c6d7e8f-0000-4000-8000-000000000001"},
+        "parentUUID": {"string": UUID}, "profile": {"string": "1g.10gb"}}})
+    facts = node_facts(variant(remapped_row_pending="Yes"), "node-000000")
+    report = dh.device_health(slices, claims, pods, NOW, gpu_health=[facts])
+    entry = next(d for d in report["devices"] if d["device"] == "gpu-0-mig-1g-10gb-0")
+    assert (entry["uuid"], entry["gpu_uuid"], entry["condition"]) == (
+        "MIG-5c6d7e8f-0000-4000-8000-000000000001", UUID, "unhealthy")
+    assert report["gpus_unmatched"] == []
+
+
+def test_an_unknown_gpu_says_why_on_its_device():
+    slices, claims, pods = recorded_cluster()
+    uuid = published_uuid(slices, "node-000001", "gpu-3")
+    facts = gh.judge_gpus(gh.parse_smi_xml(text("nvidia-smi-q.xml").replace(UUID, uuid)),
+                          xid_line(4990.0, 162, "Power smoothing"), [], "5000 1", 3600)
+    facts.update(node="node-000001")
+    entry = next(d for d in dh.device_health(slices, claims, pods, NOW, gpu_health=[facts])["devices"]
+                 if d["uuid"] == uuid)
+    assert entry["condition"] == "unknown"
+    assert entry["reasons"] == ["GPU %s on node-000001: Xid 162: power smoothing circuitry re-engaged (look-up)" % uuid]
