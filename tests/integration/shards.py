@@ -3,14 +3,23 @@ KWOK_SHARD=K/N`): each process brings up its own cluster and runs whole test fil
 release. Files go to shards longest first, each to the shard with the least time so far (greedy), by the seconds
 below; a file not listed counts DEFAULT_SECONDS.
 
-SECONDS: the default release's time per file in `make test` (the sum of its tests' setup, call and teardown in
-pytest's --durations on a loaded 2-core machine); re-measure when a file's tests change much. A wrong number only
-makes the shards less even.
+SECONDS: the default release's time per file in `make test`, first estimated from what each file does (clusters of
+its own, component restarts, waits for timeouts); replace them with the sums of pytest's --durations (setup, call
+and teardown per file: `hack/test-all` prints the slowest) when they drift. A wrong number only makes the shards
+less even.
 """
 import os
 
 DEFAULT_SECONDS = 60
-SECONDS = {}
+SECONDS = {
+    "test_device_taints.py": 600, "test_drain.py": 500, "test_control_plane.py": 450, "test_monitoring.py": 400,
+    "test_upgrade_check.py": 400, "test_driver.py": 350, "test_claim_consumers.py": 300,
+    "test_allocation_explain.py": 250, "test_site.py": 250, "test_kubelet_restart.py": 200,
+    "test_claims_doctor.py": 200, "test_capacity_pool_status.py": 200, "test_capacity_allocatable.py": 200,
+    "test_guardrails.py": 200, "test_device_eviction.py": 180, "test_bad_input_cluster.py": 150, "test_rbac.py": 150,
+    "test_claims_info.py": 150, "test_claims_on_nodes.py": 150, "test_dcgm_health.py": 150,
+    "test_device_health.py": 100,
+}
 
 
 def parse(value):
