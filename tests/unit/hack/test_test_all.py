@@ -29,11 +29,12 @@ def test_every_pinned_release_has_its_builds_its_kwok_suite_and_its_kind_tests()
         assert jobs[f"kwok-{release}"].needs == [f"build-{release}"]
     for release in pinned:
         assert jobs[f"kind-{release}"].argv == MAKE + ["integration-kind-nodes", f"KIND_RELEASE={release}"]
-        assert jobs[f"kind-{release}"].needs == [f"build-kind-{release}"] and jobs[f"kind-{release}"].kind
+        assert jobs[f"kind-{release}"].needs == [f"build-kind-{release}"] and jobs[f"kind-{release}"].pool == "kind"
         assert jobs[f"build-kind-{release}"].needs == [f"build-{release}"]
         assert jobs[f"gates-{release}"].argv == MAKE + ["gate-matrix-test", f"RELEASE={release}"]
-        assert jobs[f"gates-{release}"].needs == [f"build-{release}"]
+        assert jobs[f"gates-{release}"].needs == [f"build-{release}"] and jobs[f"gates-{release}"].pool == "gates"
     assert jobs["checks"].needs == ["setup"] and jobs["checks"].nice > 0
+    assert test_all.POOLS == {"kind": 2, "gates": 1}
 
 
 def test_builds_go_one_at_a_time_the_default_first_then_the_oldest():
@@ -58,7 +59,7 @@ def test_the_full_tier_adds_molecule_on_every_other_release_one_at_a_time_and_th
     assert jobs["molecule-v1.37.2"].needs == ["build-kind-v1.37.2", "molecule"]
     assert jobs["molecule-v1.36.3"].needs == ["build-kind-v1.36.3", "molecule-v1.37.2"]
     assert jobs["upgrade-minor"].argv == MAKE + ["integration-kind-upgrade"]
-    assert jobs["upgrade-minor"].needs == ["build-kind-v1.36.3"] and jobs["upgrade-minor"].kind
+    assert jobs["upgrade-minor"].needs == ["build-kind-v1.36.3"] and jobs["upgrade-minor"].pool == "kind"
 
 
 def script(tmp_path, name, body):
@@ -86,7 +87,7 @@ def test_no_more_than_two_kind_jobs_run_at_once(tmp_path, monkeypatch):
     body = (f'bump() {{ flock {tmp_path}/lock bash -c "n=\\$(( \\$(cat {count}) + $1 )); echo \\$n > {count}; '
             f'echo \\$n >> {seen}"; }}\nbump 1; sleep 0.3; bump -1\n')
     kind = script(tmp_path, "kind", body)
-    jobs = [test_all.Job(f"k{i}", kind, kind=True) for i in range(5)]
+    jobs = [test_all.Job(f"k{i}", kind, pool="kind") for i in range(5)]
     test_all.run(jobs, dict(os.environ))
     assert all(job.status == "passed" for job in jobs)
     assert max(int(n) for n in seen.read_text().split()) == 2
@@ -96,8 +97,8 @@ def test_a_free_kind_slot_goes_to_the_waiting_job_of_the_lowest_priority():
     """One slot, held; four jobs queue for it (waited for by the queue's length, not a time); on release the one of
     priority 0 gets it, though it queued last."""
     lock = threading.Condition()
-    slots = test_all.KindSlots(lock, 1)
-    holder = test_all.Job("holder", ["true"], kind=True)
+    slots = test_all.Slots(lock, 1)
+    holder = test_all.Job("holder", ["true"], pool="kind")
     got = []
 
     def take(job):
@@ -108,8 +109,8 @@ def test_a_free_kind_slot_goes_to_the_waiting_job_of_the_lowest_priority():
 
     with lock:
         slots.acquire(holder)
-    waiting = [test_all.Job(f"low{i}", ["true"], kind=True, priority=5) for i in range(3)]
-    waiting.append(test_all.Job("urgent", ["true"], kind=True, priority=0))
+    waiting = [test_all.Job(f"low{i}", ["true"], pool="kind", priority=5) for i in range(3)]
+    waiting.append(test_all.Job("urgent", ["true"], pool="kind", priority=0))
     threads = []
     for job in waiting:
         threads.append(threading.Thread(target=take, args=(job,), daemon=True))
