@@ -29,12 +29,12 @@ def test_every_pinned_release_has_its_builds_its_kwok_suite_and_its_kind_tests()
         assert jobs[f"kwok-{release}"].needs == [f"build-{release}"]
     for release in pinned:
         assert jobs[f"kind-{release}"].argv == MAKE + ["integration-kind-nodes", f"KIND_RELEASE={release}"]
-        assert jobs[f"kind-{release}"].needs == [f"build-kind-{release}"] and jobs[f"kind-{release}"].pool == "kind"
+        assert jobs[f"kind-{release}"].needs == [f"build-kind-{release}"] and jobs[f"kind-{release}"].uses == test_all.KIND_CLUSTER
         assert jobs[f"build-kind-{release}"].needs == [f"build-{release}"]
         assert jobs[f"gates-{release}"].argv == MAKE + ["gate-matrix-test", f"RELEASE={release}"]
-        assert jobs[f"gates-{release}"].needs == [f"build-{release}"] and jobs[f"gates-{release}"].pool == "gates"
+        assert jobs[f"gates-{release}"].needs == [f"build-{release}"] and jobs[f"gates-{release}"].uses == test_all.GATE_MATRIX
     assert jobs["checks"].needs == ["setup"] and jobs["checks"].nice > 0
-    assert test_all.POOLS == {"kind": 2, "gates": 1}
+    assert test_all.GATE_MATRIX["gates"] == 1 and test_all.KIND_CLUSTER["inotify"] > test_all.KWOK_SUITE["inotify"]
 
 
 def test_builds_go_one_at_a_time_the_default_first_then_the_oldest():
@@ -59,7 +59,7 @@ def test_the_full_tier_adds_molecule_on_every_other_release_one_at_a_time_and_th
     assert jobs["molecule-v1.37.2"].needs == ["build-kind-v1.37.2", "molecule"]
     assert jobs["molecule-v1.36.3"].needs == ["build-kind-v1.36.3", "molecule-v1.37.2"]
     assert jobs["upgrade-minor"].argv == MAKE + ["integration-kind-upgrade"]
-    assert jobs["upgrade-minor"].needs == ["build-kind-v1.36.3"] and jobs["upgrade-minor"].pool == "kind"
+    assert jobs["upgrade-minor"].needs == ["build-kind-v1.36.3"] and jobs["upgrade-minor"].uses == test_all.KIND_CLUSTER
 
 
 def script(tmp_path, name, body):
@@ -79,53 +79,58 @@ def test_a_job_whose_need_failed_is_skipped_and_the_others_go_on(tmp_path, monke
     assert jobs[1].started is None and jobs[3].ended >= jobs[3].started
 
 
-def test_no_more_than_two_kind_jobs_run_at_once(tmp_path, monkeypatch):
-    """Each kind job counts itself in while it runs (under a lock) and records the highest count it saw."""
+def test_jobs_share_the_room_they_use(tmp_path, monkeypatch):
+    """Room for two of five jobs of 50: each counts itself in while it runs (under a lock) and records the highest
+    count it saw; jobs that use nothing are not held."""
     monkeypatch.setattr(test_all, "LOGS", str(tmp_path))
     count, seen = tmp_path / "count", tmp_path / "seen"
     count.write_text("0")
     body = (f'bump() {{ flock {tmp_path}/lock bash -c "n=\\$(( \\$(cat {count}) + $1 )); echo \\$n > {count}; '
             f'echo \\$n >> {seen}"; }}\nbump 1; sleep 0.3; bump -1\n')
     kind = script(tmp_path, "kind", body)
-    jobs = [test_all.Job(f"k{i}", kind, pool="kind") for i in range(5)]
-    test_all.run(jobs, dict(os.environ))
+    jobs = [test_all.Job(f"k{i}", kind, uses={"inotify": 50}) for i in range(5)]
+    jobs += [test_all.Job("free", script(tmp_path, "free", "exit 0\n"))]
+    test_all.run(jobs, dict(os.environ), capacity={"inotify": 110, "gates": 1})
     assert all(job.status == "passed" for job in jobs)
     assert max(int(n) for n in seen.read_text().split()) == 2
 
 
-def test_a_free_kind_slot_goes_to_the_waiting_job_of_the_lowest_priority():
-    """One slot, held; four jobs queue for it (waited for by the queue's length, not a time); on release the one of
-    priority 0 gets it, though it queued last."""
+def test_freed_room_goes_to_the_waiting_job_of_the_lowest_priority_that_fits():
+    """Room 100, 60 held; three jobs queue (waited for by the queue's length, not a time): 50 of priority 5, 50 of
+    priority 0 and 10 of priority 9. The small one fits at once; once the 60 are freed the priority-0 job goes
+    first, then the other."""
     lock = threading.Condition()
-    slots = test_all.Slots(lock, 1)
-    holder = test_all.Job("holder", ["true"], pool="kind")
+    room = test_all.Resources(lock, {"inotify": 100})
+    holder = test_all.Job("holder", ["true"], uses={"inotify": 60})
     got = []
 
     def take(job):
         with lock:
-            slots.acquire(job)
+            room.acquire(job)
             got.append(job.name)
             lock.notify_all()
 
     with lock:
-        slots.acquire(holder)
-    waiting = [test_all.Job(f"low{i}", ["true"], pool="kind", priority=5) for i in range(3)]
-    waiting.append(test_all.Job("urgent", ["true"], pool="kind", priority=0))
+        room.acquire(holder)
+    waiting = [test_all.Job("low", ["true"], uses={"inotify": 50}, priority=5),
+               test_all.Job("urgent", ["true"], uses={"inotify": 50}, priority=0),
+               test_all.Job("small", ["true"], uses={"inotify": 10}, priority=9)]
     threads = []
     for job in waiting:
         threads.append(threading.Thread(target=take, args=(job,), daemon=True))
         threads[-1].start()
         with lock:
-            assert lock.wait_for(lambda n=len(threads): len(slots.queued) == n, timeout=30)
+            assert lock.wait_for(lambda: len(room.queued) + len(got) == len(threads), timeout=30)
     with lock:
-        slots.release()
-        assert lock.wait_for(lambda: got, timeout=30)
-        assert got == ["urgent"] and slots.free == 0 and len(slots.queued) == 3
-        for _ in range(3):
-            slots.release()
+        assert got == ["small"] and room.free["inotify"] == 30
+        room.release(holder)
+        assert lock.wait_for(lambda: len(got) == 2, timeout=30)
+        assert got == ["small", "urgent"] and room.free["inotify"] == 40 and [j.name for j in room.queued] == ["low"]
+        room.release(waiting[1])
+        assert lock.wait_for(lambda: len(got) == 3, timeout=30)
     for thread in threads:
         thread.join(timeout=30)
-    assert sorted(got) == ["low0", "low1", "low2", "urgent"]
+    assert got == ["small", "urgent", "low"]
 
 
 def test_the_report_reads_pytests_durations_from_each_jobs_log(tmp_path, monkeypatch):
