@@ -33,7 +33,7 @@ description:
     driver loaded, a pending remapping or retirement, Xids) is C(unknown), never C(healthy), unless another series
     makes it C(unhealthy). A GPU the exporter reported within O(xid_window) and no more is C(unknown) too.
   - With the exporter's C(--kubernetes-enable-dra), each GPU lists the DRA devices and claims the exporter names
-    (RV(gpu_health[].gpus[].dra_devices)).
+    (C(dra_devices) of each GPU in RV(gpu_health)).
   - A series no GPU reports is listed in RV(series_missing), not an error. A fixed number of queries, whatever the
     number of GPUs.
   - Read-only; the same answer in check mode.

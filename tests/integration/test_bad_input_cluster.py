@@ -52,7 +52,7 @@ def fails_naming_each(cluster, module, cases, check=False):
     """fails_naming for each (args, named) of cases, all of them as the tasks of one ansible-playbook run (a
     process per case saved); their results, in order."""
     cases = list(cases)
-    results = cluster.run_module_batch(module, [args for args, _ in cases], check=check)
+    results = cluster.run_module_batch(module, [case[0] for case in cases], check=check)
     for (args, named), result in zip(cases, results):
         case = f"{module}{' (check mode)' if check else ''} with {args!r}"
         assert result.get("failed"), f"{case} succeeded unexpectedly: {result!r:.4000}"
