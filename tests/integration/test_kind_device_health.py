@@ -225,7 +225,7 @@ def test_device_health_from_the_kubelet(kind_cluster, health_driver, tmp_path):
         for device in DEVICES:
             set_health(c, node, device, "Healthy")
         support = clusterlib.catalog().device_taint_rule_support(c.version)
-        if support["usable"]:
+        if support["default_on"]:  # what kind-up --enable-dra serves (see health_reported_and_remediated)
             for rule in remediation_rules(c, support):
                 c.kubectl("delete", f"devicetaintrules.{support['api_version']}.resource.k8s.io",
                           rule["metadata"]["name"], "--ignore-not-found", check=False)
