@@ -158,3 +158,15 @@ def test_a_release_that_is_not_pinned_is_refused_by_name():
     assert res.returncode == 2
     assert "DRA_IT_RELEASE=v1.2.3 is not a pinned release" in res.stderr
     assert clusterlib.supported_k8s_versions()[0] in res.stderr
+
+
+def test_the_report_reads_a_kwok_suites_own_pytest_log_too(tmp_path, monkeypatch):
+    monkeypatch.setattr(test_all, "LOGS", str(tmp_path))
+    monkeypatch.setattr(test_all, "ROOT", str(tmp_path))
+    (tmp_path / ".tmp").mkdir()
+    (tmp_path / "kwok-v1.37.2-1of2.log").write_text("make output only\n")
+    (tmp_path / ".tmp" / "integration-v1.37.2-1of2.log").write_text(
+        "12.50s call     tests/integration/test_drain.py::test_x[v1.37.2]\n")
+    job = test_all.Job("kwok-v1.37.2-1of2", ["true"])
+    assert test_all.slowest_tests([job]) == [(12.5, "call", "tests/integration/test_drain.py::test_x[v1.37.2]",
+                                              "kwok-v1.37.2-1of2")]
