@@ -25,11 +25,13 @@ from ansible_collections.dra.admin.plugins.module_utils.common.errors import Dra
 
 RESOURCE_GROUP = "resource.k8s.io"
 
-SUPPORTED_MINORS = tuple(range(30, 38))
+SUPPORTED_MINORS = tuple(range(30, 39))
 
 # Releases whose entries come from unreleased upstream code: they may still change.
-# (1.37 was, until its rows were checked against the released k8s.io/kubernetes v1.37.2.)
-PROVISIONAL_MINORS = ()
+# 1.38's rows were checked against the binaries of v1.38.0-beta.0 (the gate matrix) until v1.38.0 is served.
+PROVISIONAL_MINORS = (38,)
+# The pre-release each provisional release's rows were checked against.
+PROVISIONAL_CHECKED_AGAINST = {38: "v1.38.0-beta.0"}
 
 # First release whose components refuse to start when an enabled gate (on by default
 # or set) depends on a disabled one (component-base's feature gate dependencies).
@@ -45,6 +47,8 @@ _API_VERSIONS = {
     35: ("v1", "v1beta2", "v1beta1", "v1alpha3"),
     36: ("v1", "v1beta2", "v1beta1", "v1alpha3"),
     37: ("v1", "v1beta2", "v1beta1", "v1alpha3"),
+    # v1beta1 is removed (k8s.io/api's prerelease lifecycle: introduced 1.32, removed 1.38).
+    38: ("v1", "v1beta2", "v1alpha3"),
 }
 
 # minor -> the resource.k8s.io versions DRA needs switched on with --runtime-config
@@ -85,6 +89,8 @@ _API_KUBELET = (KUBE_APISERVER, KUBELET)
 #            the first entry's minor is the first release whose binaries know the name.
 #            Entries for a release in PLANNED_MINORS are upstream's plans (the comments beside the
 #            gates in the last release's kube_features.go); only upgrade checks read them.
+#            1.38's entries are v1.38.0-beta.0's kube_features.go, checked gate by gate, true and
+#            false, against its four binaries (tests/integration/test_gate_matrix.py).
 #   removed_in: first minor whose binaries no longer know the name (None: still there).
 #   depends_on: gates that must be enabled when this one is (enforced at start-up from 1.35,
 #               for every enabled gate, on by default or set).
@@ -96,31 +102,32 @@ _GATES = {
     # Split out of DynamicResourceAllocation in 1.31 ("classic" DRA), dropped in 1.32.
     "DRAControlPlaneController": (
         _API_KCM_SCHED, ((31, ALPHA, False, False),), 32, ("DynamicResourceAllocation",)),
+    # 39: upstream's plan ("remove in 1.39" in v1.38.0-beta.0's kube_features.go).
     "DRAAdminAccess": (
         _API_KCM_SCHED,
         ((32, ALPHA, False, False), (34, BETA, True, False), (36, GA, True, True)),
-        None, ("DynamicResourceAllocation",)),
+        39, ("DynamicResourceAllocation",)),
     "DRAResourceClaimDeviceStatus": (
         _API_SCHED,
         ((32, ALPHA, False, False), (33, BETA, True, False), (37, GA, True, True)),
         None, ()),
-    # 38: upstream's plan ("LockToDefault: true in 1.38" in v1.37.2's kube_features.go), for upgrade checks.
     "DRADeviceTaints": (
         _API_KCM_SCHED,
         ((33, ALPHA, False, False), (36, BETA, True, False), (37, GA, True, False), (38, GA, True, True)),
         None, ("DynamicResourceAllocation",)),
     "DRAPartitionableDevices": (
-        _API_SCHED, ((33, ALPHA, False, False), (36, BETA, True, False)),
+        _API_SCHED, ((33, ALPHA, False, False), (36, BETA, True, False), (38, GA, True, True)),
         None, ("DynamicResourceAllocation",)),
     "DRAPrioritizedList": (
         _API_KCM_SCHED,
         ((33, ALPHA, False, False), (34, BETA, True, False), (36, GA, True, False), (37, GA, True, True)),
         None, ("DynamicResourceAllocation",)),
+    # 39: upstream's plan ("LockToDefault: true in 1.39").
     "DRAConsumableCapacity": (
-        _API_SCHED, ((34, ALPHA, False, False), (36, BETA, True, False)),
+        _API_SCHED, ((34, ALPHA, False, False), (36, BETA, True, False), (38, GA, True, False), (39, GA, True, True)),
         None, ("DynamicResourceAllocation",)),
     "DRADeviceBindingConditions": (
-        _API_SCHED, ((34, ALPHA, False, False), (36, BETA, True, False)),
+        _API_SCHED, ((34, ALPHA, False, False), (36, BETA, True, False), (38, GA, True, True)),
         None, ("DynamicResourceAllocation", "DRAResourceClaimDeviceStatus")),
     "DRAExtendedResource": (
         _ALL, ((34, ALPHA, False, False), (36, BETA, True, False), (37, GA, True, True)),
@@ -150,8 +157,11 @@ _GATES = {
     # Beta in 1.37 but off until the minimum compatibility version reaches 1.37 (upstream's
     # versioned spec has a second 1.37 entry, on, with MinCompatibilityVersion 1.37): a 1.37
     # component runs with a minimum compatibility version of 1.36 unless told otherwise.
+    # 1.38: GA and on, so DRAConsumableCapacity=false stops the components (the dependency); 39: upstream's plan
+    # ("LockToDefault: true in 1.39").
     "DRAFractionalCapacityRange": (
-        _API_SCHED, ((37, BETA, False, False),), None, ("DRAConsumableCapacity",)),
+        _API_SCHED, ((37, BETA, False, False), (38, GA, True, False), (39, GA, True, True)), None,
+        ("DRAConsumableCapacity",)),
     "DRAOptionalNodeOperations": (
         (KUBE_APISERVER, KUBE_SCHEDULER, KUBELET), ((37, ALPHA, False, False),), None,
         ("DynamicResourceAllocation", "NodeDeclaredFeatures")),
@@ -187,18 +197,19 @@ _OUTSIDE_GATES = {
 _GATE_API_VERSIONS = {
     "DRADeviceTaints": {33: "v1alpha3", 34: "v1alpha3"},  # DeviceTaintRule, before it had its own gate
     "DRADeviceTaintRules": {35: "v1alpha3", 36: "v1beta2"},
-    "DRAResourcePoolStatus": {36: "v1alpha3", 37: "v1alpha3"},
+    "DRAResourcePoolStatus": {36: "v1alpha3", 37: "v1alpha3", 38: "v1alpha3"},
     # Workload and PodGroup (what DRAWorkloadResourceClaims reserves claims for), another API group.
     "GenericWorkload": {35: "scheduling.k8s.io/v1alpha1", 36: "scheduling.k8s.io/v1alpha2",
-                        37: "scheduling.k8s.io/v1beta1"},
+                        37: "scheduling.k8s.io/v1beta1", 38: "scheduling.k8s.io/v1beta1"},
 }
 
 
 # --- Upgrade facts (dra_upgrade_check_info) ----------------------------------------------------
-# Targets of an upgrade check: the supported releases and the next one. 1.38 is unreleased: what the
-# catalog says of it comes from upstream's plans (the API lifecycle tags in k8s.io/api, gate removals).
-UPGRADE_TARGET_MINORS = SUPPORTED_MINORS + (38,)
-PLANNED_MINORS = (38,)
+# Targets of an upgrade check: the supported releases and the next one. 1.39 is unreleased: what the
+# catalog says of it comes from upstream's plans (the API lifecycle tags in k8s.io/api, gate removals and
+# locks announced in 1.38's kube_features.go).
+UPGRADE_TARGET_MINORS = SUPPORTED_MINORS + (39,)
+PLANNED_MINORS = (39,)
 # resource.k8s.io versions by the first release without them (k8s.io/api's prerelease-lifecycle tags,
 # and v1alpha3 keeping only DeviceTaintRule from 1.34): version -> ((resources or None for all, minor), ...)
 _API_REMOVED = {
@@ -223,7 +234,7 @@ KUBELET_MAX_SKEW = 3
 # (DRADeviceTaintRules, needing DRADeviceTaints), a status with the EvictionInProgress condition and effect
 # None, and its selector only driver, pool and device. 1.35: v1alpha3, both gates alpha; 1.36: v1beta2
 # (DRADeviceTaints beta on, DRADeviceTaintRules beta off, v1beta2 off by default); 1.37: v1, GA and on.
-_DEVICE_TAINT_RULE_API = {33: "v1alpha3", 34: "v1alpha3", 35: "v1alpha3", 36: "v1beta2", 37: "v1"}
+_DEVICE_TAINT_RULE_API = {33: "v1alpha3", 34: "v1alpha3", 35: "v1alpha3", 36: "v1beta2", 37: "v1", 38: "v1"}
 DEVICE_TAINT_RULE_STATUS_FROM = 35
 DEVICE_TAINT_RULE_RESOURCE = "devicetaintrules"
 # The role knob that switches the rule's API on (roles/feature_gates).

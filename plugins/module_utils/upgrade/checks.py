@@ -579,6 +579,12 @@ def sequence_findings(current_minor, target_minor):
             "planned-release", "info", _v(target_minor),
             "Kubernetes %s is not released yet: the catalog's facts about it are upstream's plans" % _v(target_minor),
             "check again against the release notes", {}))
+    elif target_minor in catalog.PROVISIONAL_MINORS:
+        found.append(finding(
+            "planned-release", "info", _v(target_minor),
+            "Kubernetes %s is not released yet: the catalog's facts about it were checked against its pre-release "
+            "%s" % (_v(target_minor), catalog.PROVISIONAL_CHECKED_AGAINST[target_minor]),
+            "check again against the release notes", {}))
     return found
 
 

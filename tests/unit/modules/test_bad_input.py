@@ -195,9 +195,11 @@ def test_fewer_driver_daemonsets_than_publishing_drivers_are_named():
 # --- gates given without a version -------------------------------------------------------------------
 
 def test_a_gate_every_release_accepts_passes_without_a_version():
-    assert catalog.validate_without_version({"DynamicResourceAllocation": True}) == []
-    assert catalog.validate_without_version({"DynamicResourceAllocation": "TRUE"}) == []
+    assert catalog.validate_without_version({"KubeletPodResourcesDynamicResources": True}) == []
+    assert catalog.validate_without_version({"KubeletPodResourcesDynamicResources": "TRUE"}) == []
     assert catalog.validate_without_version({"DRAFooBar": None, "DRAAdminAccess": None}) == []
+    # DRA's own gate before 1.34 is unknown to 1.38's components: without a version it is not written.
+    assert "refused on Kubernetes 1.38" in catalog.validate_without_version({"DynamicResourceAllocation": True})[0]
 
 
 def test_without_a_version_every_gate_is_accepted_iff_every_catalogued_release_accepts_it():
@@ -213,7 +215,7 @@ def test_without_a_version_every_gate_is_accepted_iff_every_catalogued_release_a
     ({"DRAFooBar": True}, "feature gate DRAFooBar is unknown to every Kubernetes release the DRA catalog knows"),
     ({"DynamicResourceAllocation": "yes"}, "'yes' is not a feature gate value: use true or false"),
     ({"DynamicResourceAllocation": 1}, "is not a feature gate value"),
-    ({"DynamicResourceAllocation": False}, "DynamicResourceAllocation=false is refused on Kubernetes 1.35-1.37"),
+    ({"DynamicResourceAllocation": False}, "DynamicResourceAllocation=false is refused on Kubernetes 1.35-1.38"),
     ({"DRADeviceTaints": True}, "DRADeviceTaints=true is refused on Kubernetes 1.30-1.33"),
     ({"NodeDeclaredFeatures": True}, "is not a DRA gate"),
 ])
@@ -303,8 +305,8 @@ def test_a_good_gate_without_a_version_is_still_written(capsys, host):
     """The refusals above are not the module refusing everything: the one gate every release accepts goes in."""
     manifest = host / "etc" / "kubernetes" / "manifests" / "kube-scheduler.yaml"
     done = run(component_flags, capsys, {"path": str(manifest), "backup_dir": str(host / "backups"),
-                                         "feature_gates": {"DynamicResourceAllocation": True}})
-    assert done["changed"] is True and done["feature_gates"] == {"DynamicResourceAllocation": "true"}
+                                         "feature_gates": {"KubeletPodResourcesDynamicResources": True}})
+    assert done["changed"] is True and done["feature_gates"] == {"KubeletPodResourcesDynamicResources": "true"}
     assert len(os.listdir(str(host / "backups"))) == 1
 
 

@@ -119,7 +119,7 @@ def test_unsupported_version_is_refused(capsys, node):
     path = node["manifests"] / "kube-apiserver.yaml"
     result = run_module(capsys, {"path": str(path), "kubernetes_version": "v1.29.0",
                                  "feature_gates": {"DynamicResourceAllocation": True}})
-    assert result["failed"] is True and "supported releases are 1.30 to 1.37" in result["msg"]
+    assert result["failed"] is True and "supported releases are 1.30 to 1.38" in result["msg"]
 
 
 def test_enable_dra_adds_what_the_catalog_says_per_release_and_container(capsys, node):

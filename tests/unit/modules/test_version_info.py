@@ -23,7 +23,7 @@ def test_removed_gate_is_an_error_naming_it():
 
 
 def test_unsupported_version_raises():
-    with pytest.raises(VersionError, match="1.30 to 1.37"):
+    with pytest.raises(VersionError, match="1.30 to 1.38"):
         version_info("v1.29.0", {})
 
 

@@ -137,7 +137,7 @@ def test_not_served_says_what_the_catalog_says_serves_it():
     skipped = out["pool_status"]["skipped"]
     assert skipped.startswith("resourcepoolstatusrequests is not served")
     needs = catalog.gate_api_versions("DRAResourcePoolStatus")
-    assert sorted(needs) == [36, 37]
+    assert sorted(needs) == [36, 37, 38]
     for minor, entry in needs.items():
         assert "--runtime-config=%s=true" % entry in skipped and "1.%d" % minor in skipped
     assert "kube-apiserver and kube-controller-manager" in skipped

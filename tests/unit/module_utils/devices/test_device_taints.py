@@ -49,7 +49,9 @@ def test_catalog_rows_for_device_taint_rules():
     assert rows[36] == dict(rows[36], api_version="v1beta2", gates={"DRADeviceTaintRules": True},
                             runtime_config={"resource.k8s.io/v1beta2": "true"}, usable=True, default_on=False)
     assert rows[37] == dict(rows[37], api_version="v1", gates={}, runtime_config={}, default_on=True, usable=True)
-    assert [m for m, r in rows.items() if r["usable"]] == [35, 36, 37]
+    # v1.38.0-beta.0: both gates GA and locked on, the rule served in v1.
+    assert rows[38] == dict(rows[38], api_version="v1", gates={}, runtime_config={}, default_on=True, usable=True)
+    assert [m for m, r in rows.items() if r["usable"]] == [35, 36, 37, 38]
     assert rows[34]["selector_fields"] == ["deviceClassName", "driver", "pool", "device", "selectors"]
     assert rows[36]["selector_fields"] == ["driver", "pool", "device"]
 

@@ -10,7 +10,7 @@ def test_minor_parsing_accepts_common_forms():
 
 
 def test_unsupported_version_lists_supported_range():
-    with pytest.raises(catalog.VersionError, match=r"1\.30 to 1\.37"):
+    with pytest.raises(catalog.VersionError, match=r"1\.30 to 1\.38"):
         catalog.require_supported("v1.29.4")
 
 

@@ -91,6 +91,19 @@ def test_133_to_138_is_planned_and_breaks_v1beta1():
     assert by["feature-gate-removed"]["subject"] == "kube-apiserver: DynamicResourceAllocation"
     assert by["planned-release"]["severity"] == "info"
     assert by["upgrade-path"]["evidence"]["steps"] == ["1.34", "1.35", "1.36", "1.37", "1.38"]
+    assert "pre-release v1.38.0-beta.0" in by["planned-release"]["message"]
+
+
+def test_138_to_139_warns_of_the_announced_removals():
+    """1.39 is planned: DRAAdminAccess is removed there ("remove in 1.39"), DRAConsumableCapacity and
+    DRAFractionalCapacityRange are locked, v1beta2 goes."""
+    facts = {"kubelet_gates": kubelets(node_a={"DRAAdminAccess": True, "DRAConsumableCapacity": True})}
+    found = u.findings(facts, "v1.38.0", "1.39")
+    by = dict((f["subject"], f) for f in found)
+    assert by["kubelet on node-a: DRAAdminAccess"]["id"] == "feature-gate-removed"
+    assert "not released yet" in by["1.39"]["message"] and "plans" in by["1.39"]["message"]
+    # true is what 1.39 locks it to: the setting does nothing there, which breaks nothing.
+    assert by["kubelet on node-a: DRAConsumableCapacity"]["severity"] != "breaking"
 
 
 def test_136_gate_set_to_its_default_cannot_be_told_from_metrics():
@@ -167,7 +180,7 @@ def test_kubelet_skew_from_recorded_nodes():
 
 @pytest.mark.parametrize("current, target, words", [
     ("v1.36.3", "v1.35", ["target_version", "older than the cluster"]),
-    ("v1.36.3", "v1.39", ["target_version", "1.30 to 1.38"]),
+    ("v1.36.3", "v1.40", ["target_version", "1.30 to 1.39"]),
     ("v1.36.3", "latest", ["target_version", "cannot read"]),
     ("v1.29.4", "v1.30", ["cluster runs Kubernetes v1.29.4", "1.30 on"]),
 ])
@@ -276,15 +289,25 @@ def test_136_to_137_kubelet_gates_the_target_refuses():
     assert [f["severity"] for f in found] == sorted((f["severity"] for f in found), key=u.SEVERITIES.index)
 
 
-def test_137_to_138_kubelet_gates_the_plans_refuse():
+def test_137_to_138_kubelet_gates_the_138_binaries_refuse():
+    """What v1.38.0-beta.0's components refuse to start with (the gate matrix): DRADeviceTaints, DRADeviceTaintRules,
+    DRAPartitionableDevices and DRADeviceBindingConditions locked on, DynamicResourceAllocation unknown, and
+    DRAConsumableCapacity=false under the on-by-default DRAFractionalCapacityRange."""
     facts = {"kubelet_gates": kubelets(node_a={"DRADeviceTaints": False, "DRADeviceTaintRules": False},
-                                       node_b={"DynamicResourceAllocation": True})}
+                                       node_b={"DynamicResourceAllocation": True},
+                                       node_c={"DRAPartitionableDevices": False, "DRADeviceBindingConditions": False},
+                                       node_d={"DRAConsumableCapacity": False})}
     found = u.findings(facts, "v1.37.2", "v1.38")
     subjects = dict((f["subject"], f) for f in found if f["severity"] == "breaking")
     assert sorted(subjects) == ["kubelet on node-a: DRADeviceTaintRules", "kubelet on node-a: DRADeviceTaints",
-                                "kubelet on node-b: DynamicResourceAllocation"]
+                                "kubelet on node-b: DynamicResourceAllocation",
+                                "kubelet on node-c: DRADeviceBindingConditions",
+                                "kubelet on node-c: DRAPartitionableDevices",
+                                "kubelet on node-d: DRAFractionalCapacityRange"]
     assert subjects["kubelet on node-a: DRADeviceTaints"]["id"] == "feature-gate-locked"
+    assert subjects["kubelet on node-c: DRAPartitionableDevices"]["id"] == "feature-gate-locked"
     assert subjects["kubelet on node-b: DynamicResourceAllocation"]["id"] == "feature-gate-removed"
+    assert subjects["kubelet on node-d: DRAFractionalCapacityRange"]["id"] == "feature-gate-dependency"
     assert "planned-release" in ids(found)
     # The same settings are fine one release earlier (the gates are GA and not locked on 1.37).
     assert not [f for f in u.findings(facts, "v1.36.3", "v1.37") if f["subject"].startswith("kubelet on node-a")
@@ -310,10 +333,12 @@ def test_sensitive_gates_follow_the_catalog():
         "DRADeviceTaints": "DRADeviceTaintRules is on by default on 1.37 and depends on it"}
     assert catalog.upgrade_sensitive_gates("1.37", "1.38") == {
         "DRADeviceTaintRules": "locked to true on 1.38", "DRADeviceTaints": "locked to true on 1.38",
+        "DRAPartitionableDevices": "locked to true on 1.38", "DRADeviceBindingConditions": "locked to true on 1.38",
+        "DRAConsumableCapacity": "DRAFractionalCapacityRange is on by default on 1.38 and depends on it",
         "DynamicResourceAllocation": "removed in 1.38"}
 
 
-PAIRS = [("1.%d" % now, "1.%d" % then) for now in range(33, 38) for then in range(max(now, 35), 38)]
+PAIRS = [("1.%d" % now, "1.%d" % then) for now in range(33, 39) for then in range(max(now, 35), 39)]
 
 
 @st.composite
