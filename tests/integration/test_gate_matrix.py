@@ -76,7 +76,9 @@ def ansible(version, module, args, check=False):
 # component_flags in check mode with enable_dra (the feature_gates role's check before it writes).
 REAL_CASES = {
     "v1.37.2": [("DRAPrioritizedList", False), ("DRADeviceTaintRules", False)],
-    "v1.36.3": [("DRAResourceClaimDeviceStatus", False), ("DRADeviceTaintRules", True)],
+    # Locked on from 1.38; refused through the dependency of the on-by-default DRAFractionalCapacityRange; alpha.
+    "v1.38.0-beta.0": [("DRAPartitionableDevices", False), ("DRAConsumableCapacity", False),
+                       ("DRAListTypeAttributes", True)],
     "v1.33.13": [("DRAPrioritizedList", True), ("DRAConsumableCapacity", True)],
 }
 

@@ -448,7 +448,7 @@ def _functions(lib, minor):
     """The functions dict celpy binds: cel-go's equality and ordering, Kubernetes' libraries. A runtime error of
     one of them is an error value, as cel-go's are, so that ``false && <error>`` is false and
     ``true || <error>`` true (CEL's logical operators absorb errors where the other side decides)."""
-    functions = _comparisons(lib)
+    functions = _comparisons(lib, minor)
     functions.update(_arithmetic(lib))
     functions.update(_semver_functions(lib))
     functions.update(_quantity_functions(lib))
@@ -470,7 +470,12 @@ def _overload():
     return TypeError("no such overload")
 
 
-def _comparisons(lib):
+# From 1.38 (cel-go 0.33) <, <=, > and >= with a NaN on either side are false; before, an error ("NaN values cannot be
+# ordered", from the values' Compare).
+NAN_ORDERING_FALSE_FROM = 38
+
+
+def _comparisons(lib, minor):
     """Heterogeneous equality (mismatched kinds are unequal, numbers compare across kinds) and ordering."""
     t = lib.types
     # celpy gives a plain float for some double arithmetic (2.5 * 2.0): it is a double all the same.
@@ -509,6 +514,8 @@ def _comparisons(lib):
             bools = isinstance(a, t.BoolType) or isinstance(b, t.BoolType)
             if isinstance(a, numbers) and isinstance(b, numbers) and not bools:
                 if any(isinstance(x, float) and math.isnan(x) for x in (a, b)):
+                    if minor >= NAN_ORDERING_FALSE_FROM:
+                        return t.BoolType(False)
                     raise SelectorError("NaN values cannot be ordered")
                 return t.BoolType(op(number(a), number(b)))
             if isinstance(a, (Semver, Quantity)) or type(a) is not type(b):

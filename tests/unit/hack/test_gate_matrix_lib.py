@@ -121,3 +121,6 @@ def test_latest_patch_of_each_minor_from_the_proxy_listing():
         "v1.32.13", "v1.33.13", "v1.34.4", "v1.35.4", "v1.36.3", "v1.37.2"]
     with pytest.raises(gatematrix.MatrixError, match="no release of 1.38"):
         tool.latest_patches(listing, [38])
+    # A minor without a release takes its pinned pre-release; a released minor keeps its release.
+    assert tool.latest_patches(listing + ["v1.38.0-beta.0"], [37, 38], ["v1.37.2", "v1.38.0-beta.0"]) == [
+        "v1.37.2", "v1.38.0-beta.0"]
