@@ -49,19 +49,26 @@ BEYOND_STABLE = {
     BINDING_GATES: 36,
     (CONSUMABLE_CAPACITY,): 36,
     ("DRAFractionalCapacityRange",): 37,
-    ("DRAListTypeAttributes",): None,
-    ("DRAOptionalNodeOperations",): None,
-    ("DRADerivedAttributes",): None,
-    ("DRADeviceCompatibilityGroups",): None,
+    ("DRAListTypeAttributes",): 38,
+    ("DRAOptionalNodeOperations",): 38,
+    ("DRADerivedAttributes",): 38,
+    ("DRADeviceCompatibilityGroups",): 38,
 }
+# From these releases stable supports the feature too (k8s.io/dynamic-resource-allocation 0.38: stable has the
+# features, and the code, of 1.37's incubating; 1.38's incubating is 1.37's experimental).
+STABLE_FROM = {BINDING_GATES: 38, (CONSUMABLE_CAPACITY,): 38, ("DRAFractionalCapacityRange",): 38}
+# From this release stable goes through a node's pools in (driver, pool) order and their slices in name order,
+# searches pools with binding conditions last and gathers slices of shared counters only where they are offered,
+# as incubating did before.
+STABLE_AS_INCUBATING_FROM = 38
 # From these releases the implementation searches a node's pools that have a device with binding conditions
 # after the others (each part in (driver, pool) order).
-BINDING_POOLS_LAST_FROM = {"incubating": 37, "experimental": 36}
+BINDING_POOLS_LAST_FROM = {"stable": 38, "incubating": 37, "experimental": 36}
 # Which implementations of which release gather a slice of shared counters (one without devices, from 1.35) for
 # every node, whatever its node selection: a pool whose counters are published for another node is then
 # gathered on this one too (incomplete, unless its devices' slices are there as well).
 COUNTER_SLICES_EVERYWHERE = {35: ("incubating", "experimental"), 36: ("stable", "incubating", "experimental"),
-                             37: ("stable",)}
+                             37: ("stable",), 38: ()}
 NEWEST_RELEASE = SUPPORTED_MINORS[-1]  # what release None (the newest rules) stands for
 
 
@@ -182,6 +189,10 @@ ALL_SUBREQUEST_KEPT_FROM = 36
 # checks a firstAvailable list, under the previous subrequest's (a request for all devices then gets or gives the
 # other's results).
 SUBREQUEST_SELECTIONS_APART_FROM = 36
+# From this release a request for all devices on a node with a pool being updated or invalid makes that node
+# unschedulable (ErrFailedAllocationOnNode: "asks for all devices, but resource pool ... is currently being updated");
+# before, the allocator stops with an error, which fails the pod's whole scheduling attempt.
+ALL_POOL_PROBLEM_NODE_ONLY_FROM = 38
 
 
 def slice_relevant(resource_slice, node_name, labels, counters_everywhere=False):
@@ -289,7 +300,7 @@ def node_pool(pool, node_name, labels, rules, counters_everywhere=False):
 def pool_rules(release, taint_reader=ALLOCATOR):
     """How the release's allocator gathers pools and searches them: {counters_per_pool, pools_checked_whole,
     pools_skipped, all_devices_undone, admin_holds_device, all_subrequest_kept,
-    subrequest_selections_apart, release,
+    subrequest_selections_apart, all_pool_problem_node_only, release,
     taint_reader} (release: the minor, None for the newest
     rules; taint_reader: how it reads DeviceTaintRules, kube.taint_rules.allocator_reader of the release's
     version, which also needs the patch: capacity.allocator_rules gives both)."""
@@ -301,6 +312,7 @@ def pool_rules(release, taint_reader=ALLOCATOR):
             "admin_holds_device": newest or release >= ADMIN_HOLDS_DEVICE_FROM,
             "all_subrequest_kept": newest or release >= ALL_SUBREQUEST_KEPT_FROM,
             "subrequest_selections_apart": newest or release >= SUBREQUEST_SELECTIONS_APART_FROM,
+            "all_pool_problem_node_only": newest or release >= ALL_POOL_PROBLEM_NODE_ONLY_FROM,
             "release": release, "taint_reader": taint_reader}
 
 
@@ -308,7 +320,8 @@ def allocator_implementation(release, features):
     """Which implementation of the structured allocator kube-scheduler of the release runs with these gates on:
     "stable", "incubating" or "experimental" (release None: the newest)."""
     release = NEWEST_RELEASE if release is None else release
-    beyond = [since for gates, since in BEYOND_STABLE.items() if all(g in features for g in gates)]
+    beyond = [since for gates, since in BEYOND_STABLE.items() if all(g in features for g in gates)
+              and not release >= STABLE_FROM.get(gates, release + 1)]
     if not beyond:
         return "stable"
     if all(since is not None and release >= since for since in beyond):
@@ -332,8 +345,9 @@ def counter_slices_everywhere(release, features):
 def pools_in_order(release, features):
     """Whether the release's allocator, with these gates on, goes through a node's pools and their slices in a fixed
     order (else in one that changes from one attempt to the next)."""
-    return (allocator_implementation(release, features) != "stable"
-            and (NEWEST_RELEASE if release is None else release) >= POOLS_IN_ORDER_FROM)
+    release = NEWEST_RELEASE if release is None else release
+    return ((allocator_implementation(release, features) != "stable" or release >= STABLE_AS_INCUBATING_FROM)
+            and release >= POOLS_IN_ORDER_FROM)
 
 
 def has_binding_conditions(pool):

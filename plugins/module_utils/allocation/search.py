@@ -250,7 +250,15 @@ class Candidates:
         self.reasons = {}
         self.uncertain = []
         self.ordered = []
-        self.error = request_error(ctx, request) or (all_devices_error(pools) if request.mode == "All" else None)
+        self.error = request_error(ctx, request)
+        # A pool being updated or invalid under a request for all devices: the node only, from 1.38.
+        self.refusal = None
+        if self.error is None and request.mode == "All":
+            problem = all_devices_error(pools)
+            if ctx.pool_rules["all_pool_problem_node_only"]:
+                self.refusal = problem
+            else:
+                self.error = problem
         self.unmodelled = request_unmodelled(request)
         self.all_devices = [] if request.mode == "All" else None
         self.all_unknown = None
@@ -343,8 +351,14 @@ class NodeSearch:
             for ri, alternatives in enumerate(claim.requests):
                 for ai, request in enumerate(alternatives):
                     self.candidates[(ci, ri, ai)] = Candidates(ctx, request, self.pools, node_name, labels)
-        self.errors = ["%s request %s: %s" % (claims[k[0]].label, c.request.label, c.error)
-                       for k, c in sorted(self.candidates.items()) if c.error]
+        # The allocator checks the requests in order and stops at the first that it refuses: with an error, or
+        # (a request for all devices and a pool of the node being updated or invalid, from 1.38) for this node.
+        problems = [(claims[k[0]].label, c) for k, c in sorted(self.candidates.items()) if c.error or c.refusal]
+        self.refused = None
+        if problems and problems[0][1].refusal:
+            self.refused = "%s request %s: %s" % (problems[0][0], problems[0][1].request.label, problems[0][1].refusal)
+        self.errors = [] if self.refused else ["%s request %s: %s" % (label, c.request.label, c.error)
+                                               for label, c in problems if c.error]
         self.unmodelled = ["%s request %s: %s" % (claims[k[0]].label, c.request.label, c.unmodelled)
                            for k, c in sorted(self.candidates.items()) if c.unmodelled]
         self.mixed = [] if ctx.pool_rules["subrequest_selections_apart"] else [
@@ -580,6 +594,8 @@ def node_verdict(ctx, claims, node_name, labels):
         return CANNOT_TELL, "; ".join(search.mixed), search
     if search.errors:
         return ERROR, "; ".join(search.errors), search
+    if search.refused:
+        return DOES_NOT_FIT, search.refused, search
     too_many = search.over_the_claim_limit()
     if too_many:
         return ERROR, too_many, search
