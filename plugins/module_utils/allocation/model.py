@@ -193,6 +193,9 @@ SUBREQUEST_SELECTIONS_APART_FROM = 36
 # unschedulable (ErrFailedAllocationOnNode: "asks for all devices, but resource pool ... is currently being updated");
 # before, the allocator stops with an error, which fails the pod's whole scheduling attempt.
 ALL_POOL_PROBLEM_NODE_ONLY_FROM = 38
+# From this release matchAttribute and distinctAttribute compare versions by semver equality (build metadata
+# ignored); before, as strings.
+VERSION_BUILD_IGNORED_FROM = 38
 
 
 def slice_relevant(resource_slice, node_name, labels, counters_everywhere=False):

@@ -330,6 +330,15 @@ class Claim:
         self.constraints = model.claim_constraints(spec)
 
 
+def constraint_value(value, release):
+    """An attribute's value as the release's constraints compare it: from 1.38 versions by semver equality, which
+    ignores build metadata (1.0.0+a is 1.0.0+b); before, as written."""
+    if (value and "version" in value and (release is None or release >= model.VERSION_BUILD_IGNORED_FROM)
+            and isinstance(value["version"], str)):
+        return {"version": value["version"].split("+", 1)[0]}
+    return value
+
+
 def attribute_value(device, name):
     """A device's attribute by fully qualified name (the driver's own domain also by bare identifier)."""
     attributes = device.fields.get("attributes") or {}
@@ -542,7 +551,8 @@ class NodeSearch:
         for index, (names, attribute, distinct) in enumerate(self.claims[ci].constraints):
             if names and request.base not in names and request.label not in names:
                 continue
-            value = attribute_value(device, attribute) if attribute else None
+            value = constraint_value(attribute_value(device, attribute) if attribute else None,
+                                     self.ctx.pool_rules["release"])
             current = self.values[ci][index]
             if distinct:
                 holds = value is not None and value not in (current or ())

@@ -345,13 +345,13 @@ class _CelPy:
     def activation(self, driver, fields, minor):
         t = self.types
         attributes, capacity = {}, {}
-        for name, value in (fields.get("attributes") or {}).items():
+        for name, value in _names_in_order(fields.get("attributes"), minor):
             domain, ident = _qualified(name, driver)
             converted = self._attribute(value)
             if converted is None:
                 return None
             attributes.setdefault(domain, {})[t.StringType(ident)] = converted
-        for name, value in (fields.get("capacity") or {}).items():
+        for name, value in _names_in_order(fields.get("capacity"), minor):
             domain, ident = _qualified(name, driver)
             capacity.setdefault(domain, {})[t.StringType(ident)] = Quantity.parse((value or {}).get("value"))
         device = {t.StringType("driver"): t.StringType(driver),
@@ -395,6 +395,21 @@ def _message(error):
     """celpy's message, without the activation it appends (a whole device)."""
     text = str(error.args[0] if error.args else error)
     return text.split(" (in activation", 1)[0][:300]
+
+
+# From 1.38 a device's attributes and capacities are read by fully-qualified name (k8s.io/dynamic-resource-allocation's
+# slice conversion): where a device has both "model" and "<driver>/model", the qualified one wins. Before, CEL's map
+# was built in a Go map's order (either may win).
+QUALIFIED_NAME_WINS_FROM = 38
+
+
+def _names_in_order(entries, minor):
+    """(name, value) of a device's attributes or capacities in the order the activation takes them (the last
+    one of a name wins): from 1.38 the qualified names after the bare ones."""
+    items = list((entries or {}).items())
+    if minor >= QUALIFIED_NAME_WINS_FROM:
+        items.sort(key=lambda item: "/" in item[0])
+    return items
 
 
 def _qualified(name, driver):

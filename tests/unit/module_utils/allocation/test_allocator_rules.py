@@ -1,6 +1,6 @@
 """The allocator's rules the oracle found (tests/integration/test_explain_oracle.py, test_cel_oracle.py compare them
 with k8s.io/dynamic-resource-allocation itself on generated input); here each rule on a case of its own, with the
-answer k8s.io/dynamic-resource-allocation gave for that case (v0.37.2, v0.33.13)."""
+answer k8s.io/dynamic-resource-allocation gave for that case (v0.38.0-beta.0, v0.37.2, v0.33.13)."""
 import pytest
 
 from ansible_collections.dra.admin.plugins.module_utils.kube import cel
@@ -57,6 +57,37 @@ def test_an_invalid_pool_is_skipped_from_1_35_and_stops_the_search_before():
     assert kind == search.ERROR and "duplicate device name d1" in detail
 
 
+def test_all_devices_with_a_pool_being_updated_is_an_error_before_1_38_and_the_node_only_from_1_38():
+    slices = [slice_("a", "p", ["d0", "d1"], count=2)]
+    kind, detail = verdict(slices, [claim({"allocationMode": "All"})], 37)
+    assert kind == search.ERROR and "being updated" in detail
+    kind, detail = verdict(slices, [claim({"allocationMode": "All"})], 38)
+    assert kind == search.DOES_NOT_FIT and "asks for all devices, but pool gpu.example.com/p is being updated" in detail
+
+
+def test_match_attribute_ignores_version_build_metadata_from_1_38():
+    slices = [slice_("a", "p", ["d0", "d1"])]
+    for build, device in zip("ab", slices[0]["spec"]["devices"]):
+        device["attributes"]["v"] = {"version": "1.0.0+" + build}
+    match = [{"matchAttribute": f"{GPU}/v"}]
+    assert verdict(slices, [claim({"count": 2}, constraints=match)], 37)[0] == search.DOES_NOT_FIT
+    assert verdict(slices, [claim({"count": 2}, constraints=match)], 38)[0] == search.FITS
+    distinct = [{"distinctAttribute": f"{GPU}/v"}]
+    assert verdict(slices, [claim({"count": 2}, constraints=distinct)], 38)[0] == search.DOES_NOT_FIT
+
+
+def test_1_38_runs_stable_with_its_default_gates_and_incubating_for_an_alpha_gate():
+    defaults = {model.BINDING_CONDITIONS, model.RESOURCE_CLAIM_DEVICE_STATUS, model.CONSUMABLE_CAPACITY,
+                "DRAFractionalCapacityRange"}
+    assert model.allocator_implementation(37, defaults) == "incubating"
+    assert model.allocator_implementation(38, defaults) == "stable"
+    assert model.allocator_implementation(38, defaults | {"DRAListTypeAttributes"}) == "incubating"
+    assert model.allocator_implementation(37, defaults | {"DRAListTypeAttributes"}) == "experimental"
+    # 1.38's stable goes through the pools in order and searches binding-condition pools last, as 1.37's incubating.
+    assert model.pools_in_order(38, defaults) and model.binding_pools_last(38, defaults)
+    assert not model.counter_slices_everywhere(38, set())
+
+
 def test_a_claim_over_32_devices_is_an_error():
     slices = [slice_("a", "p", ["d%d" % i for i in range(40)])]
     kind, detail = verdict(slices, [claim({"count": 20}, {"count": 13})], 37)
@@ -102,6 +133,18 @@ def test_a_failing_selector_is_an_error_only_where_the_search_meets_the_device()
 def test_cel_as_the_releases_cel_go(expression, minor, answer):
     env = cel.Environment(minor)
     assert env.matches(expression, env.device_activation(GPU, {"attributes": {}, "capacity": {}})) is answer
+
+
+@pytest.mark.parametrize("attributes", [
+    {"model": {"string": "a"}, f"{GPU}/model": {"string": "b"}},
+    {f"{GPU}/model": {"string": "b"}, "model": {"string": "a"}},
+])
+def test_the_qualified_name_wins_from_1_38(attributes):
+    """A device with "model" and "gpu.example.com/model": 1.38 reads the qualified one whatever their order (the
+    oracle of v0.38.0-beta.0 says true for both orders; v0.37.2's answer follows its map's order)."""
+    env = cel.Environment(38)
+    activation = env.device_activation(GPU, {"attributes": attributes, "capacity": {}})
+    assert env.matches(f'device.attributes["{GPU}"].model == "b"', activation) is True
 
 
 @pytest.mark.parametrize("expression,message", [
