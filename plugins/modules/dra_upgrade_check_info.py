@@ -170,6 +170,7 @@ findings:
         C(feature-gates-unread), C(kubelet-gates-unread), C(admin-access-label), C(driver-rbac), C(scheduler-rbac),
         C(kubelet-skew), C(kubelet-version-unknown), C(seamless-driver-upgrade), C(upgrade-path),
         C(planned-release), C(metrics-unreadable), C(stored-api-version), C(stored-api-version-unread),
+        C(self-qualified-names),
         C(taint-rule-without-selector), C(extended-resource-eviction), C(grpc-probe-without-startup) or
         C(kubelet-downgrade). The feature gate findings' evidence names the component (and for kubelets the
         C(nodes)); a C(stored-api-version) finding's evidence lists each C(documents) entry with C(source),

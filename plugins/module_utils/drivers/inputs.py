@@ -114,6 +114,39 @@ def _env_problems(env):
     return []
 
 
+# The longest AF_UNIX socket path Linux binds is 107 bytes (sun_path holds 108 with its NUL); from 1.38 the kubelet
+# also refuses, at plugin registration, a DRA endpoint of 108 bytes or more (pkg/kubelet/cm/dra/plugin).
+UNIX_PATH_MAX = 108
+# A pod UID as the API server writes it: the seamless upgrade's socket name carries it.
+_POD_UID_LENGTH = 36
+
+
+def plugin_socket_paths(plugin_dir, driver, seamless_upgrade):
+    """{what: path} of the DRA socket the driver's kubelet plugin serves, as k8s.io/dynamic-resource-allocation's
+    kubeletplugin helper names it: <plugin_dir>/<driver>/dra.sock, and dra-<pod UID>.sock when a seamless upgrade
+    may run (the helper's rolling-update mode)."""
+    directory = "%s/%s" % (str(plugin_dir or "").rstrip("/"), driver)
+    paths = {"socket": directory + "/dra.sock"}
+    if seamless_upgrade != "disabled":
+        paths["seamless upgrade socket"] = "%s/dra-%s.sock" % (directory, "x" * _POD_UID_LENGTH)
+    return paths
+
+
+def socket_path_problems(params):
+    """A DRA socket path the kubelet would refuse (and Linux could not bind): 108 bytes or more."""
+    problems = []
+    plugin_dir, driver = params.get("plugin_dir") or "/var/lib/kubelet/plugins", params.get("driver") or ""
+    for what, path in sorted(plugin_socket_paths(plugin_dir, driver, params.get("seamless_upgrade") or "auto").items()):
+        if len(path) >= UNIX_PATH_MAX:
+            problems.append(
+                "plugin_dir %r and driver %r make the plugin's %s %d bytes long (%s): a Unix socket path must be "
+                "shorter than %d bytes (Linux cannot bind a longer one, and from Kubernetes 1.38 the kubelet refuses "
+                "it at registration); use a shorter plugin_dir%s" % (
+                    plugin_dir, driver, what, len(path), path, UNIX_PATH_MAX,
+                    " or seamless_upgrade: disabled" if what != "socket" else ""))
+    return problems
+
+
 def validate_inputs(params):
     """Every problem with the inputs of one driver, as a list of messages (empty when usable).
 
@@ -134,6 +167,9 @@ def validate_inputs(params):
         value = params.get(key)
         if value is not None and not str(value).startswith("/"):
             problems.append("%s must be an absolute host path, got %r" % (key, value))
+    driver, plugin_dir = params.get("driver") or "", str(params.get("plugin_dir") or "/")
+    if len(driver) <= 63 and _DRIVER_RE.match(driver) and plugin_dir.startswith("/"):
+        problems.extend(socket_path_problems(params))
     return problems
 
 

@@ -270,6 +270,11 @@ EXTENDED_RESOURCE_TAINT_EVICTION_FROM = {37: 2}
 # kubelet gRPC probes fail at once on a refused connection instead of retrying until the probe's timeout
 # (kubernetes#142457, v1.38.0-alpha.2; v1.37.2's pkg/probe/grpc still dials with WithBlock).
 GRPC_PROBE_FAIL_FAST_FROM = 38
+# k8s.io/dynamic-resource-allocation's kubeletplugin helper refuses to publish attribute and capacity names qualified
+# with the driver's own domain ("gpu.example.com/model" in gpu.example.com's slices) from 0.38
+# (resourceslice.Options.ValidateQualifiedNames, on by default); 1.38's scheduler reads the qualified name where a
+# device has both.
+SELF_QUALIFIED_NAMES_REFUSED_FROM = 38
 # From this target on the plan says that putting an older kubelet binary back is no undo: the kubelet's checkpoints
 # (CPU manager V2/V3, DRA's) are written in the newer format (kubernetes#139069).
 KUBELET_DOWNGRADE_NOTE_FROM = 38

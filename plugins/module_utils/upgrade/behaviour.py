@@ -13,6 +13,8 @@ the target drops; the rest of the upgrade check is ``checks``, and ``findings`` 
 - kubelet gRPC probes fail at once on a refused connection from 1.38: a driver DaemonSet with a gRPC liveness probe
   and no startupProbe: ``grpc-probe-without-startup``.
 - A kubelet binary downgrade is no undo from 1.38 (the kubelet's checkpoint formats): ``kubelet-downgrade``.
+- Attribute or capacity names qualified with the slice's own driver: drivers rebuilt on 1.38's helper refuse to
+  publish them (``catalog.SELF_QUALIFIED_NAMES_REFUSED_FROM``): ``self-qualified-names``.
 
 Pure: no Ansible, no network.
 """
@@ -248,6 +250,48 @@ def grpc_probe_findings(facts, current_minor, target_minor):
     return found
 
 
+def self_qualified_names(resource_slice):
+    """The attribute and capacity names of a slice's devices written with the slice's own driver as domain."""
+    spec = resource_slice.get("spec") or {}
+    prefix = "%s/" % spec.get("driver")
+    names = set()
+    for entry in spec.get("devices") or []:
+        fields = device_fields(entry)
+        for kind in ("attributes", "capacity"):
+            names.update(n for n in fields.get(kind) or {} if n.startswith(prefix))
+    return sorted(names)
+
+
+def self_qualified_findings(facts, current_minor, target_minor):
+    """One warning per driver whose ResourceSlices name attributes or capacities with their own domain, when the
+    upgrade reaches SELF_QUALIFIED_NAMES_REFUSED_FROM."""
+    if not current_minor < catalog.SELF_QUALIFIED_NAMES_REFUSED_FROM <= target_minor:
+        return []
+    by_driver = {}
+    for resource_slice in facts.get("resource_slices") or []:
+        names = self_qualified_names(resource_slice)
+        if names:
+            entry = by_driver.setdefault((resource_slice.get("spec") or {}).get("driver"), {"slices": [], "names": set()})
+            entry["slices"].append(_name(resource_slice))
+            entry["names"].update(names)
+    found = []
+    for driver, entry in sorted(by_driver.items()):
+        names = sorted(entry["names"])
+        found.append(finding(
+            "self-qualified-names", "warning", "driver %s" % driver,
+            "%d ResourceSlice(s) of %s name attributes or capacities with the driver's own domain (%s). A driver "
+            "built on Kubernetes %s's kubeletplugin helper refuses to publish such names (they mean the same as the "
+            "bare name), so its new release may publish no slices; and from %s the scheduler reads the qualified "
+            "name where a device has both" % (len(entry["slices"]), driver, ", ".join(names[:5]) + (
+                ", ..." if len(names) > 5 else ""), _v(catalog.SELF_QUALIFIED_NAMES_REFUSED_FROM),
+                _v(catalog.SELF_QUALIFIED_NAMES_REFUSED_FROM)),
+            "before upgrading the driver, have it publish the bare names (%s); DeviceClass and claim selectors "
+            "that read device.attributes[\"%s\"] keep working" % (
+                ", ".join(n.split("/", 1)[1] for n in names[:5]), driver),
+            {"driver": driver, "slices": sorted(entry["slices"]), "names": names}))
+    return found
+
+
 def kubelet_downgrade_findings(target_minor):
     if target_minor < catalog.KUBELET_DOWNGRADE_NOTE_FROM:
         return []
@@ -268,5 +312,6 @@ def findings(facts, current, target):
              + taint_rule_findings(facts, current, target, target_minor)
              + extended_resource_findings(facts, current, target, target_minor)
              + grpc_probe_findings(facts, current_minor, target_minor)
+             + self_qualified_findings(facts, current_minor, target_minor)
              + kubelet_downgrade_findings(target_minor))
     return sorted(found, key=lambda f: SEVERITIES.index(f["severity"]))

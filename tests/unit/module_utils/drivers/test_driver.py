@@ -54,6 +54,22 @@ def test_valid_health_ports_pass(port):
     assert inputs.validate_inputs(params(health_port=port)) == []
 
 
+def test_a_socket_path_the_kubelet_refuses_is_refused_before_anything_is_planned():
+    """The kubeletplugin helper's socket: <plugin_dir>/<driver>/dra.sock, dra-<pod UID>.sock in a seamless upgrade;
+    1.38's kubelet refuses an endpoint of 108 bytes or more (and Linux binds none)."""
+    driver = "a" * 30 + ".example.com"  # 42 characters: dra.sock fits, the seamless upgrade's socket does not
+    assert inputs.validate_inputs(params(driver=driver, seamless_upgrade="disabled")) == []
+    problems = inputs.validate_inputs(params(driver=driver))
+    assert len(problems) == 1 and "seamless upgrade socket 113 bytes long" in problems[0], problems
+    assert "shorter than 108 bytes" in problems[0] and "seamless_upgrade: disabled" in problems[0]
+    long_dir = "/" + "d" * 90
+    problems = inputs.validate_inputs(params(plugin_dir=long_dir, seamless_upgrade="disabled"))
+    assert problems == ["plugin_dir %r and driver 'gpu.example.com' make the plugin's socket 116 bytes long "
+                        "(%s/gpu.example.com/dra.sock): a Unix socket path must be shorter than 108 bytes (Linux "
+                        "cannot bind a longer one, and from Kubernetes 1.38 the kubelet refuses it at registration); "
+                        "use a shorter plugin_dir" % (long_dir, long_dir)]
+
+
 def test_health_port_colliding_with_another_container_port():
     problems = inputs.validate_inputs(params(health_port=8080))
     assert problems == ["health_port 8080 collides with another container port of the driver (8080): pick a free "

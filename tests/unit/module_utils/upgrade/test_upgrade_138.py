@@ -237,6 +237,29 @@ def test_the_driver_role_renders_a_startup_probe():
     assert liveness["grpc"]["port"] == startup["grpc"]["port"] == 51515
 
 
+# --- names qualified with the driver's own domain --------------------------------------------------
+
+def a_slice(name, driver, attributes, capacity=None):
+    return {"metadata": {"name": name}, "spec": {"driver": driver, "nodeName": "n1", "pool": {"name": "n1"},
+                                                 "devices": [{"name": "d0", "attributes": attributes,
+                                                              "capacity": capacity or {}}]}}
+
+
+def test_names_qualified_with_the_drivers_own_domain_are_named_for_138():
+    slices = [a_slice("gpu-n1", "gpu.example.com", {"gpu.example.com/model": {"string": "h100"},
+                                                     "index": {"int": 0}},
+                      {"gpu.example.com/memory": {"value": "80Gi"}}),
+              a_slice("gpu-n2", "gpu.example.com", {"model": {"string": "h100"}}),
+              # Another driver's domain is a name of its own, not a redundant one.
+              a_slice("nic-n1", "nic.example.com", {"gpu.example.com/model": {"string": "h100"}})]
+    found = of(behaviour.findings({"resource_slices": slices}, "v1.37.2", "v1.38"), "self-qualified-names")
+    assert [f["subject"] for f in found] == ["driver gpu.example.com"] and found[0]["severity"] == "warning"
+    assert found[0]["evidence"] == {"driver": "gpu.example.com", "slices": ["gpu-n1"],
+                                    "names": ["gpu.example.com/memory", "gpu.example.com/model"]}
+    assert "memory, model" in found[0]["fix"]
+    assert of(behaviour.findings({"resource_slices": slices}, "v1.36.3", "v1.37"), "self-qualified-names") == []
+
+
 # --- the kubelet downgrade note, and the release tables -------------------------------------------
 
 def test_kubelet_downgrade_note_for_138():
