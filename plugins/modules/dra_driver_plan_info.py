@@ -95,6 +95,14 @@ options:
         chart's own answer is used when this is not set; for the built-in template the default is V(true).
     type: bool
   max_unavailable: {description: C(maxUnavailable) when not upgrading seamlessly (integer or percentage)., type: raw, default: 1}
+  cluster_slices:
+    description:
+      - With O(method=template), the manifests hold a ValidatingAdmissionPolicy that lets the plugin's service account
+        write only ResourceSlices of O(driver) whose C(spec.nodeName) is the node its token is bound to.
+      - V(true) also lets it write slices without C(spec.nodeName) (C(allNodes), C(nodeSelector),
+        C(perDeviceNodeSelection)), for a driver that publishes network-attached pools.
+    type: bool
+    default: false
   device_classes:
     description: DeviceClasses C({name, expression, config}); the expression is ANDed with the driver match.
     type: list
@@ -153,7 +161,9 @@ strategy_reason: {description: Why this strategy., returned: always, type: str}
 warnings_list: {description: The warnings also given to Ansible., returned: always, type: list, elements: str}
 affinity: {description: The node affinity with the exclusion label in every term., returned: always, type: dict}
 manifests:
-  description: Objects to apply for O(method=template) - ServiceAccount, ClusterRole, ClusterRoleBinding, DaemonSet.
+  description: >-
+    Objects to apply for O(method=template) - ServiceAccount, ClusterRole, ClusterRoleBinding,
+    ValidatingAdmissionPolicy and its binding (see O(cluster_slices)), DaemonSet.
   returned: always
   type: list
   elements: dict
@@ -216,6 +226,7 @@ def argument_spec():
         startup=dict(type="dict", default={"period": 1, "failure_threshold": 600, "timeout": 5}),
         seamless_upgrade=dict(type="str", choices=["auto", "required", "disabled"], default="auto"),
         supports_seamless_upgrade=dict(type="bool"),
+        cluster_slices=dict(type="bool", default=False),
         max_unavailable=dict(type="raw", default=1),
         device_classes=dict(type="list", elements="dict", default=[]),
         chart_ref=dict(type="str"),

@@ -31,6 +31,9 @@ from ansible_collections.dra.admin.plugins.module_utils.drivers.nodes import (
 from ansible_collections.dra.admin.plugins.module_utils.drivers.upgrade import decide_strategy, kubelet_version
 from ansible_collections.dra.admin.plugins.module_utils.kube.selection import with_exclusion
 from ansible_collections.dra.admin.plugins.module_utils.rbac.personas import granular_status, kubelet_plugin_objects
+from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import (
+    VersionError, admission_policy_api_version, newest_admission_policy_api_version,
+)
 
 
 def rendered_documents(rendered):
@@ -111,12 +114,22 @@ def rendered_problems(documents, params, kind, health_ports, strategy):
     return daemonsets[0]["metadata"]["name"], problems
 
 
+def policy_api_version(version):
+    """The ValidatingAdmissionPolicy apiVersion of the cluster's release (a release newer than the catalog: the
+    newest it knows)."""
+    try:
+        return admission_policy_api_version(version)
+    except VersionError:
+        return newest_admission_policy_api_version()
+
+
 def template_plan(result, params, terms, strategy, version, served):
     """The built-in template's objects (kubelet-plugin RBAC and the DaemonSet) into result."""
     params["node_affinity"] = terms
     daemonset = build_daemonset(params, strategy)
     rbac = kubelet_plugin_objects(params["driver"], params["namespace"], params["service_account"], served,
-                                  granular_status(version), object_labels(params["daemonset_name"], params["driver"]))
+                                  granular_status(version), object_labels(params["daemonset_name"], params["driver"]),
+                                  policy_api_version(version), params.get("cluster_slices", False))
     result["manifests"] = rbac + [daemonset]
     result["health_ports"] = [int(params["health_port"])]
     return result

@@ -23,6 +23,7 @@ from ansible_collections.dra.admin.plugins.module_utils.common.names import MANA
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import (
     RESOURCE_GROUP, VersionError, gate_info, parse_minor,
 )
+from ansible_collections.dra.admin.plugins.module_utils.rbac.slice_policy import service_account_user, slice_policy
 
 PERSONAS = ("admin", "driver", "operator")
 PERSONA_LABEL = "dra.admin/persona"
@@ -155,19 +156,26 @@ def service_account(name, namespace, object_labels):
             "metadata": {"name": name, "namespace": namespace, "labels": object_labels}}
 
 
-def kubelet_plugin_objects(driver, namespace, account, served, granular_status, object_labels):
+def kubelet_plugin_objects(driver, namespace, account, served, granular_status, object_labels, policy_api_version=None,
+                           cluster_slices=False):
     """The RBAC a driver's own kubelet plugin runs with (role dra.admin.driver, built-in template): its
     ServiceAccount `account` in `namespace`, and a ClusterRole named dra-kubeletplugin:<driver> with the
-    driver persona's rules, bound to it.
+    driver persona's rules, bound to it; with `policy_api_version` (where ResourceSlices are served), the
+    ValidatingAdmissionPolicy that holds the account to its own driver's slices of its own node (rbac.slice_policy;
+    `cluster_slices`: it may also write slices without a node name).
 
     The objects carry `object_labels` (the driver's), not the persona label: dra_rbac_plan_info would
     otherwise count them among its own objects and report them stale.
     """
     name = KUBELET_PLUGIN_ROLE_PREFIX + driver
     bound = subjects({"service_accounts": ["%s/%s" % (namespace, account)]})
-    return [service_account(account, namespace, object_labels),
-            cluster_role(name, driver_rules(served, [driver], granular_status), object_labels),
-            cluster_role_binding(name, name, bound, object_labels)]
+    objects = [service_account(account, namespace, object_labels),
+               cluster_role(name, driver_rules(served, [driver], granular_status), object_labels),
+               cluster_role_binding(name, name, bound, object_labels)]
+    if policy_api_version and "resourceslices" in set(served):
+        objects.extend(slice_policy(policy_api_version, driver, [service_account_user(namespace, account)],
+                                    cluster_slices, object_labels))
+    return objects
 
 
 def validate_personas(admins, drivers, operators):

@@ -964,6 +964,10 @@ def admission_policy_api_version(version):
     return "%s/%s" % (ADMISSION_GROUP, found[-1])
 
 
+def newest_admission_policy_api_version():
+    return "%s/%s" % (ADMISSION_GROUP, _ADMISSION_POLICY_API[max(_ADMISSION_POLICY_API)])
+
+
 # The namespace label that allows adminAccess, renamed in 1.34.
 OLD_ADMIN_LABEL = "resource.k8s.io/admin-access"
 NEW_ADMIN_LABEL = "resource.kubernetes.io/admin-access"
