@@ -151,6 +151,36 @@ def walk_device_taint_rules(c, served, evidence):
         for obj in good_rules(version):
             accepted(c, obj)
             evidence.append(f"{version} accepted {obj['metadata']['name']}")
+    walk_override_outside_the_admins(c, served["devicetaintrules"][-1], evidence)
+
+
+def walk_override_outside_the_admins(c, version, evidence):
+    """The override annotation counts only for the admin persona: an operator allowed to create DeviceTaintRules
+    (RBAC) but outside the admin groups gets the broad rule refused, override or not."""
+    operator = ["--as=operator-c", "--as-group=it-guard-operators"]
+    rbac = [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "it-guard-op"},
+             "rules": [{"apiGroups": ["resource.k8s.io"], "resources": ["devicetaintrules"], "verbs": ["create"]}]},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "it-guard-op"},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "it-guard-op"},
+             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "it-guard-operators"}]}]
+    c.apply(rbac)
+    try:
+        overridden = rule(version, "it-overridden-by-operator", {}, "NoExecute", {OVERRIDE: "fleet-wide"})
+        narrow = rule(version, "it-narrow-by-operator", {"driver": DRIVER})
+        found = {}
+
+        def refused_as_operator():
+            res = c.kubectl("create", "--dry-run=server", "-f", "-", *operator, stdin=yaml.safe_dump(overridden),
+                            check=False)
+            found["res"] = res
+            return res.returncode != 0 and BROAD in res.stderr
+        c.wait_until(refused_as_operator, WAIT, "the operator's overridden broad rule refused")
+        assert "names no driver" in found["res"].stderr, found["res"].stderr
+        res = c.kubectl("create", "--dry-run=server", "-f", "-", *operator, stdin=yaml.safe_dump(narrow), check=False)
+        assert res.returncode == 0, res.stderr
+        evidence.append(f"{version}: the override annotation of an operator outside the admin groups refused")
+    finally:
+        c.kubectl("delete", "clusterrolebinding,clusterrole", "it-guard-op", "--ignore-not-found", check=False)
 
 
 def walk_device_taint_updates(c, version):
@@ -243,8 +273,8 @@ def walk_admin_label(c, evidence):
     ns, new = f"it-guard-tenant-{c.minor}", f"it-guard-tenant-new-{c.minor}"
     tenant, admin = ["--as=tenant-a", "--as-group=it-guard-tenants"], ["--as=admin-b", "--as-group=system:masters"]
     rbac = [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "it-guard-tenant"},
-             "rules": [{"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "patch", "update"],
-                        "resourceNames": [ns, new]},
+             "rules": [{"apiGroups": [""], "resources": ["namespaces", "namespaces/status"],
+                        "verbs": ["get", "patch", "update"], "resourceNames": [ns, new]},
                        {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["create"]}]},
             {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
              "metadata": {"name": "it-guard-tenant"},
@@ -281,6 +311,17 @@ def walk_admin_label(c, evidence):
         res = c.kubectl("create", "--dry-run=server", "-f", "-", *tenant, stdin=yaml.safe_dump(labelled), check=False)
         assert res.returncode == 0, res.stderr
         evidence.append(f"tenant removing or changing it refused; creating {new} with it refused, without it accepted")
+        # The other release's key too (on 1.33 the key of 1.34 and later, which the upgrade would make effective),
+        # and through the status subresource, whose updates keep the labels they are sent.
+        other = [k for k in (CATALOG.OLD_ADMIN_LABEL, CATALOG.NEW_ADMIN_LABEL) if k != label][0]
+        res = as_tenant("label", "namespace", ns, f"{other}=true")
+        assert res.returncode != 0 and policy in res.stderr, res.stderr
+        res = as_tenant("patch", "namespace", ns, "--subresource=status", "--type=merge", "-p",
+                        json.dumps({"metadata": {"labels": {other: "true"}}}))
+        assert res.returncode != 0 and policy in res.stderr, res.stderr
+        assert other not in (c.get_json("namespace", ns)["metadata"].get("labels") or {})
+        evidence.append(f"tenant adding {other}=true (the other release's key) refused, directly and through "
+                        "namespaces/status")
     finally:
         c.kubectl("delete", "clusterrolebinding,clusterrole", "it-guard-tenant", "--ignore-not-found", check=False)
         c.kubectl("delete", "namespace", ns, "--wait=false", check=False)

@@ -41,7 +41,8 @@ __metaclass__ = type
 
 from ansible_collections.dra.admin.plugins.module_utils.common.names import MANAGED_BY, MANAGED_BY_LABEL
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import (
-    ADMIN_LABEL_ENFORCED_FROM, ALLOCATION_RESULTS_MAX_SIZE, RESOURCE_GROUP, admin_access_label,
+    ADMIN_LABEL_ENFORCED_FROM, ADMIN_LABEL_RENAMED_IN, ALLOCATION_RESULTS_MAX_SIZE, NEW_ADMIN_LABEL, OLD_ADMIN_LABEL,
+    RESOURCE_GROUP, admin_access_label,
     admission_policy_api_version, parse_minor, scheduler_count_overflow, scheduler_count_overflow_fixed_in,
 )
 
@@ -153,8 +154,14 @@ def _cel_string(text):
     return "'%s'" % text.replace("\\", "\\\\").replace("'", "\\'")
 
 
-def broad_taint_policy(api_version, versions):
-    """The broad-device-taint ValidatingAdmissionPolicy for DeviceTaintRules served in `versions`."""
+def _in_groups(groups):
+    return "(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in [%s]))" % ", ".join(
+        _cel_string(g) for g in groups)
+
+
+def broad_taint_policy(api_version, versions, groups=DEFAULT_ADMIN_GROUPS):
+    """The broad-device-taint ValidatingAdmissionPolicy for DeviceTaintRules served in `versions`; the override
+    annotation counts only when a member of `groups` (the admin persona) writes the rule."""
     messages = broad_taint_messages()
     name = "(has(object.metadata.name) ? object.metadata.name : '')"
     prefix = "'DeviceTaintRule ' + %s + ':'" % name
@@ -162,7 +169,7 @@ def broad_taint_policy(api_version, versions):
     has_pool = "has(variables.selector.pool) && variables.selector.pool != ''"
     spec = {
         "matchConditions": [
-            {"name": "no-override", "expression": _override_unset("object")},
+            {"name": "no-override", "expression": "(%s) || !%s" % (_override_unset("object"), _in_groups(groups))},
             {"name": "spec-or-override-changed",
              "expression": "request.operation == 'CREATE' || object.spec != oldObject.spec || !(%s)"
                            % _override_unset("oldObject")},
@@ -229,11 +236,13 @@ def admin_access_policy(api_version, versions, label):
     return _policy(api_version, ADMIN_ACCESS, [_rule(versions, ("CREATE",), RESOURCES[ADMIN_ACCESS])], spec)
 
 
-def admin_label_message(label, groups):
-    return ("only the admin persona (groups %s) may add, change or remove the label %s: it lets every "
+def admin_label_message(labels, groups):
+    return ("only the admin persona (groups %s) may add, change or remove the labels %s: they let every "
             "ResourceClaim of the namespace request adminAccess, access to every device of a node, in use or not "
-            "(dra.admin guardrail %s, ValidatingAdmissionPolicy %s). Ask a cluster administrator to label the "
-            "namespace" % (", ".join(groups), label, ADMIN_ACCESS_LABEL, policy_name(ADMIN_ACCESS_LABEL)))
+            "(the first before Kubernetes 1.%d, the second from it, so both are guarded on every release: dra.admin "
+            "guardrail %s, ValidatingAdmissionPolicy %s). Ask a cluster administrator to label the namespace"
+            % (", ".join(groups), " and ".join(labels), ADMIN_LABEL_RENAMED_IN, ADMIN_ACCESS_LABEL,
+               policy_name(ADMIN_ACCESS_LABEL)))
 
 
 def _label_value(obj, label):
@@ -241,17 +250,19 @@ def _label_value(obj, label):
            "'')" % {"o": obj, "l": label}
 
 
-def admin_label_policy(api_version, label, groups):
-    """The admin-access-label ValidatingAdmissionPolicy: the label on a Namespace set, changed or removed only by
-    a member of `groups`."""
-    message = admin_label_message(label, groups)
-    before = "(request.operation == 'UPDATE' ? %s : '')" % _label_value("oldObject", label)
-    changed = "%s != %s" % (_label_value("object", label), before)
+def admin_label_policy(api_version, labels, groups):
+    """The admin-access-label ValidatingAdmissionPolicy: the labels on a Namespace set, changed or removed only by
+    a member of `groups`, through the namespace itself or its status and finalize subresources (whose updates keep
+    the labels they are sent)."""
+    message = admin_label_message(labels, groups)
+    changes = []
+    for label in labels:
+        before = "(request.operation == 'UPDATE' ? %s : '')" % _label_value("oldObject", label)
+        changes.append("%s != %s" % (_label_value("object", label), before))
     spec = {
-        "matchConditions": [{"name": "label-changed", "expression": changed}],
+        "matchConditions": [{"name": "label-changed", "expression": " || ".join(changes)}],
         "validations": [{
-            "expression": "has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in [%s])"
-                          % ", ".join(_cel_string(g) for g in groups),
+            "expression": _in_groups(groups),
             "message": "Namespace: " + message,
             "messageExpression": _named("'Namespace ' + object.metadata.name + ' (user ' + "
                                         "(has(request.userInfo.username) ? request.userInfo.username : '') + '):'",
@@ -259,7 +270,7 @@ def admin_label_policy(api_version, label, groups):
             "reason": "Forbidden"}],
     }
     rules = [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
-              "resources": ["namespaces"]}]
+              "resources": ["namespaces", "namespaces/status", "namespaces/finalize"]}]
     return _policy(api_version, ADMIN_ACCESS_LABEL, rules, spec)
 
 
@@ -311,14 +322,14 @@ def _skip(guardrail, reason):
     return {"guardrail": guardrail, "reason": reason}
 
 
-def _broad_taint(api_version, version, serving):
+def _broad_taint(api_version, version, serving, groups):
     versions = serving.get("devicetaintrules") or []
     if not versions:
         return None, _skip(BROAD_DEVICE_TAINT, (
             "skipped: Kubernetes %s does not serve DeviceTaintRule (resource.k8s.io devicetaintrules in no served "
             "version), so there is nothing to guard; once it is switched on (role dra.admin.feature_gates with "
             "dra_feature_gates_device_taints: true) run the role again" % version))
-    return broad_taint_policy(api_version, versions), None
+    return broad_taint_policy(api_version, versions, groups), None
 
 
 def _admin_access(api_version, version, serving):
@@ -335,10 +346,11 @@ def _admin_label(api_version, version, serving, groups):
         return None, _skip(ADMIN_ACCESS_LABEL, (
             "skipped: Kubernetes %s does not serve ResourceClaims (resource.k8s.io is off), so the admin-access "
             "label grants nothing; switch DRA on (role dra.admin.feature_gates) and run the role again" % version))
-    return admin_label_policy(api_version, admin_access_label(version), groups), None
+    return admin_label_policy(api_version, [OLD_ADMIN_LABEL, NEW_ADMIN_LABEL], groups), None
 
 
-_BUILDERS = {BROAD_DEVICE_TAINT: _broad_taint, ADMIN_ACCESS: _admin_access, DEVICE_COUNT: _device_count}
+_BUILDERS = {ADMIN_ACCESS: _admin_access, DEVICE_COUNT: _device_count}
+_WITH_GROUPS = {BROAD_DEVICE_TAINT: _broad_taint, ADMIN_ACCESS_LABEL: _admin_label}
 
 
 def notes(version):
@@ -376,8 +388,9 @@ def render(version, serving, enabled, actions=DEFAULT_ACTIONS, admin_groups=DEFA
         if not (enabled or {}).get(guardrail, True):
             disabled.append(guardrail)
             continue
-        if guardrail == ADMIN_ACCESS_LABEL:
-            policy, skip = _admin_label(api_version, version, serving, list(admin_groups or DEFAULT_ADMIN_GROUPS))
+        if guardrail in (ADMIN_ACCESS_LABEL, BROAD_DEVICE_TAINT):
+            policy, skip = _WITH_GROUPS[guardrail](api_version, version, serving,
+                                                   list(admin_groups or DEFAULT_ADMIN_GROUPS))
         else:
             policy, skip = _BUILDERS[guardrail](api_version, version, serving)
         if skip:

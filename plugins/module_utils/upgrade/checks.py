@@ -437,12 +437,33 @@ def kubelet_gate_findings(facts, current, target_minor):
 
 
 def admin_label_findings(facts, current_minor, target_minor):
+    """The namespaces whose adminAccess the upgrade takes away (the old key only) or gives (the new key only, set
+    before the rename counted), and every namespace that grants adminAccess on the target."""
+    key = NEW_ADMIN_LABEL if target_minor >= ADMIN_LABEL_RENAMED_IN else OLD_ADMIN_LABEL
+    granting = sorted((ns.get("metadata") or {}).get("name") for ns in facts.get("admin_namespaces") or []
+                      if ((ns.get("metadata") or {}).get("labels") or {}).get(key) == "true")
+    found = [finding(
+        "admin-access-namespaces", "info", "label %s" % key,
+        "on Kubernetes 1.%d ResourceClaims may request adminAccess (every device of a node, in use or not) in %d "
+        "namespace(s), those labelled %s=true: %s" % (target_minor, len(granting), key, ", ".join(granting)),
+        "check that each should; role dra.admin.guardrails lets only the admin persona set or change either key",
+        {"label": key, "namespaces": granting})] if granting else []
     if target_minor < ADMIN_LABEL_RENAMED_IN:
-        return []
-    found = []
+        return found
     for ns in facts.get("admin_namespaces") or []:
         meta = ns.get("metadata") or {}
         labels = meta.get("labels") or {}
+        if (current_minor < ADMIN_LABEL_RENAMED_IN and labels.get(NEW_ADMIN_LABEL) == "true"
+                and labels.get(OLD_ADMIN_LABEL) != "true"):
+            found.append(finding(
+                "admin-access-label", "warning", "namespace %s" % meta.get("name"),
+                "namespace %s has %s=true but not %s=true: today that key grants nothing; from Kubernetes 1.%d it "
+                "lets every ResourceClaim there request adminAccess" % (
+                    meta.get("name"), NEW_ADMIN_LABEL, OLD_ADMIN_LABEL, ADMIN_LABEL_RENAMED_IN),
+                "if the namespace should not have admin access, kubectl label namespace %s %s- before the upgrade"
+                % (meta.get("name"), NEW_ADMIN_LABEL),
+                {"namespace": meta.get("name"), "labels": dict((k, v) for k, v in labels.items()
+                                                               if k in (OLD_ADMIN_LABEL, NEW_ADMIN_LABEL))}))
         if labels.get(OLD_ADMIN_LABEL) == "true" and labels.get(NEW_ADMIN_LABEL) != "true":
             found.append(finding(
                 "admin-access-label", "breaking", "namespace %s" % meta.get("name"),

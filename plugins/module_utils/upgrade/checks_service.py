@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ansible_collections.dra.admin.plugins.module_utils.upgrade import behaviour, checks, stored_versions
 from ansible_collections.dra.admin.plugins.module_utils.drivers.checks import driver_accounts
 from ansible_collections.dra.admin.plugins.module_utils.releases import catalog
-from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import OLD_ADMIN_LABEL
+from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import NEW_ADMIN_LABEL, OLD_ADMIN_LABEL
 from ansible_collections.dra.admin.plugins.module_utils.access.api import DraApiError
 
 STORAGE_VERSIONS_PATH = "/apis/internal.apiserver.k8s.io/v1alpha1/storageversions"
@@ -176,8 +176,12 @@ def gather(api, schedulers=(), kubelet_gates=True):
     facts["nodes"] = list(api.list_items("/api/v1/nodes"))
     if kubelet_gates:
         facts["kubelet_gates"] = read_kubelet_gates(api, facts["nodes"])
-    facts["admin_namespaces"] = list(api.list_items(
-        "/api/v1/namespaces", {"labelSelector": OLD_ADMIN_LABEL}, metadata_only=True))
+    # Namespaces carrying either admin-access key (a label selector cannot OR two keys: one list each).
+    carrying = {}
+    for key in (OLD_ADMIN_LABEL, NEW_ADMIN_LABEL):
+        for ns in api.list_items("/api/v1/namespaces", {"labelSelector": key}, metadata_only=True):
+            carrying[(ns.get("metadata") or {}).get("name")] = ns
+    facts["admin_namespaces"] = [carrying[name] for name in sorted(carrying)]
     facts["daemonsets"] = list(api.list_items("/apis/apps/v1/daemonsets"))
     facts["driver_accounts"] = driver_accounts(facts["daemonsets"], drivers)
     facts["access"] = []

@@ -256,24 +256,28 @@ def test_with_warn_the_wait_does_not_expect_a_refusal():
 
 
 @pytest.mark.parametrize("version", ["v1.33.13", "v1.37.2"])
-def test_the_admin_label_policy_lets_only_the_admin_groups_change_the_releases_label(version):
-    label = catalog.admin_access_label(version)
+def test_the_admin_label_policy_lets_only_the_admin_groups_change_either_label(version):
+    """Both keys on every release: on 1.33 a tenant could set the new key today, and after the upgrade to 1.34 the
+    namespace would have admin access; the status and finalize subresources keep the labels they are sent."""
     out = g.render(version, ALL_V1, ON, admin_groups=["platform-admins", "system:masters"])
     policy = by_name(out["objects"])[(g.POLICY_KIND, g.policy_name(g.ADMIN_ACCESS_LABEL))]
     spec = policy["spec"]
     assert spec["failurePolicy"] == "Fail"
     assert spec["matchConstraints"]["resourceRules"] == [
-        {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["namespaces"]}]
+        {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+         "resources": ["namespaces", "namespaces/status", "namespaces/finalize"]}]
     (condition,) = spec["matchConditions"]
-    # Only a change of the label's value matches: set on create, added, changed or removed on update.
-    assert "object.metadata.labels['%s']" % label in condition["expression"]
+    # Only a change of a label's value matches: set on create, added, changed or removed on update.
+    for label in (catalog.OLD_ADMIN_LABEL, catalog.NEW_ADMIN_LABEL):
+        assert "object.metadata.labels['%s']" % label in condition["expression"]
+        assert "oldObject.metadata.labels['%s']" % label in condition["expression"]
     assert "request.operation == 'UPDATE' ? " in condition["expression"]
-    assert "oldObject.metadata.labels['%s']" % label in condition["expression"]
     (validation,) = spec["validations"]
-    assert validation["expression"] == ("has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in "
-                                        "['platform-admins', 'system:masters'])")
+    assert validation["expression"] == ("(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in "
+                                        "['platform-admins', 'system:masters']))")
     for text in (validation["message"], validation["messageExpression"]):
-        assert label in text and "platform-admins, system:masters" in text and g.ADMIN_ACCESS_LABEL in text
+        assert catalog.OLD_ADMIN_LABEL in text and catalog.NEW_ADMIN_LABEL in text
+        assert "platform-admins, system:masters" in text and g.ADMIN_ACCESS_LABEL in text
     assert validation["reason"] == "Forbidden"
     default = by_name(g.render(version, ALL_V1, ON)["objects"])[(g.POLICY_KIND, g.policy_name(g.ADMIN_ACCESS_LABEL))]
     assert "['system:masters', 'kubeadm:cluster-admins']" in default["spec"]["validations"][0]["expression"]

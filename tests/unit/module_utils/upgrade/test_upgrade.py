@@ -68,6 +68,23 @@ def test_storage_version_api_objects():
     assert u.storage_versions_from_api(items) == {"resourceclaims": "v1beta2"}
 
 
+def test_the_new_key_set_before_the_rename_is_named_and_every_granting_namespace_listed():
+    def ns(name, **labels):
+        return {"metadata": {"name": name, "labels": labels}}
+    facts = {"admin_namespaces": [ns("old-only", **{catalog.OLD_ADMIN_LABEL: "true"}),
+                                  ns("new-only", **{catalog.NEW_ADMIN_LABEL: "true"}),
+                                  ns("both", **{catalog.OLD_ADMIN_LABEL: "true", catalog.NEW_ADMIN_LABEL: "true"})]}
+    found = [f for f in u.findings(facts, "v1.33.13", "v1.34") if f["id"].startswith("admin-access")]
+    by = dict((f["subject"], f) for f in found)
+    assert by["namespace old-only"]["severity"] == "breaking"  # loses admin access
+    assert by["namespace new-only"]["severity"] == "warning" and "today that key grants nothing" in \
+        by["namespace new-only"]["message"]
+    assert by["label %s" % catalog.NEW_ADMIN_LABEL]["evidence"]["namespaces"] == ["both", "new-only"]
+    # Within 1.34+ nothing changes hands: only the list of namespaces that grant it.
+    later = [f["id"] for f in u.findings(facts, "v1.36.3", "v1.37") if f["id"].startswith("admin-access")]
+    assert sorted(later) == ["admin-access-label", "admin-access-namespaces"]  # old-only still grants nothing
+
+
 def test_133_to_134():
     found = u.findings(facts_133(), "v1.33.13", "v1.34")
     by = dict((f["id"], f) for f in found)
