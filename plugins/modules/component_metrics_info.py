@@ -138,7 +138,7 @@ from ansible.module_utils.common.text.converters import to_native
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import fails_on_error, raise_input_errors
 from ansible_collections.dra.admin.plugins.module_utils.control_plane.component_metrics import component_state, wanted_gates
 from ansible_collections.dra.admin.plugins.module_utils.kube.prometheus_text import ParseError
-from ansible_collections.dra.admin.plugins.module_utils.access.http import Http, SourceError
+from ansible_collections.dra.admin.plugins.module_utils.access.http import Http, SourceError, hide_url_credentials
 from ansible_collections.dra.admin.plugins.module_utils.common.waits import wait_parameter_errors
 
 
@@ -173,6 +173,7 @@ def read(params, http):
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    hide_url_credentials(module, [module.params["url"]])
     with fails_on_error(module):
         raise_input_errors(wait_parameter_errors(module.params, timeouts=("timeout",), intervals=()))
         wanted_gates(module.params["feature_gates"])

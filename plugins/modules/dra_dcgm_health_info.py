@@ -140,7 +140,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import (
     DraAdminError, InputError, fails_on_error,
 )
-from ansible_collections.dra.admin.plugins.module_utils.access.http import Http
+from ansible_collections.dra.admin.plugins.module_utils.access.http import Http, hide_url_credentials
 from ansible_collections.dra.admin.plugins.module_utils.access.prometheus import Prometheus, connection_options
 from ansible_collections.dra.admin.plugins.module_utils.devices.dcgm_service import read_dcgm_health
 from ansible_collections.dra.admin.plugins.module_utils.devices.gpu_health import PENDING_DRAIN, PENDING_POLICIES
@@ -160,6 +160,7 @@ def argument_spec():
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
     params = module.params
+    hide_url_credentials(module, [params["prometheus_url"]])
     http = Http(params["timeout"])
     with fails_on_error(module) as failure:
         if params["xid_window"] < 1:

@@ -258,7 +258,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import fails_on_error, raise_input_errors
 from ansible_collections.dra.admin.plugins.module_utils.metrics import diagnosis
 from ansible_collections.dra.admin.plugins.module_utils.metrics.advice import input_error
-from ansible_collections.dra.admin.plugins.module_utils.access.http import Http
+from ansible_collections.dra.admin.plugins.module_utils.access.http import Http, hide_url_credentials
 from ansible_collections.dra.admin.plugins.module_utils.access.prometheus import connection_options
 from ansible_collections.dra.admin.plugins.module_utils.metrics.prometheus_service import advise
 
@@ -290,6 +290,8 @@ def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True,
                            mutually_exclusive=[("prometheus_url", "scrape")],
                            required_one_of=[("prometheus_url", "scrape")])
+    hide_url_credentials(module, [module.params["prometheus_url"]] + [
+        (e or {}).get("url") for e in module.params["scrape"] or [] if isinstance(e, dict)])
     with fails_on_error(module):
         raise_input_errors([input_error(module.params)])
         http = Http(module.params["timeout"])

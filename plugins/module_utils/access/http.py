@@ -11,6 +11,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from urllib.parse import unquote, urlsplit, urlunsplit
+
 from ansible.module_utils.common.text.converters import to_text
 from ansible.module_utils.urls import open_url
 
@@ -24,6 +26,41 @@ class SourceError(DraAdminError):
         super(SourceError, self).__init__(message)
         self.status = status
         self.body = body
+
+
+def url_credentials(url):
+    """The secrets a URL carries in its user info (https://user:password@host/): the password (raw and decoded)
+    and the whole user info, for a module's no_log_values; [] without."""
+    try:
+        parts = urlsplit(str(url or ""))
+    except ValueError:
+        return []
+    if "@" not in parts.netloc:
+        return []
+    userinfo = parts.netloc.rsplit("@", 1)[0]
+    secrets = [userinfo]
+    if ":" in userinfo:
+        password = userinfo.split(":", 1)[1]
+        secrets += [password, unquote(password)]
+    return [s for s in secrets if s]
+
+
+def hide_url_credentials(module, urls):
+    """Make Ansible mask the credentials of these URLs wherever they would show (the result, its invocation,
+    messages, -vvv): a module's no_log_values."""
+    for url in urls:
+        module.no_log_values.update(url_credentials(url))
+
+
+def shown_url(url):
+    """The URL as messages show it: user info replaced by ***."""
+    try:
+        parts = urlsplit(str(url or ""))
+    except ValueError:
+        return "<unreadable URL>"
+    if "@" not in parts.netloc:
+        return str(url)
+    return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]))
 
 
 class Http(object):
@@ -47,5 +84,6 @@ class Http(object):
                     body = to_text(exc.read())
                 except Exception:  # pylint: disable=broad-except
                     body = ""
-            raise SourceError("GET %s failed: %s%s" % (url, exc, (": " + body[:300]) if body else ""),
+            reason = str(exc).replace(str(url), shown_url(url))
+            raise SourceError("GET %s failed: %s%s" % (shown_url(url), reason, (": " + body[:300]) if body else ""),
                               status=getattr(exc, "code", None), body=body)

@@ -12,13 +12,13 @@ import json
 from urllib.parse import urlencode
 
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
-from ansible_collections.dra.admin.plugins.module_utils.access.http import SourceError
+from ansible_collections.dra.admin.plugins.module_utils.access.http import SourceError, shown_url
 
 
 def connection_options():
     """The argument spec of how a module reaches Prometheus (doc fragment dra.admin.prometheus), besides its own
     prometheus_url."""
-    return dict(bearer_token=dict(type="str", no_log=True), headers=dict(type="dict", default={}),
+    return dict(bearer_token=dict(type="str", no_log=True), headers=dict(type="dict", default={}, no_log=True),
                 validate_certs=dict(type="bool", default=True), ca_path=dict(type="path"))
 
 
@@ -54,7 +54,8 @@ class Prometheus(object):
         try:
             body = json.loads(text)
         except ValueError:
-            raise SourceError("GET %s did not return JSON; is %s a Prometheus HTTP API?" % (url, self.url))
+            raise SourceError("GET %s did not return JSON; is %s a Prometheus HTTP API?" % (
+                shown_url(url), shown_url(self.url)))
         if body.get("status") != "success":
             raise QueryError("%s: %s" % (body.get("errorType"), body.get("error")))
         return body["data"]
