@@ -161,9 +161,14 @@ strategy_reason: {description: Why this strategy., returned: always, type: str}
 warnings_list: {description: The warnings also given to Ansible., returned: always, type: list, elements: str}
 affinity: {description: The node affinity with the exclusion label in every term., returned: always, type: dict}
 manifests:
+  description: Objects to apply for O(method=template) - ServiceAccount, ClusterRole, ClusterRoleBinding, DaemonSet.
+  returned: always
+  type: list
+  elements: dict
+policies:
   description: >-
-    Objects to apply for O(method=template) - ServiceAccount, ClusterRole, ClusterRoleBinding,
-    ValidatingAdmissionPolicy and its binding (see O(cluster_slices)), DaemonSet.
+    For O(method=template), the ValidatingAdmissionPolicy and its binding that hold the plugin's service account to
+    its own driver's ResourceSlices of its own node (see O(cluster_slices)).
   returned: always
   type: list
   elements: dict

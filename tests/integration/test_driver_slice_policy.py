@@ -1,7 +1,7 @@
 """A driver's identity bound to its own driver and node, checked by impersonation on the real API server.
 
-What role dra.admin.driver applies with the built-in template (dra_driver_plan_info's manifests: the plugin's
-ServiceAccount, its ClusterRole and binding, and the ValidatingAdmissionPolicy with its binding) is applied here without
+What role dra.admin.driver applies with the built-in template (dra_driver_plan_info's manifests and policies: the
+plugin's ServiceAccount, its ClusterRole and binding, and the ValidatingAdmissionPolicy with its binding) is applied here without
 the DaemonSet; then `kubectl create --dry-run=server` of ResourceSlices, impersonating the plugin's service account
 with and without the node-name extra a pod-bound token carries, shows what the API server lets it write: before the
 policy, RBAC alone lets it forge any node's slices for any driver; after, only its own driver's slices of its node.
@@ -57,7 +57,7 @@ def plugin_objects(cluster):
     plan = cluster.run_module("dra.admin.dra_driver_plan_info", {
         "driver": DRIVER, "method": "template", "namespace": NAMESPACE, "image": "registry.invalid/driver:v1",
         "tolerations": [{"operator": "Exists"}]}, expect_failure=False)
-    objects = [o for o in plan["manifests"] if o["kind"] != "DaemonSet"]
+    objects = [o for o in plan["manifests"] if o["kind"] != "DaemonSet"] + plan["policies"]
     cluster.kubectl("create", "namespace", NAMESPACE, check=False)
     yield nodes, objects
     for obj in reversed(objects):

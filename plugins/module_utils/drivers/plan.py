@@ -31,6 +31,7 @@ from ansible_collections.dra.admin.plugins.module_utils.drivers.nodes import (
 from ansible_collections.dra.admin.plugins.module_utils.drivers.upgrade import decide_strategy, kubelet_version
 from ansible_collections.dra.admin.plugins.module_utils.kube.selection import with_exclusion
 from ansible_collections.dra.admin.plugins.module_utils.rbac.personas import granular_status, kubelet_plugin_objects
+from ansible_collections.dra.admin.plugins.module_utils.rbac.slice_policy import POLICY_KINDS
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import (
     VersionError, admission_policy_api_version, newest_admission_policy_api_version,
 )
@@ -130,7 +131,8 @@ def template_plan(result, params, terms, strategy, version, served):
     rbac = kubelet_plugin_objects(params["driver"], params["namespace"], params["service_account"], served,
                                   granular_status(version), object_labels(params["daemonset_name"], params["driver"]),
                                   policy_api_version(version), params.get("cluster_slices", False))
-    result["manifests"] = rbac + [daemonset]
+    result["policies"] = [o for o in rbac if o["kind"] in POLICY_KINDS]
+    result["manifests"] = [o for o in rbac if o["kind"] not in POLICY_KINDS] + [daemonset]
     result["health_ports"] = [int(params["health_port"])]
     return result
 
@@ -167,7 +169,7 @@ def plan_result(params, kind, placed, version, served, api_version):
         "kubelet_versions": placed["kubelet_versions"],
         "strategy": decision["strategy"], "seamless": decision["seamless"], "strategy_reason": decision["reason"],
         "warnings_list": placed["warnings"], "affinity": node_affinity(placed["terms"], params["exclusion_label"]),
-        "manifests": [], "chart": {},
+        "manifests": [], "policies": [], "chart": {},
         "device_classes": build_device_classes(params["driver"], params["device_classes"], api_version),
     }
     if params["method"] == "template":

@@ -30,6 +30,7 @@ from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import 
 
 POLICY_KIND = "ValidatingAdmissionPolicy"
 BINDING_KIND = "ValidatingAdmissionPolicyBinding"
+POLICY_KINDS = (POLICY_KIND, BINDING_KIND)
 # The policy's (and its binding's) name: this prefix and the driver name (a DNS subdomain already).
 NAME_PREFIX = "dra-kubeletplugin."
 NODE_NAME_EXTRA = "authentication.kubernetes.io/node-name"
