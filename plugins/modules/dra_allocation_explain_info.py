@@ -31,8 +31,14 @@ description:
     unless every order gives the same.
   - A node is searched only when the pod may run there as the scheduler's node filters see it - the pod's
     C(nodeName), C(nodeSelector) and required node affinity, the node's taints against the pod's tolerations, a
-    cordoned node - and when it admits the pod's claims already allocated. CPU, memory, ports, volumes, required
-    inter-pod (anti-)affinity and topology spread constraints are not checked.
+    cordoned node - and when it admits the pod's claims already allocated - and when its resources hold the pod
+    as kube-scheduler's NodeResourcesFit counts them (the node's allocatable less the requests of the pods bound
+    to it; the pod's containers, sidecars, largest init step, overhead and pod-level requests; the pod count;
+    extended resources a DeviceClass backs are DRA's).
+  - What the scheduler also checks and this module does not model - required inter-pod (anti-)affinity, topology
+    spread with C(DoNotSchedule), host ports, volumes the scheduler places, a bound pod's required anti-affinity
+    that selects the pod - is listed in RV(explanations[].unchecked); where the devices fit, the verdict is then
+    C(cannot_tell), never C(fits).
   - A claim not allocated yet that another pod waiting to be scheduled shares, where no node admits both pods,
     is named among the problems, also when the pod fits. The scheduler allocates it for whichever pod comes first,
     and on devices only that node may use the other then cannot run.
@@ -155,7 +161,11 @@ explanations:
           being deleted (the scheduler waits for it; said in RV(explanations[].problems)).
       type: str
     fits_on:
-      description: The nodes where every claim to allocate fits.
+      description: The nodes where every claim to allocate fits (and the checked node filters and resources hold).
+      type: list
+      elements: str
+    unchecked:
+      description: What kube-scheduler checks of the pod that is not modelled here; not empty, no verdict is C(fits).
       type: list
       elements: str
     cannot_tell_on:
@@ -212,6 +222,7 @@ explanations:
       nodes_searched: 2
       nodes_excluded: {"node taint node-role.kubernetes.io/control-plane=:NoSchedule not tolerated": 1}
       problems: []
+      unchecked: []
       message: >-
         does not fit: 1 of 3 nodes ruled out for the pod (1: node taint
         node-role.kubernetes.io/control-plane=:NoSchedule not tolerated); request gpu of training/trainer-0-gpu needs

@@ -22,6 +22,7 @@ import re
 from ansible_collections.dra.admin.plugins.module_utils.allocation import extended, model, search
 from ansible_collections.dra.admin.plugins.module_utils.claims.capacity import allocator_rules
 from ansible_collections.dra.admin.plugins.module_utils.kube.pod_claims import allocation, binding_waits, pod_claim_refs
+from ansible_collections.dra.admin.plugins.module_utils.kube.pod_fit import fit_refusal
 from ansible_collections.dra.admin.plugins.module_utils.kube.selection import pod_refusal
 from ansible_collections.dra.admin.plugins.module_utils.kube.quantity import quantity
 from ansible_collections.dra.admin.plugins.module_utils.kube.quota import claim_charge, quota_refusals
@@ -181,10 +182,12 @@ def extended_resource_claim(pod, mapping, left_by_owner):
     return search.Claim(label, extended.claim_spec(spec, resources, mapping)), resources, problems
 
 
-def _node_outcome(ctx, to_allocate, allocated, node, pod_spec, extended_resources=()):
+def _node_outcome(ctx, to_allocate, allocated, node, pod_spec, extended_resources=(), bound=None):
     meta = node.get("metadata") or {}
     name, labels = meta.get("name"), meta.get("labels") or {}
     refusal = pod_refusal(node, pod_spec) if pod_spec is not None else None
+    if refusal is None and pod_spec is not None and bound is not None:
+        refusal = fit_refusal(node, pod_spec, bound.get(name) or (), extended_resources)
     if refusal is None:
         for claim in allocated:
             if not model.allocation_admits(claim, name, labels):
@@ -282,23 +285,23 @@ def _relabelled(value, labels):
     return json.loads(text)
 
 
-def _searched(ctx, to_allocate, allocated, nodes, pod_spec, extended_resources=()):
+def _searched(ctx, to_allocate, allocated, nodes, pod_spec, extended_resources=(), bound=None):
     outcomes, searches = [], []
     for node in sorted(nodes, key=lambda n: (n.get("metadata") or {}).get("name") or ""):
-        outcome, node_search = _node_outcome(ctx, to_allocate, allocated, node, pod_spec, extended_resources)
+        outcome, node_search = _node_outcome(ctx, to_allocate, allocated, node, pod_spec, extended_resources, bound)
         outcomes.append(outcome)
         if node_search is not None:
             searches.append(node_search)
     return outcomes, _request_summaries(to_allocate, searches), len(searches)
 
 
-def _memoized(ctx, to_allocate, allocated, nodes, pod_spec, memo, extended_resources=()):
+def _memoized(ctx, to_allocate, allocated, nodes, pod_spec, memo, extended_resources=(), bound=None):
     if memo is None:
-        return _searched(ctx, to_allocate, allocated, nodes, pod_spec, extended_resources)
+        return _searched(ctx, to_allocate, allocated, nodes, pod_spec, extended_resources, bound)
     key = search_key(to_allocate, allocated, pod_spec, extended_resources)
     if key not in memo:
         memo[key] = ([c.label for c in to_allocate],
-                     _searched(ctx, to_allocate, allocated, nodes, pod_spec, extended_resources))
+                     _searched(ctx, to_allocate, allocated, nodes, pod_spec, extended_resources, bound))
     labels, (outcomes, rows, searched) = memo[key]
     mapping = dict((old, c.label) for old, c in zip(labels, to_allocate) if old != c.label)
     if not mapping:
@@ -309,22 +312,29 @@ def _memoized(ctx, to_allocate, allocated, nodes, pod_spec, memo, extended_resou
 
 
 def explain(ctx, subject, to_allocate, allocated, problems, nodes, pod_spec, detail=DETAIL_SUMMARY, memo=None,
-            extended_resources=(), waits=()):
+            extended_resources=(), waits=(), bound=None, unchecked=()):
     """The explanation of one pod's (or one unused claim's) pending claims; see the module's RETURN. `memo` (a
     dict kept across calls with the same context) shares the searches of pods alike; `extended_resources`: the
     pod's extended resources backed by DRA, whose claim (``extended.claim_spec``) is among `to_allocate` (nodes
     where a device plugin serves one of them are answered cannot_tell). The verdict is the nodes' also when
     nothing is left to allocate (its node filters and its claims already allocated still decide), and
-    does_not_fit while the pod `waits` for a claim (pod_claims)."""
-    outcomes, rows, searched = _memoized(ctx, to_allocate, allocated, nodes, pod_spec, memo, extended_resources)
+    does_not_fit while the pod `waits` for a claim (pod_claims). `bound`: {node: pods bound to it}, for the
+    resources each node has left (kube.pod_fit.fit_refusal; None: not checked); `unchecked`: what the scheduler checks
+    of the pod that is not modelled (kube.pod_fit.unchecked_filters): where the devices fit, the verdict is then
+    cannot_tell."""
+    outcomes, rows, searched = _memoized(ctx, to_allocate, allocated, nodes, pod_spec, memo, extended_resources,
+                                         bound)
     verdict = search.DOES_NOT_FIT if waits else _verdict(outcomes)
+    if verdict == search.FITS and unchecked:
+        verdict = search.CANNOT_TELL
     fits_on = [o["name"] for o in outcomes if o["verdict"] == search.FITS] if not waits else []
     result = dict(subject, claims=[c.label for c in to_allocate], verdict=verdict, problems=problems,
                   fits_on=fits_on,
                   cannot_tell_on=[o["name"] for o in outcomes if o["verdict"] == search.CANNOT_TELL],
                   nodes_considered=len(outcomes), nodes_searched=searched,
                   nodes_excluded=_count_by(outcomes, "node_reason"),
-                  warnings=sorted(set(w for o in outcomes for w in o.get("warnings") or [])))
+                  warnings=sorted(set(w for o in outcomes for w in o.get("warnings") or [])),
+                  unchecked=list(unchecked))
     result["message"] = message(result, rows, outcomes)
     result["requests"] = [_public_row(row, detail) for row in rows]
     if detail in (DETAIL_NODES, DETAIL_DEVICES):
@@ -362,6 +372,10 @@ def message(result, rows, outcomes):
         return "fits on %d node(s): %s%s" % (len(result["fits_on"]), _nodes_text(result["fits_on"]),
                                              "".join("; but " + p for p in result["problems"]))
     text = []
+    if result["verdict"] == search.CANNOT_TELL and result["fits_on"] and result["unchecked"]:
+        text.append("the devices and the node filters checked fit on %d node(s) (%s), but kube-scheduler also checks "
+                    "what is not modelled here: %s" % (len(result["fits_on"]), _nodes_text(result["fits_on"]),
+                                                        ", ".join(result["unchecked"])))
     if result["problems"]:
         text.append("; ".join(result["problems"]))
     if result["cannot_tell_on"]:

@@ -5,7 +5,8 @@
 
 `/version`, discovery, kube-apiserver's `/metrics` (the gates in force; the release's defaults when it may not
 be read) and one paginated LIST each of DeviceClasses, ResourceSlices, ResourceClaims, DeviceTaintRules (where
-served), Nodes, the pods not bound to a node (in the namespace, or all), the namespace's claim templates and its
+served), Nodes, the pods not bound to a node (in the namespace, or all), the pods bound to a node (all namespaces:
+the resources each node has left, and their required anti-affinity), the namespace's claim templates and its
 ResourceQuotas (none counted where these credentials may not list them).
 """
 
@@ -15,6 +16,7 @@ __metaclass__ = type
 
 from ansible_collections.dra.admin.plugins.module_utils.allocation import explain, extended, model, search
 from ansible_collections.dra.admin.plugins.module_utils.kube.cel import Environment
+from ansible_collections.dra.admin.plugins.module_utils.kube.pod_fit import active, unchecked_filters
 from ansible_collections.dra.admin.plugins.module_utils.kube.pod_claims import allocation, pod_claim_refs
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import (
     device_taint_rules,
@@ -79,6 +81,8 @@ def read_cluster(api, namespace, with_pods=True):
         "nodes": list(api.list_items("/api/v1/nodes")),
         "pods": [p for p in api.list_items(pods_path, {"fieldSelector": "spec.nodeName="})
                  if not (p.get("metadata") or {}).get("deletionTimestamp")] if with_pods else [],
+        "bound_pods": active(api.list_items("/api/v1/pods", {"fieldSelector": "spec.nodeName!="}))
+        if with_pods else [],
     }
     hold_reads()  # kept to the end of the run
     return cluster
@@ -87,6 +91,14 @@ def read_cluster(api, namespace, with_pods=True):
 def _label(obj):
     meta = obj.get("metadata") or {}
     return "%s/%s" % (meta.get("namespace"), meta.get("name"))
+
+
+def bound_by_node(cluster):
+    """{node name: [pods bound to it]} of the cluster read (read_cluster's bound_pods)."""
+    out = {}
+    for pod in cluster.get("bound_pods") or []:
+        out.setdefault((pod.get("spec") or {}).get("nodeName"), []).append(pod)
+    return out
 
 
 def subjects(cluster, namespace=None, claim=None, pod=None, mapping=None):
@@ -126,8 +138,10 @@ def explain_all(api, namespace=None, claim=None, pod=None, detail=explain.DETAIL
     _require_found(found, cluster, namespace, claim, pod, claims_by_label)
     memo, left_by_owner = {}, extended.claims_by_owner(cluster["claims"])
     users = explain.claim_users(cluster["pods"])
+    bound = bound_by_node(cluster)
     explanations = [explain_subject(ctx, subject, pod_obj, claim_label, claims_by_label, templates, cluster, detail,
-                                    memo, mapping, left_by_owner, users) for subject, pod_obj, claim_label in found]
+                                    memo, mapping, left_by_owner, users, bound)
+                    for subject, pod_obj, claim_label in found]
     return {"explanations": explanations, "totals": totals(explanations),
             "resource_api_version": cluster["resource_api_version"], "device_taint_rules": cluster["rules_read"],
             "resource_quotas": cluster["quotas_read"],
@@ -150,8 +164,10 @@ def extended_mapping(cluster, features):
 
 
 def explain_subject(ctx, subject, pod, claim_label, claims_by_label, templates, cluster, detail, memo=None,
-                    mapping=None, left_by_owner=None, users=None):
-    resources = ()
+                    mapping=None, left_by_owner=None, users=None, bound=None):
+    resources, unchecked = (), ()
+    if bound is None:
+        bound = bound_by_node(cluster)
     if pod is not None:
         allocated, to_allocate, problems, waits = explain.pod_claims(pod, claims_by_label, templates,
                                                                      cluster.get("quotas") or ())
@@ -165,6 +181,7 @@ def explain_subject(ctx, subject, pod, claim_label, claims_by_label, templates, 
             users = explain.claim_users(cluster["pods"])
         problems.extend(explain.shared_claim_problems(pod, to_allocate, users, cluster["nodes"]))
         spec = pod.get("spec") or {}
+        unchecked = unchecked_filters(pod, cluster.get("bound_pods") or ())
         if spec.get("schedulingGates"):
             problems.append("the pod has scheduling gates (%s): the scheduler does not look at it yet" % ", ".join(
                 g.get("name") for g in spec["schedulingGates"]))
@@ -172,7 +189,7 @@ def explain_subject(ctx, subject, pod, claim_label, claims_by_label, templates, 
         allocated, problems, spec, waits = [], [], None, []
         to_allocate = [search.Claim(claim_label, claims_by_label[claim_label].get("spec"))]
     return explain.explain(ctx, subject, to_allocate, allocated, problems, cluster["nodes"], spec, detail, memo,
-                           resources, waits)
+                           resources, waits, bound, unchecked)
 
 
 def totals(explanations):

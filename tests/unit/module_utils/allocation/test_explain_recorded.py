@@ -6,6 +6,7 @@ devices of node-000000; a DeviceTaintRule taints node-000001's pool NoSchedule; 
 `rec` were recorded while gated (the explainer's input), then ungated: `outcomes` is where the scheduler put each
 (or its PodScheduled reason). Each case's reason is known from how it was made.
 """
+import copy
 import json
 import os
 
@@ -142,3 +143,57 @@ def test_pods_alike_share_one_search_and_keep_their_own_claim_names():
         answers.append(shared)
     assert len(memo) == 1
     assert answers[1]["requests"][0]["claim"] == "rec/two" and "rec/one" not in json.dumps(answers[1])
+
+
+# --- the rest of the pod: resources left on each node, and filters not modelled (kube.pod_fit) ----------------
+
+@pytest.fixture(scope="module")
+def recorded_objects():
+    cluster, features, dummy, outcomes = recorded_cluster()
+    return cluster, features
+
+
+def explain_one(cluster, features, pod):
+    ctx = explain.context(cel.Environment(37), cluster, features)
+    claims = dict(("%s/%s" % (c["metadata"]["namespace"], c["metadata"]["name"]), c) for c in cluster["claims"])
+    subject = {"pod": "%s/%s" % (pod["metadata"]["namespace"], pod["metadata"]["name"])}
+    return explain_service.explain_subject(ctx, subject, pod, None, claims, {}, cluster, explain.DETAIL_NODES)
+
+
+def fitting_pod(cluster, features):
+    """A recorded pod the explainer answers fits (ungated: the gate is a problem of its own)."""
+    for subject, pod, label in explain_service.subjects(cluster, "rec"):
+        pod = copy.deepcopy(pod)
+        pod["spec"].pop("schedulingGates", None)
+        if explain_one(cluster, features, pod)["verdict"] == search.FITS:
+            return pod
+    raise AssertionError("no recorded pod fits")
+
+
+def test_a_node_whose_cpu_is_taken_is_ruled_out_and_a_pod_too_big_for_every_node_does_not_fit(recorded_objects):
+    cluster, features = recorded_objects
+    pod = fitting_pod(cluster, features)
+    pod["spec"]["containers"][0].setdefault("resources", {})["requests"] = {"cpu": "1"}
+    fits_on = explain_one(cluster, features, pod)["fits_on"]
+    assert fits_on
+    hog = {"metadata": {"name": "hog", "namespace": "default"}, "status": {"phase": "Running"},
+           "spec": {"nodeName": fits_on[0], "containers": [{"name": "c", "resources": {"requests": {"cpu": "32"}}}]}}
+    cluster = dict(cluster, bound_pods=[hog])
+    answer = explain_one(cluster, features, pod)
+    assert fits_on[0] not in answer["fits_on"] and answer["verdict"] in (search.FITS, search.DOES_NOT_FIT)
+    ruled_out = [o for o in answer["nodes"] if o["name"] == fits_on[0]][0]
+    assert ruled_out["node_reason"].startswith("Insufficient cpu (the pod requests")
+    huge = copy.deepcopy(pod)
+    huge["spec"]["containers"][0].setdefault("resources", {})["requests"] = {"cpu": "1000"}
+    answer = explain_one(cluster, features, huge)
+    assert answer["verdict"] == search.DOES_NOT_FIT and "Insufficient cpu" in answer["message"]
+
+
+def test_fits_is_cannot_tell_where_the_pod_uses_a_filter_not_modelled(recorded_objects):
+    cluster, features = recorded_objects
+    pod = fitting_pod(cluster, features)
+    pod["spec"]["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "other"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    answer = explain_one(cluster, features, pod)
+    assert answer["verdict"] == search.CANNOT_TELL and answer["unchecked"] == ["required pod anti-affinity"]
+    assert "kube-scheduler also checks what is not modelled here: required pod anti-affinity" in answer["message"]
