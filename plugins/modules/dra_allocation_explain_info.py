@@ -168,6 +168,12 @@ explanations:
       description: What kube-scheduler checks of the pod that is not modelled here; not empty, no verdict is C(fits).
       type: list
       elements: str
+    scheduler:
+      description:
+        - kube-scheduler's own last word on a pod it has tried - C(reason), C(message) and C(since) of its
+          C(PodScheduled) condition while C(False) - or null. Where it found no node (C(Unschedulable)) for a pod
+          this explanation says fits, RV(explanations[].problems) says they disagree.
+      type: dict
     cannot_tell_on:
       description:
         - The nodes where the answer depends on what cannot be evaluated here (a selector, consumable capacity), or,
@@ -223,6 +229,7 @@ explanations:
       nodes_excluded: {"node taint node-role.kubernetes.io/control-plane=:NoSchedule not tolerated": 1}
       problems: []
       unchecked: []
+      scheduler: null
       message: >-
         does not fit: 1 of 3 nodes ruled out for the pod (1: node taint
         node-role.kubernetes.io/control-plane=:NoSchedule not tolerated); request gpu of training/trainer-0-gpu needs

@@ -312,7 +312,7 @@ def _memoized(ctx, to_allocate, allocated, nodes, pod_spec, memo, extended_resou
 
 
 def explain(ctx, subject, to_allocate, allocated, problems, nodes, pod_spec, detail=DETAIL_SUMMARY, memo=None,
-            extended_resources=(), waits=(), bound=None, unchecked=()):
+            extended_resources=(), waits=(), bound=None, unchecked=(), scheduler=None):
     """The explanation of one pod's (or one unused claim's) pending claims; see the module's RETURN. `memo` (a
     dict kept across calls with the same context) shares the searches of pods alike; `extended_resources`: the
     pod's extended resources backed by DRA, whose claim (``extended.claim_spec``) is among `to_allocate` (nodes
@@ -321,7 +321,8 @@ def explain(ctx, subject, to_allocate, allocated, problems, nodes, pod_spec, det
     does_not_fit while the pod `waits` for a claim (pod_claims). `bound`: {node: pods bound to it}, for the
     resources each node has left (kube.pod_fit.fit_refusal; None: not checked); `unchecked`: what the scheduler checks
     of the pod that is not modelled (kube.pod_fit.unchecked_filters): where the devices fit, the verdict is then
-    cannot_tell."""
+    cannot_tell; `scheduler`: kube-scheduler's own last word (kube.pod_fit.scheduler_verdict), put beside the
+    explanation, and a problem where it found no node for a pod the explanation says fits."""
     outcomes, rows, searched = _memoized(ctx, to_allocate, allocated, nodes, pod_spec, memo, extended_resources,
                                          bound)
     verdict = search.DOES_NOT_FIT if waits else _verdict(outcomes)
@@ -334,7 +335,12 @@ def explain(ctx, subject, to_allocate, allocated, problems, nodes, pod_spec, det
                   nodes_considered=len(outcomes), nodes_searched=searched,
                   nodes_excluded=_count_by(outcomes, "node_reason"),
                   warnings=sorted(set(w for o in outcomes for w in o.get("warnings") or [])),
-                  unchecked=list(unchecked))
+                  unchecked=list(unchecked), scheduler=scheduler)
+    if scheduler and verdict == search.FITS and scheduler["reason"] == "Unschedulable":
+        result["problems"] = list(problems) + [
+            "kube-scheduler's last attempt (%s) found no node: %s - it and this explanation disagree (a view older than "
+            "the cluster's now, a scheduler plugin or filter not modelled here, or a bug: the scheduler's answer is "
+            "the one that counts)" % (scheduler.get("since") or "time unknown", scheduler["message"])]
     result["message"] = message(result, rows, outcomes)
     result["requests"] = [_public_row(row, detail) for row in rows]
     if detail in (DETAIL_NODES, DETAIL_DEVICES):

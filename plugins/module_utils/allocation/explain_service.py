@@ -16,7 +16,7 @@ __metaclass__ = type
 
 from ansible_collections.dra.admin.plugins.module_utils.allocation import explain, extended, model, search
 from ansible_collections.dra.admin.plugins.module_utils.kube.cel import Environment
-from ansible_collections.dra.admin.plugins.module_utils.kube.pod_fit import active, unchecked_filters
+from ansible_collections.dra.admin.plugins.module_utils.kube.pod_fit import active, scheduler_verdict, unchecked_filters
 from ansible_collections.dra.admin.plugins.module_utils.kube.pod_claims import allocation, pod_claim_refs
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import (
     device_taint_rules,
@@ -165,7 +165,7 @@ def extended_mapping(cluster, features):
 
 def explain_subject(ctx, subject, pod, claim_label, claims_by_label, templates, cluster, detail, memo=None,
                     mapping=None, left_by_owner=None, users=None, bound=None):
-    resources, unchecked = (), ()
+    resources, unchecked, scheduler = (), (), None
     if bound is None:
         bound = bound_by_node(cluster)
     if pod is not None:
@@ -182,6 +182,7 @@ def explain_subject(ctx, subject, pod, claim_label, claims_by_label, templates, 
         problems.extend(explain.shared_claim_problems(pod, to_allocate, users, cluster["nodes"]))
         spec = pod.get("spec") or {}
         unchecked = unchecked_filters(pod, cluster.get("bound_pods") or ())
+        scheduler = scheduler_verdict(pod)
         if spec.get("schedulingGates"):
             problems.append("the pod has scheduling gates (%s): the scheduler does not look at it yet" % ", ".join(
                 g.get("name") for g in spec["schedulingGates"]))
@@ -189,7 +190,7 @@ def explain_subject(ctx, subject, pod, claim_label, claims_by_label, templates, 
         allocated, problems, spec, waits = [], [], None, []
         to_allocate = [search.Claim(claim_label, claims_by_label[claim_label].get("spec"))]
     return explain.explain(ctx, subject, to_allocate, allocated, problems, cluster["nodes"], spec, detail, memo,
-                           resources, waits, bound, unchecked)
+                           resources, waits, bound, unchecked, scheduler)
 
 
 def totals(explanations):

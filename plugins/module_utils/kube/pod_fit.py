@@ -125,6 +125,16 @@ def fit_refusal(node, pod_spec, bound, backed_by_dra=()):
     return "; ".join(missing) or None
 
 
+def scheduler_verdict(pod):
+    """kube-scheduler's own last word on a pod it has tried: {reason, message, since} of its PodScheduled condition
+    when False (Unschedulable, SchedulerError, ...), or None (not tried yet, or scheduled)."""
+    for condition in (pod.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+            return {"reason": condition.get("reason") or "", "message": condition.get("message") or "",
+                    "since": condition.get("lastTransitionTime")}
+    return None
+
+
 def _required(affinity, kind):
     return ((affinity or {}).get(kind) or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or []
 

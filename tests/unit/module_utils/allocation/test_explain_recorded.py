@@ -197,3 +197,24 @@ def test_fits_is_cannot_tell_where_the_pod_uses_a_filter_not_modelled(recorded_o
     answer = explain_one(cluster, features, pod)
     assert answer["verdict"] == search.CANNOT_TELL and answer["unchecked"] == ["required pod anti-affinity"]
     assert "kube-scheduler also checks what is not modelled here: required pod anti-affinity" in answer["message"]
+
+
+def test_the_schedulers_last_word_stands_beside_the_explanation(recorded_objects):
+    cluster, features = recorded_objects
+    pod = fitting_pod(cluster, features)
+    # Recorded while gated: the scheduler's word then (no disagreement: it did not try).
+    answer = explain_one(cluster, features, pod)
+    assert answer["scheduler"]["reason"] == "SchedulingGated" and not answer["problems"]
+    pod["status"]["conditions"] = []
+    assert explain_one(cluster, features, pod)["scheduler"] is None
+    pod["status"]["conditions"] = [{
+        "type": "PodScheduled", "status": "False", "reason": "Unschedulable", "lastTransitionTime": "2026-12-07T06:00:00Z",
+        "message": "0/3 nodes are available: 3 Insufficient cpu."}]
+    answer = explain_one(cluster, features, pod)
+    assert answer["scheduler"] == {"reason": "Unschedulable", "since": "2026-12-07T06:00:00Z",
+                                   "message": "0/3 nodes are available: 3 Insufficient cpu."}
+    assert answer["verdict"] == search.FITS
+    assert any("kube-scheduler's last attempt (2026-12-07T06:00:00Z) found no node: 0/3 nodes are available: 3 "
+               "Insufficient cpu. - it and this explanation disagree" in p for p in answer["problems"])
+    assert "but kube-scheduler's last attempt" in answer["message"]
+
