@@ -100,8 +100,10 @@ options:
       - Read the deployed Helm releases (Secrets with labels C(owner=helm) and C(status=deployed), all namespaces;
         needs C(list) on C(secrets)) and check the C(resource.k8s.io) versions of their manifests.
       - Without the permission the module does not fail; a C(stored-api-version-unread) warning says so.
+      - Off by default - listing Secrets cluster-wide reads every namespace's secrets, more than a read-only check
+        should need; switch it on with an identity allowed to.
     type: bool
-    default: true
+    default: false
 requirements:
   - kubernetes >= 24.2.0
   - PyYAML >= 3.11
@@ -264,7 +266,7 @@ def argument_spec():
         schedulers=dict(type="list", elements="str", default=[]),
         kubelet_gates=dict(type="bool", default=True),
         manifest_paths=dict(type="list", elements="path", default=[]),
-        helm_releases=dict(type="bool", default=True),
+        helm_releases=dict(type="bool", default=False),
     )
     return spec
 

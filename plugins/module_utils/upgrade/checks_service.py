@@ -11,8 +11,8 @@ per driver service account and per scheduler subject; and, unless switched off, 
 /configz through the API server's node proxy (the only requests that grow with the cluster: one per node).
 For the findings of ``behaviour``: paginated LISTs of the DeviceClasses, ResourceClaimTemplates and
 DeviceTaintRules (their last-applied-configuration annotations, and the rules' selectors and effects), of the
-deployed Helm releases' Secrets (``owner=helm,status=deployed``; unless switched off), and of the ResourceClaims
-only when a NoExecute taint is in force and the upgrade makes such taints evict pods with DRA-backed extended
+deployed Helm releases' Secrets (``owner=helm,status=deployed``; only with ``helm_releases``), and of the
+ResourceClaims only when a NoExecute taint is in force and the upgrade makes such taints evict pods with DRA-backed extended
 resources. The files of ``manifest_paths`` are read on the host the module runs on. Nothing else grows with the
 number of claims.
 """
@@ -78,7 +78,7 @@ def _served_list(api, facts, resource):
     return []
 
 
-def gather_behaviour(api, facts, current, target, helm_releases=True):
+def gather_behaviour(api, facts, current, target, helm_releases=False):
     """The facts behaviour.findings reads from the API (manifest files are read by check)."""
     objects = dict((r, _served_list(api, facts, r)) for r in LAST_APPLIED_RESOURCES)
     facts["taint_rules"] = objects["devicetaintrules"]
@@ -202,7 +202,7 @@ def kubelet_gates_source(facts):
             "source": "/configz through the API server's node proxy"}
 
 
-def check(api, target, schedulers=(), kubelet_gates=True, manifest_paths=(), helm_releases=True):
+def check(api, target, schedulers=(), kubelet_gates=True, manifest_paths=(), helm_releases=False):
     """The module's whole answer: versions, findings, their counts by severity, and the facts' sources."""
     current = api.server_version().get("gitVersion")
     checks.check_target(current, target)  # bad input fails before anything else is read
