@@ -144,4 +144,6 @@ func GetChainsFromTable(save []byte) set.Set[Chain] {
 }
 
 // ExtractLines returns count lines around line of iptables-restore input, for an error message.
-func ExtractLines(lines []byte, line, count int) []LineData { return intree.ExtractLines(lines, line, count) }
+func ExtractLines(lines []byte, line, count int) []LineData {
+	return intree.ExtractLines(lines, line, count)
+}
