@@ -40,8 +40,9 @@ description:
     that selects the pod - is listed in RV(explanations[].unchecked); where the devices fit, the verdict is then
     C(cannot_tell), never C(fits).
   - A claim not allocated yet that another pod waiting to be scheduled shares, where no node admits both pods,
-    is named among the problems, also when the pod fits. The scheduler allocates it for whichever pod comes first,
-    and on devices only that node may use the other then cannot run.
+    is named among the problems, and where the devices fit the verdict is C(cannot_tell), not C(fits). The
+    scheduler allocates it for whichever pod comes first, and on devices only that node may use the other then
+    cannot run (then C(does_not_fit)).
   - A claim already allocated whose devices have binding conditions (C(bindingConditions) of the allocation) not yet
     C(True) in the claim's C(status.devices) holds the pod in the scheduler's PreBind; the problems name each such
     device and its conditions, or the binding failure conditions that are C(True) (the scheduler gives the

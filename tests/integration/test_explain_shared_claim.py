@@ -1,7 +1,8 @@
 """Two pods sharing one ResourceClaim, pinned to different nodes whose devices are their own: whichever the
 scheduler takes first gets the claim allocated on its node, and the other can then never run. The explainer says
-so while both wait (for each pod, naming the other), and after the real scheduler placed the first one it answers
-does_not_fit for the second, as kube-scheduler does (the second stays Unschedulable).
+so while both wait (for each pod, naming the other; cannot_tell, not a plain fits: only the one the scheduler takes
+first will run), and after the real scheduler placed the first one it answers does_not_fit for the second, as
+kube-scheduler does (the second stays Unschedulable).
 
 A made-up driver without a kubelet plugin: the scheduler allocates from any published slice and a KWOK node
 "runs" any pod, which is all this needs.
@@ -32,14 +33,15 @@ def test_two_pods_pinned_apart_sharing_a_claim(cluster, cluster_objects, namespa
     cluster.apply([claim(api, namespace, "shared", device_class=DRIVER),
                    gated(namespace, "on-first", first), gated(namespace, "on-second", second)])
 
-    # Both wait (held by their gates): each fits alone, and each is told about the other.
+    # Both wait (held by their gates): each fits alone, and each is told about the other; neither is a plain fits.
     for name, node, other in (("on-first", first, "on-second"), ("on-second", second, "on-first")):
         found = explained(cluster, namespace, name)
-        assert found["verdict"] == "fits" and found["fits_on"] == [node], found
+        assert found["verdict"] == "cannot_tell" and found["fits_on"] == [node], found
         shared = [p for p in found["problems"] if p.startswith("claim %s/shared is shared with pod %s/%s"
                                                                % (namespace, namespace, other))]
         assert shared and "no node admits both pods" in shared[0], found["problems"]
-        assert "; but claim %s/shared is shared" % namespace in found["message"], found["message"]
+        assert found["message"].startswith("the devices and the node filters checked fit on 1 node(s) (%s); claim "
+                                           "%s/shared is shared" % (node, namespace)), found["message"]
 
     # The scheduler takes the first one: the claim is allocated on its node, and the second can never run.
     ungate(cluster, namespace, ["on-first"])

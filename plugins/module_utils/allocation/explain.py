@@ -312,7 +312,7 @@ def _memoized(ctx, to_allocate, allocated, nodes, pod_spec, memo, extended_resou
 
 
 def explain(ctx, subject, to_allocate, allocated, problems, nodes, pod_spec, detail=DETAIL_SUMMARY, memo=None,
-            extended_resources=(), waits=(), bound=None, unchecked=(), scheduler=None):
+            extended_resources=(), waits=(), bound=None, unchecked=(), scheduler=None, contested=False):
     """The explanation of one pod's (or one unused claim's) pending claims; see the module's RETURN. `memo` (a
     dict kept across calls with the same context) shares the searches of pods alike; `extended_resources`: the
     pod's extended resources backed by DRA, whose claim (``extended.claim_spec``) is among `to_allocate` (nodes
@@ -322,11 +322,13 @@ def explain(ctx, subject, to_allocate, allocated, problems, nodes, pod_spec, det
     resources each node has left (kube.pod_fit.fit_refusal; None: not checked); `unchecked`: what the scheduler checks
     of the pod that is not modelled (kube.pod_fit.unchecked_filters): where the devices fit, the verdict is then
     cannot_tell; `scheduler`: kube-scheduler's own last word (kube.pod_fit.scheduler_verdict), put beside the
-    explanation, and a problem where it found no node for a pod the explanation says fits."""
+    explanation, and a problem where it found no node for a pod the explanation says fits; `contested`: a claim
+    to allocate is shared with a pending pod no node admits together with this one (shared_claim_problems, among
+    the problems): only the pod the scheduler takes first can run, so it is no plain fits either (cannot_tell)."""
     outcomes, rows, searched = _memoized(ctx, to_allocate, allocated, nodes, pod_spec, memo, extended_resources,
                                          bound)
     verdict = search.DOES_NOT_FIT if waits else _verdict(outcomes)
-    if verdict == search.FITS and unchecked:
+    if verdict == search.FITS and (unchecked or contested):
         verdict = search.CANNOT_TELL
     fits_on = [o["name"] for o in outcomes if o["verdict"] == search.FITS] if not waits else []
     result = dict(subject, claims=[c.label for c in to_allocate], verdict=verdict, problems=problems,
@@ -378,10 +380,11 @@ def message(result, rows, outcomes):
         return "fits on %d node(s): %s%s" % (len(result["fits_on"]), _nodes_text(result["fits_on"]),
                                              "".join("; but " + p for p in result["problems"]))
     text = []
-    if result["verdict"] == search.CANNOT_TELL and result["fits_on"] and result["unchecked"]:
-        text.append("the devices and the node filters checked fit on %d node(s) (%s), but kube-scheduler also checks "
-                    "what is not modelled here: %s" % (len(result["fits_on"]), _nodes_text(result["fits_on"]),
-                                                        ", ".join(result["unchecked"])))
+    if result["verdict"] == search.CANNOT_TELL and result["fits_on"]:
+        text.append("the devices and the node filters checked fit on %d node(s) (%s)%s" % (
+            len(result["fits_on"]), _nodes_text(result["fits_on"]),
+            ", but kube-scheduler also checks what is not modelled here: %s" % ", ".join(result["unchecked"])
+            if result["unchecked"] else ""))
     if result["problems"]:
         text.append("; ".join(result["problems"]))
     if result["cannot_tell_on"]:

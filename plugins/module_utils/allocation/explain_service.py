@@ -165,7 +165,7 @@ def extended_mapping(cluster, features):
 
 def explain_subject(ctx, subject, pod, claim_label, claims_by_label, templates, cluster, detail, memo=None,
                     mapping=None, left_by_owner=None, users=None, bound=None):
-    resources, unchecked, scheduler = (), (), None
+    resources, unchecked, scheduler, contested = (), (), None, []
     if bound is None:
         bound = bound_by_node(cluster)
     if pod is not None:
@@ -179,7 +179,8 @@ def explain_subject(ctx, subject, pod, claim_label, claims_by_label, templates, 
             problems.extend(left_over)
         if users is None:
             users = explain.claim_users(cluster["pods"])
-        problems.extend(explain.shared_claim_problems(pod, to_allocate, users, cluster["nodes"]))
+        contested = explain.shared_claim_problems(pod, to_allocate, users, cluster["nodes"])
+        problems.extend(contested)
         spec = pod.get("spec") or {}
         unchecked = unchecked_filters(pod, cluster.get("bound_pods") or ())
         scheduler = scheduler_verdict(pod)
@@ -190,7 +191,7 @@ def explain_subject(ctx, subject, pod, claim_label, claims_by_label, templates, 
         allocated, problems, spec, waits = [], [], None, []
         to_allocate = [search.Claim(claim_label, claims_by_label[claim_label].get("spec"))]
     return explain.explain(ctx, subject, to_allocate, allocated, problems, cluster["nodes"], spec, detail, memo,
-                           resources, waits, bound, unchecked, scheduler)
+                           resources, waits, bound, unchecked, scheduler, bool(contested))
 
 
 def totals(explanations):
