@@ -544,8 +544,23 @@ def _comparisons(lib, minor):
 
 
 def _arithmetic(lib):
-    """Division as cel-go divides: doubles by IEEE 754, ints truncating toward zero (by zero: an error)."""
+    """Division as cel-go divides: doubles by IEEE 754, ints truncating toward zero (by zero: an error); and every
+    arithmetic operator only on two values of one kind, as cel-go's overloads are: ``1.5 * <an int attribute>`` is
+    "no such overload" at run time (the type checker lets it through, the attribute being dyn), where Python would
+    multiply; ``%`` on ints and uints only."""
     t = lib.types
+    numbers = (t.IntType, t.UintType, t.DoubleType)
+
+    def one_kind(op, kinds):
+        def apply(a, b):
+            for value in (a, b):
+                if isinstance(value, lib.error):
+                    return value
+            if (type(a) is not type(b) or isinstance(a, t.BoolType) or not isinstance(a, kinds)):
+                raise _overload()
+            return type(a)(op(a, b))  # the operand's CEL type (Python's own + of two strings is a plain str)
+        apply.__name__ = op.__name__
+        return apply
 
     def divide(a, b):
         for value in (a, b):
@@ -564,7 +579,9 @@ def _arithmetic(lib):
             return type(a)(quotient if (int(a) < 0) == (int(b) < 0) else -quotient)
         raise _overload()
 
-    return {"_/_": divide}
+    sequences = (t.StringType, t.BytesType, t.ListType)
+    return {"_/_": divide, "_*_": one_kind(operator.mul, numbers), "_-_": one_kind(operator.sub, numbers),
+            "_+_": one_kind(operator.add, numbers + sequences), "_%_": one_kind(operator.mod, (t.IntType, t.UintType))}
 
 
 def _same_kind(a, b):

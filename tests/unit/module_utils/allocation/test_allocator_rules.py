@@ -152,11 +152,15 @@ def test_the_qualified_name_wins_from_1_38(attributes):
     ("1 == 1.0", "found no matching overload for '_==_' applied to '(int, double)'"),
     ("2.5 * 2 == 5.0", "found no matching overload for '_*_' applied to '(double, int)'"),
     ('"abc".lastIndexOf("c", -1) == -1', "index out of range: -1"),
+    # A double times an int attribute: the type checker lets it through (attributes are dyn), cel-go has no such
+    # overload at run time (kube-scheduler failed such a pod; both oracles say "no such overload").
+    ('1.5 * device.attributes["gpu.example.com"].index != 0.0', "no matching overload"),
+    ('device.attributes["gpu.example.com"].index - 0.5 > 0.0', "no matching overload"),
 ])
 def test_cel_errors_as_the_releases_cel_go(expression, message):
     env = cel.Environment(37)
     with pytest.raises(cel.SelectorError) as caught:
-        env.matches(expression, env.device_activation(GPU, {"attributes": {}, "capacity": {}}))
+        env.matches(expression, env.device_activation(GPU, {"attributes": {"index": {"int": 3}}, "capacity": {}}))
     assert message in str(caught.value)
 
 
