@@ -76,7 +76,10 @@ CORPUS = [
     'optional.of(1).value() == 1', 'optional.none().orValue(2) == 2', f'{A}.missing == "x"',
     f'{A}["other.example.com/rack"] == "r1"', 'device.attributes["other.example.com"].rack == "r1"',
     'has(device.attributes.gpu)', f'has({A}.model)', f'{A}.index + 9223372036854775807 > 0',
-    f'{A}.index - 1 < 0', 'cel.bind(x, 2, x * x == 4)', '"abc" < "abd"', 'b"ab" == b"ab"', 'size("héllo") == 5',
+    f'{A}.index - 1 < 0', 'cel.bind(x, 2, x * x == 4)',
+    # Arithmetic with an attribute (dyn to the type checker): mixed kinds fail only at run time.
+    f'1.5 * {A}.index != 0.0', f'{A}.index * 1.5 > 1.0', f'{A}.index + 0.5 > 0.0', f'{A}.index * 2 == 6',
+    f'{A}.index % 2u == 1u', f'{A}.model + "-x" == "h100-sxm-x"', f'{A}.index - 1u < 5u', '"abc" < "abd"', 'b"ab" == b"ab"', 'size("héllo") == 5',
     '"%d items".format([3]) == "3 items"', 'duration("1h") > duration("30m")',
     'timestamp("2026-01-01T00:00:00Z") < timestamp("2027-01-01T00:00:00Z")', '"a,b".split(",", 1).size() == 1',
     'strings.quote("a") == "\\"a\\""', '"ab".reverse() == "ba"', 'type(1) == int', 'dyn([1])[0] == 1',
