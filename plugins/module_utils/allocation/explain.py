@@ -381,10 +381,10 @@ def message(result, rows, outcomes):
                                              "".join("; but " + p for p in result["problems"]))
     text = []
     if result["verdict"] == search.CANNOT_TELL and result["fits_on"]:
+        unchecked = (", but kube-scheduler also checks what is not modelled here: %s" % ", ".join(result["unchecked"])
+                     if result["unchecked"] else "")
         text.append("the devices and the node filters checked fit on %d node(s) (%s)%s" % (
-            len(result["fits_on"]), _nodes_text(result["fits_on"]),
-            ", but kube-scheduler also checks what is not modelled here: %s" % ", ".join(result["unchecked"])
-            if result["unchecked"] else ""))
+            len(result["fits_on"]), _nodes_text(result["fits_on"]), unchecked))
     if result["problems"]:
         text.append("; ".join(result["problems"]))
     if result["cannot_tell_on"]:

@@ -217,4 +217,3 @@ def test_the_schedulers_last_word_stands_beside_the_explanation(recorded_objects
     assert any("kube-scheduler's last attempt (2026-12-07T06:00:00Z) found no node: 0/3 nodes are available: 3 "
                "Insufficient cpu. - it and this explanation disagree" in p for p in answer["problems"])
     assert "but kube-scheduler's last attempt" in answer["message"]
-

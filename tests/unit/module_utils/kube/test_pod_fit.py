@@ -33,8 +33,8 @@ def test_pod_level_requests_replace_cpu_and_memory():
 
 
 def node(name, **allocatable):
-    return {"metadata": {"name": name}, "status": {"allocatable": dict({"cpu": "4", "memory": "8Gi", "pods": "3"},
-                                                                         **allocatable)}}
+    left = dict({"cpu": "4", "memory": "8Gi", "pods": "3"}, **allocatable)
+    return {"metadata": {"name": name}, "status": {"allocatable": left}}
 
 
 def bound(name, cpu="1", phase="Running"):

@@ -246,9 +246,8 @@ def a_slice(name, driver, attributes, capacity=None):
 
 
 def test_names_qualified_with_the_drivers_own_domain_are_named_for_138():
-    slices = [a_slice("gpu-n1", "gpu.example.com", {"gpu.example.com/model": {"string": "h100"},
-                                                     "index": {"int": 0}},
-                      {"gpu.example.com/memory": {"value": "80Gi"}}),
+    qualified = {"gpu.example.com/model": {"string": "h100"}, "index": {"int": 0}}
+    slices = [a_slice("gpu-n1", "gpu.example.com", qualified, {"gpu.example.com/memory": {"value": "80Gi"}}),
               a_slice("gpu-n2", "gpu.example.com", {"model": {"string": "h100"}}),
               # Another driver's domain is a name of its own, not a redundant one.
               a_slice("nic-n1", "nic.example.com", {"gpu.example.com/model": {"string": "h100"}})]
