@@ -140,6 +140,9 @@ def test_device_health_from_driver_taints_and_pod_status(cluster, namespace, tmp
             metrics_file.read_text()
         kept = json.loads(state.read_text())
         assert kept[unknown_device]["since"] == "2020-01-01T00:00:00Z" and unhealthy_device in kept
+        # The report for its owner and group, the state for its owner; the textfile for node-exporter to read.
+        assert [oct(p.stat().st_mode & 0o777) for p in (report_file, state, metrics_file)] == [
+            oct(0o640), oct(0o600), oct(0o644)]
 
         failed = cluster.run_module("dra.admin.dra_device_health_info",
                                     {"driver": DRIVER, "first_seen": first_seen, "fail_on_problems": True},
