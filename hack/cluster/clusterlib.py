@@ -27,6 +27,30 @@ def load_versions(path=os.path.join(HERE, "versions.env")):
     return versions
 
 
+def go_mod_download(module, version):
+    """`go mod download -json module@version` outside any module: what it prints (GoMod, Dir, ...). A module that asks
+    for a newer Go than the one on PATH (k8s.io/kubernetes 1.38) is downloaded with versions.env's GO_TOOLCHAIN, which
+    the go command fetches from the module proxy. ClusterError, with the go command's output, where the proxy does
+    not serve it."""
+    import json
+    import subprocess
+
+    def run(toolchain):
+        res = subprocess.run(["go", "mod", "download", "-json", f"{module}@{version}"], capture_output=True, text=True,
+                             env=dict(os.environ, GOFLAGS="", GOTOOLCHAIN=toolchain, GOWORK="off"), cwd=HERE)
+        try:
+            return res, json.loads(res.stdout)
+        except ValueError:
+            return res, {}
+    res, info = run("local")
+    if res.returncode != 0 and "requires go >=" in info.get("Error", ""):
+        res, info = run(load_versions()["GO_TOOLCHAIN"])
+    if res.returncode != 0:
+        raise ClusterError(f"cannot download {module}@{version} from the Go module proxy: "
+                           f"{(res.stdout + res.stderr).strip()[-400:]}")
+    return info
+
+
 def supported_k8s_versions(versions=None):
     return (versions or load_versions())["K8S_VERSIONS"].split()
 

@@ -43,22 +43,8 @@ def coredns_version(versions):
 
 def module_dir(module, version):
     """The module's directory in the Go module cache, downloading it from the proxy when missing."""
-    import json
-    import subprocess
-    from clusterlib import ClusterError
-    from clusterlib import load_versions
-    env = dict(os.environ, GOFLAGS="", GOTOOLCHAIN="local")
-    res = subprocess.run(["go", "mod", "download", "-json", f"{module}@{version}"], capture_output=True, text=True,
-                         env=env, cwd=KIND_DIR)
-    if res.returncode != 0 and "requires go >=" in res.stdout.replace("\\u003e", ">"):
-        # A module that asks for a newer Go (k8s.io/kubernetes 1.38): the pinned toolchain unpacks it.
-        env["GOTOOLCHAIN"] = load_versions()["GO_TOOLCHAIN"]
-        res = subprocess.run(["go", "mod", "download", "-json", f"{module}@{version}"], capture_output=True,
-                             text=True, env=env, cwd=KIND_DIR)
-    if res.returncode != 0:
-        raise ClusterError(f"cannot download {module}@{version} from the Go module proxy: "
-                           f"{(res.stdout + res.stderr).strip()[-400:]}")
-    return json.loads(res.stdout)["Dir"]
+    from clusterlib import go_mod_download
+    return go_mod_download(module, version)["Dir"]
 
 
 def pause_tag(k8s_version):
