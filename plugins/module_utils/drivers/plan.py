@@ -31,7 +31,7 @@ from ansible_collections.dra.admin.plugins.module_utils.drivers.nodes import (
 from ansible_collections.dra.admin.plugins.module_utils.drivers.upgrade import decide_strategy, kubelet_version
 from ansible_collections.dra.admin.plugins.module_utils.kube.selection import with_exclusion
 from ansible_collections.dra.admin.plugins.module_utils.rbac.personas import granular_status, kubelet_plugin_objects
-from ansible_collections.dra.admin.plugins.module_utils.rbac.slice_policy import POLICY_KINDS
+from ansible_collections.dra.admin.plugins.module_utils.rbac.guardrails import KINDS as POLICY_KINDS
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import (
     VersionError, admission_policy_api_version, newest_admission_policy_api_version,
 )

@@ -147,16 +147,17 @@ def broad_taint_messages():
 
 def _named(prefix_expr, message):
     """A messageExpression: the static message with the object's kind and name put in front."""
-    return "%s + ' ' + %s" % (prefix_expr, _cel_string(message))
+    return "%s + ' ' + %s" % (prefix_expr, cel_string(message))
 
 
-def _cel_string(text):
+def cel_string(text):
+    """A CEL string literal of `text` (single-quoted, backslashes and quotes escaped)."""
     return "'%s'" % text.replace("\\", "\\\\").replace("'", "\\'")
 
 
 def _in_groups(groups):
     return "(has(request.userInfo.groups) && request.userInfo.groups.exists(g, g in [%s]))" % ", ".join(
-        _cel_string(g) for g in groups)
+        cel_string(g) for g in groups)
 
 
 def broad_taint_policy(api_version, versions, groups=DEFAULT_ADMIN_GROUPS):
@@ -305,7 +306,7 @@ def device_count_policy(api_version, versions, version):
     return _policy(api_version, DEVICE_COUNT, [_rule(versions, ("CREATE",), RESOURCES[DEVICE_COUNT])], spec)
 
 
-def _device_count(api_version, version, serving):
+def _device_count(api_version, version, serving, dummy_groups):
     versions = sorted(set(serving.get("resourceclaims") or []) | set(serving.get("resourceclaimtemplates") or []))
     if not scheduler_count_overflow(version):
         return None, _skip(DEVICE_COUNT, (
@@ -332,7 +333,7 @@ def _broad_taint(api_version, version, serving, groups):
     return broad_taint_policy(api_version, versions, groups), None
 
 
-def _admin_access(api_version, version, serving):
+def _admin_access(api_version, version, serving, dummy_groups):
     versions = sorted(set(serving.get("resourceclaims") or []) | set(serving.get("resourceclaimtemplates") or []))
     if not versions:
         return None, _skip(ADMIN_ACCESS, (
@@ -349,8 +350,9 @@ def _admin_label(api_version, version, serving, groups):
     return admin_label_policy(api_version, [OLD_ADMIN_LABEL, NEW_ADMIN_LABEL], groups), None
 
 
-_BUILDERS = {ADMIN_ACCESS: _admin_access, DEVICE_COUNT: _device_count}
-_WITH_GROUPS = {BROAD_DEVICE_TAINT: _broad_taint, ADMIN_ACCESS_LABEL: _admin_label}
+# Each guardrail's builder: (api_version, version, serving, admin groups) -> (policy, skip).
+_BUILDERS = {BROAD_DEVICE_TAINT: _broad_taint, ADMIN_ACCESS: _admin_access, ADMIN_ACCESS_LABEL: _admin_label,
+             DEVICE_COUNT: _device_count}
 
 
 def notes(version):
@@ -388,11 +390,7 @@ def render(version, serving, enabled, actions=DEFAULT_ACTIONS, admin_groups=DEFA
         if not (enabled or {}).get(guardrail, True):
             disabled.append(guardrail)
             continue
-        if guardrail in (ADMIN_ACCESS_LABEL, BROAD_DEVICE_TAINT):
-            policy, skip = _WITH_GROUPS[guardrail](api_version, version, serving,
-                                                   list(admin_groups or DEFAULT_ADMIN_GROUPS))
-        else:
-            policy, skip = _BUILDERS[guardrail](api_version, version, serving)
+        policy, skip = _BUILDERS[guardrail](api_version, version, serving, list(admin_groups or DEFAULT_ADMIN_GROUPS))
         if skip:
             not_applicable.append(skip)
             continue

@@ -26,11 +26,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.dra.admin.plugins.module_utils.rbac.guardrails import BINDING_KIND, POLICY_KIND, cel_string
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import RESOURCE_GROUP
-
-POLICY_KIND = "ValidatingAdmissionPolicy"
-BINDING_KIND = "ValidatingAdmissionPolicyBinding"
-POLICY_KINDS = (POLICY_KIND, BINDING_KIND)
 # The policy's (and its binding's) name: this prefix and the driver name (a DNS subdomain already).
 NAME_PREFIX = "dra-kubeletplugin."
 NODE_NAME_EXTRA = "authentication.kubernetes.io/node-name"
@@ -45,19 +42,15 @@ def service_account_user(namespace, name):
     return "system:serviceaccount:%s:%s" % (namespace, name)
 
 
-def _cel_string(text):
-    return "'%s'" % str(text).replace("\\", "\\\\").replace("'", "\\'")
-
-
 def _identity_condition(users):
-    names = ", ".join(_cel_string(u) for u in sorted(set(users)))
+    names = ", ".join(cel_string(u) for u in sorted(set(users)))
     return "request.userInfo.username in [%s]" % names
 
 
 # The node the request's token is bound to, '' when the token names none (not a pod's projected token).
 _BOUND_NODE = ("has(request.userInfo.extra) && %(k)s in request.userInfo.extra && "
                "size(request.userInfo.extra[%(k)s]) > 0 ? request.userInfo.extra[%(k)s][0] : ''"
-               % {"k": _cel_string(NODE_NAME_EXTRA)})
+               % {"k": cel_string(NODE_NAME_EXTRA)})
 # The slice as it is and, for an update, as it was; for a delete, as it was.
 _SLICES = ("request.operation == 'CREATE' ? [object] : request.operation == 'DELETE' ? [oldObject] : "
            "[object, oldObject]")
@@ -69,17 +62,17 @@ def validations(driver, cluster_slices):
     `cluster_slices`."""
     elsewhere = "true" if cluster_slices else "false"
     return [
-        {"expression": "variables.slices.all(s, s.spec.driver == %s)" % _cel_string(driver),
+        {"expression": "variables.slices.all(s, s.spec.driver == %s)" % cel_string(driver),
          "messageExpression": ("%s + request.userInfo.username + ' may write only ResourceSlices of driver ' + %s + "
                                "', not of ' + variables.slices.map(s, s.spec.driver).filter(d, d != %s)[0]"
-                               % (_cel_string("dra.admin: "), _cel_string(driver), _cel_string(driver))),
+                               % (cel_string("dra.admin: "), cel_string(driver), cel_string(driver))),
          "reason": "Forbidden"},
         {"expression": ("variables.slices.all(s, %s ? variables.node != '' && s.spec.nodeName == variables.node : %s)"
                         % (_NODE_LOCAL, elsewhere)),
          "messageExpression": (
              "%s + request.userInfo.username + (variables.node == '' ? ' has no node in its token' : "
              "' is bound to node ' + variables.node) + ': it may write only the ResourceSlices of that node' + %s"
-             % (_cel_string("dra.admin: "), _cel_string(
+             % (cel_string("dra.admin: "), cel_string(
                  "" if cluster_slices else " (slices without spec.nodeName are not allowed for this driver: "
                  "set dra_driver_cluster_slices: true if it publishes them)"))),
          "reason": "Forbidden"},

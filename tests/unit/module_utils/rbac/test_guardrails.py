@@ -110,7 +110,7 @@ def test_the_broad_taint_policy_names_the_guardrail_and_the_override_in_every_me
 
 
 def test_a_quote_in_a_message_is_escaped_for_cel():
-    assert g._cel_string("it's \\ here") == "'it\\'s \\\\ here'"
+    assert g.cel_string("it's \\ here") == "'it\\'s \\\\ here'"
 
 
 @pytest.mark.parametrize("version,label", [("v1.32.13", "resource.k8s.io/admin-access"),
