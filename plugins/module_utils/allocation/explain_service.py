@@ -16,7 +16,9 @@ __metaclass__ = type
 
 from ansible_collections.dra.admin.plugins.module_utils.allocation import explain, extended, model, search
 from ansible_collections.dra.admin.plugins.module_utils.kube.cel import Environment
-from ansible_collections.dra.admin.plugins.module_utils.kube.pod_fit import active, scheduler_verdict, unchecked_filters
+from ansible_collections.dra.admin.plugins.module_utils.kube.pod_fit import (
+    active, anti_affinity_holders, scheduler_verdict, unchecked_filters,
+)
 from ansible_collections.dra.admin.plugins.module_utils.kube.pod_claims import allocation, pod_claim_refs
 from ansible_collections.dra.admin.plugins.module_utils.claims.claims_service import (
     device_taint_rules,
@@ -138,9 +140,9 @@ def explain_all(api, namespace=None, claim=None, pod=None, detail=explain.DETAIL
     _require_found(found, cluster, namespace, claim, pod, claims_by_label)
     memo, left_by_owner = {}, extended.claims_by_owner(cluster["claims"])
     users = explain.claim_users(cluster["pods"])
-    bound = bound_by_node(cluster)
+    bound, holders = bound_by_node(cluster), anti_affinity_holders(cluster["bound_pods"])
     explanations = [explain_subject(ctx, subject, pod_obj, claim_label, claims_by_label, templates, cluster, detail,
-                                    memo, mapping, left_by_owner, users, bound)
+                                    memo, mapping, left_by_owner, users, bound, holders)
                     for subject, pod_obj, claim_label in found]
     return {"explanations": explanations, "totals": totals(explanations),
             "resource_api_version": cluster["resource_api_version"], "device_taint_rules": cluster["rules_read"],
@@ -164,10 +166,12 @@ def extended_mapping(cluster, features):
 
 
 def explain_subject(ctx, subject, pod, claim_label, claims_by_label, templates, cluster, detail, memo=None,
-                    mapping=None, left_by_owner=None, users=None, bound=None):
+                    mapping=None, left_by_owner=None, users=None, bound=None, holders=None):
     resources, unchecked, scheduler, contested = (), (), None, []
     if bound is None:
         bound = bound_by_node(cluster)
+    if holders is None:
+        holders = anti_affinity_holders(cluster.get("bound_pods") or ())
     if pod is not None:
         allocated, to_allocate, problems, waits = explain.pod_claims(pod, claims_by_label, templates,
                                                                      cluster.get("quotas") or ())
@@ -182,7 +186,7 @@ def explain_subject(ctx, subject, pod, claim_label, claims_by_label, templates, 
         contested = explain.shared_claim_problems(pod, to_allocate, users, cluster["nodes"])
         problems.extend(contested)
         spec = pod.get("spec") or {}
-        unchecked = unchecked_filters(pod, cluster.get("bound_pods") or ())
+        unchecked = unchecked_filters(pod, holders)
         scheduler = scheduler_verdict(pod)
         if spec.get("schedulingGates"):
             problems.append("the pod has scheduling gates (%s): the scheduler does not look at it yet" % ", ".join(

@@ -303,7 +303,7 @@ def node_pool(pool, node_name, labels, rules, counters_everywhere=False):
 def pool_rules(release, taint_reader=ALLOCATOR):
     """How the release's allocator gathers pools and searches them: {counters_per_pool, pools_checked_whole,
     pools_skipped, all_devices_undone, admin_holds_device, all_subrequest_kept,
-    subrequest_selections_apart, all_pool_problem_node_only, release,
+    subrequest_selections_apart, all_pool_problem_node_only, versions_without_build, release,
     taint_reader} (release: the minor, None for the newest
     rules; taint_reader: how it reads DeviceTaintRules, kube.taint_rules.allocator_reader of the release's
     version, which also needs the patch: capacity.allocator_rules gives both)."""
@@ -316,6 +316,7 @@ def pool_rules(release, taint_reader=ALLOCATOR):
             "all_subrequest_kept": newest or release >= ALL_SUBREQUEST_KEPT_FROM,
             "subrequest_selections_apart": newest or release >= SUBREQUEST_SELECTIONS_APART_FROM,
             "all_pool_problem_node_only": newest or release >= ALL_POOL_PROBLEM_NODE_ONLY_FROM,
+            "versions_without_build": newest or release >= VERSION_BUILD_IGNORED_FROM,
             "release": release, "taint_reader": taint_reader}
 
 
@@ -324,7 +325,7 @@ def allocator_implementation(release, features):
     "stable", "incubating" or "experimental" (release None: the newest)."""
     release = NEWEST_RELEASE if release is None else release
     beyond = [since for gates, since in BEYOND_STABLE.items() if all(g in features for g in gates)
-              and not release >= STABLE_FROM.get(gates, release + 1)]
+              and release < STABLE_FROM.get(gates, release + 1)]
     if not beyond:
         return "stable"
     if all(since is not None and release >= since for since in beyond):

@@ -330,11 +330,11 @@ class Claim:
         self.constraints = model.claim_constraints(spec)
 
 
-def constraint_value(value, release):
-    """An attribute's value as the release's constraints compare it: from 1.38 versions by semver equality, which
-    ignores build metadata (1.0.0+a is 1.0.0+b); before, as written."""
-    if (value and "version" in value and (release is None or release >= model.VERSION_BUILD_IGNORED_FROM)
-            and isinstance(value["version"], str)):
+def constraint_value(value, without_build):
+    """An attribute's value as the release's constraints compare it: `without_build` (pool_rules'
+    versions_without_build, from 1.38) versions by semver equality, which ignores build metadata (1.0.0+a is
+    1.0.0+b); else as written."""
+    if without_build and value and isinstance(value.get("version"), str):
         return {"version": value["version"].split("+", 1)[0]}
     return value
 
@@ -552,7 +552,7 @@ class NodeSearch:
             if names and request.base not in names and request.label not in names:
                 continue
             value = constraint_value(attribute_value(device, attribute) if attribute else None,
-                                     self.ctx.pool_rules["release"])
+                                     self.ctx.pool_rules["versions_without_build"])
             current = self.values[ci][index]
             if distinct:
                 holds = value is not None and value not in (current or ())

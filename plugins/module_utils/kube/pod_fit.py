@@ -150,9 +150,20 @@ def _anti_affinity_selects(term, owner_namespace, pod):
         if term.get("labelSelector") is not None else False
 
 
-def unchecked_filters(pod, bound_pods=()):
+def anti_affinity_holders(bound_pods):
+    """[(namespace/name, namespace, term)] of every required pod anti-affinity term of the bound pods that hold their
+    node: read once per run, then matched against each pod explained (unchecked_filters)."""
+    out = []
+    for pod in active(bound_pods):
+        meta = pod.get("metadata") or {}
+        for term in _required((pod.get("spec") or {}).get("affinity"), "podAntiAffinity"):
+            out.append(("%s/%s" % (meta.get("namespace"), meta.get("name")), meta.get("namespace"), term))
+    return out
+
+
+def unchecked_filters(pod, holders=()):
     """What kube-scheduler checks of this pod that the explainer does not model, as short texts (empty: every
-    filter the pod exercises was checked)."""
+    filter the pod exercises was checked). holders: anti_affinity_holders of the bound pods."""
     spec = pod.get("spec") or {}
     affinity = spec.get("affinity") or {}
     out = []
@@ -168,11 +179,9 @@ def unchecked_filters(pod, bound_pods=()):
         out.append("host ports")
     if any(v.get("persistentVolumeClaim") or v.get("ephemeral") for v in spec.get("volumes") or []):
         out.append("volumes the scheduler places (PersistentVolumeClaims, ephemeral volumes)")
-    selecting = sorted("%s/%s" % ((p.get("metadata") or {}).get("namespace"), (p.get("metadata") or {}).get("name"))
-                       for p in active(bound_pods)
-                       for term in _required((p.get("spec") or {}).get("affinity"), "podAntiAffinity")
-                       if _anti_affinity_selects(term, (p.get("metadata") or {}).get("namespace"), pod))
+    selecting = sorted(set(label for label, namespace, term in holders
+                           if _anti_affinity_selects(term, namespace, pod)))
     if selecting:
-        out.append("the required anti-affinity of pod(s) %s, which selects this pod" % ", ".join(
-            sorted(set(selecting))[:3]) + (" and more" if len(set(selecting)) > 3 else ""))
+        out.append("the required anti-affinity of pod(s) %s, which selects this pod" % ", ".join(selecting[:3])
+                   + (" and more" if len(selecting) > 3 else ""))
     return out

@@ -78,7 +78,8 @@ def test_unchecked_filters_name_what_is_not_modelled():
         "required pod anti-affinity", "topology spread constraints (DoNotSchedule)", "host ports",
         "volumes the scheduler places (PersistentVolumeClaims, ephemeral volumes)"]
     # A bound pod's required anti-affinity that selects this pod (same namespace), and one that does not.
-    assert pod_fit.unchecked_filters(plain, [anti_affine("db")]) == [
+    assert pod_fit.unchecked_filters(plain, pod_fit.anti_affinity_holders([anti_affine("db")])) == [
         "the required anti-affinity of pod(s) default/db, which selects this pod"]
-    assert pod_fit.unchecked_filters(plain, [anti_affine("db", namespace="other")]) == []
-    assert pod_fit.unchecked_filters(plain, [anti_affine("db", selector={"matchLabels": {"app": "x"}})]) == []
+    assert pod_fit.unchecked_filters(plain, pod_fit.anti_affinity_holders([anti_affine("db", namespace="other")])) == []
+    assert pod_fit.unchecked_filters(plain, pod_fit.anti_affinity_holders(
+        [anti_affine("db", selector={"matchLabels": {"app": "x"}})])) == []
