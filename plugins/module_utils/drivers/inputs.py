@@ -135,7 +135,7 @@ def plugin_socket_paths(plugin_dir, driver, seamless_upgrade):
 def socket_path_problems(params):
     """A DRA socket path the kubelet would refuse (and Linux could not bind): 108 bytes or more."""
     problems = []
-    plugin_dir, driver = params.get("plugin_dir") or "/var/lib/kubelet/plugins", params.get("driver") or ""
+    plugin_dir, driver = params["plugin_dir"], params["driver"]
     for what, path in sorted(plugin_socket_paths(plugin_dir, driver, params.get("seamless_upgrade") or "auto").items()):
         if len(path) >= UNIX_PATH_MAX:
             problems.append(
@@ -167,7 +167,8 @@ def validate_inputs(params):
         value = params.get(key)
         if value is not None and not str(value).startswith("/"):
             problems.append("%s must be an absolute host path, got %r" % (key, value))
-    driver, plugin_dir = params.get("driver") or "", str(params.get("plugin_dir") or "/")
+    # The socket's path, where the names it is made of are usable (else those are the problems named above).
+    driver, plugin_dir = params.get("driver") or "", str(params.get("plugin_dir") or "")
     if len(driver) <= 63 and _DRIVER_RE.match(driver) and plugin_dir.startswith("/"):
         problems.extend(socket_path_problems(params))
     return problems

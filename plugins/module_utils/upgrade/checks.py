@@ -595,16 +595,12 @@ def sequence_findings(current_minor, target_minor):
             "the control plane upgrades one minor release at a time: %s" % " -> ".join(
                 _v(m) for m in range(current_minor, target_minor + 1)),
             "run this check for each step", {"steps": [_v(m) for m in range(current_minor + 1, target_minor + 1)]}))
-    if target_minor in catalog.PLANNED_MINORS:
+    if target_minor in catalog.PLANNED_MINORS or target_minor in catalog.PROVISIONAL_MINORS:
+        source = ("are upstream's plans" if target_minor in catalog.PLANNED_MINORS else
+                  "were checked against its pre-release %s" % catalog.PROVISIONAL_CHECKED_AGAINST[target_minor])
         found.append(finding(
             "planned-release", "info", _v(target_minor),
-            "Kubernetes %s is not released yet: the catalog's facts about it are upstream's plans" % _v(target_minor),
-            "check again against the release notes", {}))
-    elif target_minor in catalog.PROVISIONAL_MINORS:
-        found.append(finding(
-            "planned-release", "info", _v(target_minor),
-            "Kubernetes %s is not released yet: the catalog's facts about it were checked against its pre-release "
-            "%s" % (_v(target_minor), catalog.PROVISIONAL_CHECKED_AGAINST[target_minor]),
+            "Kubernetes %s is not released yet: the catalog's facts about it %s" % (_v(target_minor), source),
             "check again against the release notes", {}))
     return found
 
