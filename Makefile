@@ -45,6 +45,8 @@ K8S_VERSION ?=
 NODES ?= 3
 STATE ?= $(CACHE)/state
 K8S_DEFAULT := $(shell sed -n 's/^K8S_VERSIONS=\([^ ]*\).*/\1/p' $(ROOT)/hack/cluster/versions.env)
+# The newest pinned release (a release replaces its pre-release in K8S_VERSIONS, so version order is enough).
+K8S_NEWEST := $(shell sed -n 's/^K8S_VERSIONS=//p' $(ROOT)/hack/cluster/versions.env | tr ' ' '\n' | sort -V | tail -n 1)
 KUBE_BIN := $(CACHE)/kubernetes-$(K8S_DEFAULT)/bin
 
 .PHONY: help venv venv-oldest venv-publish sanity-oldest unit-oldest publish-check build-kind-one build build-kind kind-deps up down up-kwok down-kwok demo demo-kwok site site-kwok lint sanity \
@@ -192,11 +194,10 @@ integration-kind-nodes: venv collection-link kind-deps build-kind-release
 		$(filter-out %/test_kind_readme.py %/test_kind_upgrade_minor.py $(KIND_LAST),$(wildcard tests/integration/test_kind_*.py)) $(KIND_LAST) \
 		$(if $(KIND_RELEASE),-k "$(KIND_RELEASE)") --durations=20
 
-# A kubeadm upgrade of a kind cluster from K8S_UPGRADE_FROM to the default release (hack/cluster/versions.env),
-# with playbooks/upgrade.yml; out of `make test` for its build time (docs/decisions.md, "The upgrade test on real
-# nodes").
-build-kind-upgrade: build-kind-one
-	$(ROOT)/hack/cluster/build --kind --kind-only --k8s-version \
+# A kubeadm upgrade of a kind cluster from K8S_UPGRADE_FROM to the newest pinned release (hack/cluster/versions.env),
+# with playbooks/upgrade.yml; out of `make test` for its time (docs/decisions.md, "The upgrade test on real nodes").
+build-kind-upgrade:
+	$(ROOT)/hack/cluster/build --kind --kind-only --k8s-version $(K8S_NEWEST) --k8s-version \
 		$(shell sed -n 's/^K8S_UPGRADE_FROM=//p' $(ROOT)/hack/cluster/versions.env)
 
 integration-kind-upgrade: venv collection-link kind-deps build-kind-upgrade

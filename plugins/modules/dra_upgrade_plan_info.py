@@ -37,9 +37,19 @@ options:
   target_version:
     description:
       - The Kubernetes release to upgrade to, in full (V(v1.37.2)).
+      - A pre-release (V(v1.38.0-beta.0), V(v1.38.0-rc.1)) only with O(allow_pre_release=true).
       - Empty for node maintenance without an upgrade.
     type: str
     default: ""
+  allow_pre_release:
+    description:
+      - Accept an alpha, beta or release candidate as O(target_version), for a test cluster on a release's day zero;
+        RV(kubeadm_apply_args) then carries the flag C(kubeadm upgrade apply) needs for it
+        (C(--allow-experimental-upgrades), or C(--allow-release-candidate-upgrades) for a release candidate).
+      - The catalog's facts about an unreleased minor were checked against its pre-release (the upgrade check's
+        C(planned-release) finding names it).
+    type: bool
+    default: false
   nodes:
     description:
       - The nodes to take through, in this order (control-plane nodes always go first). Default every node, by
@@ -104,6 +114,13 @@ target_version:
   description: The release the run ends at (the cluster's own for maintenance).
   returned: always
   type: str
+kubeadm_apply_args:
+  description: What C(kubeadm upgrade apply) needs besides the version for the target (the flag of a pre-release's
+    stage); empty for a release and for maintenance.
+  returned: always
+  type: list
+  elements: str
+  sample: ["--allow-experimental-upgrades"]
 refused:
   description: Why the run must not start (each a blocking finding with its fix); empty when it may.
   returned: always
@@ -165,6 +182,7 @@ def argument_spec():
     spec = auth_argument_spec()
     spec.update(
         target_version=dict(type="str", default=""),
+        allow_pre_release=dict(type="bool", default=False),
         nodes=dict(type="list", elements="str", default=[]),
         batch_size=dict(type="int", default=1),
         exclusion_label=dict(type="str", default=DEFAULT_EXCLUSION_LABEL),

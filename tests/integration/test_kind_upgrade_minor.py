@@ -1,9 +1,9 @@
 """playbooks/upgrade.yml upgrades a real kubeadm cluster one minor release, node by node in DRA order: a kind
-cluster of K8S_UPGRADE_FROM (hack/cluster/versions.env, the minor before the default release) with the example
+cluster of K8S_UPGRADE_FROM (hack/cluster/versions.env, the minor before the newest pinned release) with the example
 driver and, on its workers, a claim-template pod each, two pods sharing one claim, a pod asking for a DRA-backed
-extended resource, and a DeviceTaintRule in force (beta and off in 1.36: the cluster is made with its gate and
-resource.k8s.io/v1beta2), upgraded to the default release with the release's kubeadm, kubelet and kubectl binaries
-(built here) and its images loaded into the nodes as a registry would serve them.
+extended resource, and a DeviceTaintRule in force, upgraded to the newest pinned release (a pre-release until its
+release is served: the run then sets dra_upgrade_allow_pre_release) with the release's kubeadm, kubelet and kubectl
+binaries (built here) and its images loaded into the nodes as a registry would serve them.
 
 Watched from outside: each worker's claim pods are evicted before its driver pod leaves, the driver is back (ready,
 the same devices published, a canary claim on its pool passing while it is still cordoned) before the node is
@@ -35,13 +35,12 @@ from test_kind_upgrade import (  # noqa: E402
 )
 
 VERSIONS = clusterlib.load_versions()
-FROM, TO = VERSIONS["K8S_UPGRADE_FROM"], clusterlib.supported_k8s_versions()[0]
+CATALOG = clusterlib.catalog()
+FROM = VERSIONS["K8S_UPGRADE_FROM"]
+TO = max(clusterlib.supported_k8s_versions(), key=CATALOG.release_order)
 # kind's nodes run on this host's cgroup v1 (the kubelet allows it: failCgroupV1 false); kubeadm's preflight refuses
 # it unless told, as kind's own kubeadm init is.
 KUBEADM_ARGS = ["--ignore-preflight-errors=SystemVerification"]
-# A DeviceTaintRule in force through the upgrade: beta and off in 1.36 (served from resource.k8s.io/v1beta2),
-# GA in 1.37; the cluster is made with both, and kubeadm-config carries them to the release.
-TAINT_RULE_FLAGS = ["--feature-gate", "DRADeviceTaintRules=true", "--runtime-config", "resource.k8s.io/v1beta2=true"]
 TAINTED_DEVICE = "gpu-0"
 EXTENDED_RESOURCE = "example.com/gpu"
 
@@ -50,7 +49,7 @@ EXTENDED_RESOURCE = "example.com/gpu"
 def old_cluster(tmp_path_factory):
     name = "itu-%d" % os.getpid()
     up = [sys.executable, os.path.join(ROOT, "hack", "cluster", "kind-up"), "--name", name, "--k8s-version", FROM,
-          "--workers", "2", "--enable-dra"] + TAINT_RULE_FLAGS
+          "--workers", "2", "--enable-dra"]
     res = subprocess.run(up, capture_output=True, text=True, check=False)
     try:
         assert res.returncode == 0, f"kind cluster {FROM} did not come up:\n{res.stdout}\n{res.stderr}"
@@ -72,6 +71,7 @@ def run_upgrade(c, tmp_path, check=False):
     vars_file = tmp_path / "upgrade-vars.json"
     vars_file.write_text(json.dumps({
         "dra_upgrade_version": TO,
+        "dra_upgrade_allow_pre_release": CATALOG.is_pre_release(TO),
         "dra_node_upgrade_binaries_dir": os.path.dirname(clusterlib.component_bin("kubernetes", TO, "kubeadm")),
         "dra_node_upgrade_kubeadm_args": KUBEADM_ARGS,
         "dra_node_upgrade_driver_daemonsets": [DRIVER_DAEMONSET], "dra_node_upgrade_drivers": [DRIVER],
@@ -107,7 +107,7 @@ def workloads(c, ns, workers):
                       "metadata": {"name": "gpu-extended"},
                       "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}],
                                "extendedResourceName": EXTENDED_RESOURCE}}
-    rule = {"apiVersion": "resource.k8s.io/v1beta2", "kind": "DeviceTaintRule", "metadata": {"name": "itu-keep-off"},
+    rule = {"apiVersion": f"resource.k8s.io/{version}", "kind": "DeviceTaintRule", "metadata": {"name": "itu-keep-off"},
             "spec": {"deviceSelector": {"driver": DRIVER, "pool": workers[0], "device": TAINTED_DEVICE},
                      "taint": {"key": "example.com/maintenance", "value": "firmware", "effect": "NoSchedule"}}}
     return [rule, extended_class, claim_template(version, ns, "one-gpu"), claim(version, ns, "shared-gpu")] + [
@@ -179,7 +179,7 @@ def test_upgrade_to_the_next_minor_node_by_node_in_dra_order(old_cluster, tmp_pa
     wait_until(running(c, ns, counts), 240, "the claim pods running again on the upgraded nodes")
     events = c.get_json("events", "-n", ns)["items"]
     assert [e["message"] for e in events if e.get("reason") == "FailedPrepareDynamicResources"] == []
-    # The DeviceTaintRule came through (served from resource.k8s.io/v1 now) and is still in force.
+    # The DeviceTaintRule came through and is still in force.
     assert c.get_json("devicetaintrules", "itu-keep-off")["spec"]["deviceSelector"]["device"] == TAINTED_DEVICE
     held = allocated_devices(c, ns)
     assert len(held) == 4 and (workers[0], TAINTED_DEVICE) not in held, held

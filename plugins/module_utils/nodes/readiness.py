@@ -14,7 +14,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.dra.admin.plugins.module_utils.drivers.upgrade import kubelet_version
-from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import is_full_release
+from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import is_full_release, is_pre_release
 from ansible_collections.dra.admin.plugins.module_utils.kube.slices import device_names, pool_key, slices_for_node
 
 
@@ -27,10 +27,10 @@ def ready_condition(node):
 
 def expected_release(version):
     """The release a kubelet must report, as it reports it: 'v1.37.2' (kubespray's kube_version '1.37.2' taken as
-    that); "" for any. ValueError for anything else."""
+    that; a pre-release such as v1.38.0-beta.0 as well); "" for any. ValueError for anything else."""
     if not version:
         return ""
-    if not is_full_release(version):
+    if not (is_full_release(version) or is_pre_release(version)):
         raise ValueError("%r is not a release: give one such as v1.37.2" % version)
     return "v" + version.lstrip("v")
 

@@ -278,6 +278,10 @@ SELF_QUALIFIED_NAMES_REFUSED_FROM = 38
 # From this target on the plan says that putting an older kubelet binary back is no undo: the kubelet's checkpoints
 # (CPU manager V2/V3, DRA's) are written in the newer format (kubernetes#139069).
 KUBELET_DOWNGRADE_NOTE_FROM = 38
+# From this release the kubelet refuses to start when the user-namespace ID range it would use, or one recorded for a
+# pod on its disk, reaches ID 4294967295 (2^32-1, which the kernel cannot map): the kubelet user's subordinate range
+# from getsubids, and pods' `userns` files (pkg/kubelet/userns, kubernetes#141345).
+KUBELET_USERNS_RANGE_CHECKED_FROM = 38
 
 
 def has_patch_change(table, version):
@@ -306,6 +310,33 @@ def is_full_release(version):
     """Whether `version` names one released version in full (v1.37.2 or 1.37.2), not a minor, a pre-release or
     a build."""
     return bool(_FULL_RELEASE.match(str(version or "")))
+
+
+# What Kubernetes publishes before a release: v1.38.0-alpha.1, -beta.0, -rc.1 (kubeadm's "unstable" versions).
+_PRE_RELEASE = re.compile(r"^v?\d+\.\d+\.\d+-(alpha|beta|rc)\.\d+$")
+_RELEASE_ORDER = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:-(alpha|beta|rc)\.(\d+))?")
+
+
+def is_pre_release(version):
+    """Whether `version` names one pre-release in full (v1.38.0-beta.0): an alpha, a beta or a release candidate."""
+    return bool(_PRE_RELEASE.match(str(version or "")))
+
+
+def pre_release_stage(version):
+    """'alpha', 'beta' or 'rc' for a pre-release, "" for anything else."""
+    match = _PRE_RELEASE.match(str(version or ""))
+    return match.group(1) if match else ""
+
+
+def release_order(version):
+    """A key that orders versions as Kubernetes publishes them: v1.38.0-alpha.1 < v1.38.0-beta.0 < v1.38.0-rc.1 <
+    v1.38.0 (a build after a release or pre-release, v1.37.2-3+abc or v1.38.0-beta.0.5+abc, orders as that one);
+    None when `version` names no release."""
+    match = _RELEASE_ORDER.match(str(version or ""))
+    if not match:
+        return None
+    major, minor, patch, stage, number = match.groups()
+    return (int(major), int(minor), int(patch)) + (((0, stage, int(number)),) if stage else ((1,),))
 
 
 def parse_minor(version):

@@ -7,7 +7,9 @@ stops it before anything is changed, and the control-plane flags carried to the 
 - ``maintenance`` (no target): every chosen node is taken through the drain, the user's node work, the
   verification and back; ``upgrade`` (a target ``vX.Y.Z``, the cluster's minor or the next): the control-plane
   nodes first, then the workers, and a node already at the target without the drain's marks is ``done``.
-- kubeadm upgrades one minor at a time and never down: any other target is refused, naming the field.
+- kubeadm upgrades one minor at a time and never down: any other target is refused, naming the field. A
+  pre-release (``v1.38.0-beta.0``) is a target only when asked for (a test cluster on day zero); kubeadm then gets
+  the flag of its stage (``kubeadm_apply_flags``).
 - The breaking findings of the upgrade check stop the run, but those the upgrade itself settles: a control-plane
   gate the target removes or locks is left out of kubeadm-config's flags before ``kubeadm upgrade apply``
   renders the new manifests (the rule of what a target refuses is ``checks.gate_verdict``).
@@ -19,7 +21,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import re
+import json
 
 from ansible_collections.dra.admin.plugins.module_utils.control_plane.command_line import parse_map, render_map
 from ansible_collections.dra.admin.plugins.module_utils.control_plane.kubeadm_config import SECTIONS
@@ -40,22 +42,29 @@ ACTION_DONE = "done"
 # Findings the upgrade settles itself (control-plane gates re-planned for the target).
 SETTLED_FINDINGS = ("feature-gate-removed", "feature-gate-locked")
 RESOURCE_GROUP_PREFIX = catalog.RESOURCE_GROUP + "/"
-_VERSION = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
+# kubeadm upgrade apply's flag that lets it reach each stage of pre-release (cmd/kubeadm/app/phases/upgrade/policy.go).
+KUBEADM_PRE_RELEASE_FLAGS = {"alpha": "--allow-experimental-upgrades", "beta": "--allow-experimental-upgrades",
+                             "rc": "--allow-release-candidate-upgrades"}
 
 
 def version_tuple(version):
-    """'v1.37.2' (or a kubelet's 'v1.37.2-3+abc') -> (1, 37, 2); None when it is not a full release."""
-    match = _VERSION.match(str(version or ""))
-    return tuple(int(part) for part in match.groups()) if match else None
+    """'v1.37.2' (or a kubelet's 'v1.37.2-3+abc') -> a key in release order (catalog.release_order: a pre-release
+    before its release); None when it names no release."""
+    return catalog.release_order(version)
 
 
-def release_target(current, target):
-    """The target as kubeadm takes it (`vX.Y.Z`), or "" for maintenance; UpgradeInputError naming target_version
-    for a target kubeadm cannot reach from the cluster's release `current`."""
+def release_target(current, target, allow_pre_release=False):
+    """The target as kubeadm takes it (`vX.Y.Z`, or `vX.Y.Z-beta.N` with `allow_pre_release`), or "" for
+    maintenance; UpgradeInputError naming target_version for a target kubeadm cannot reach from the cluster's release
+    `current`."""
     if not target:
         return ""
     wanted, now = version_tuple(target), version_tuple(current)
-    if wanted is None or not catalog.is_full_release(target):
+    if catalog.is_pre_release(target) and not allow_pre_release:
+        raise UpgradeInputError("target_version: %s is a pre-release: set allow_pre_release (the playbook's "
+                                "dra_upgrade_allow_pre_release) to upgrade a test cluster to it, or give a released "
+                                "version" % target)
+    if wanted is None or not (catalog.is_full_release(target) or catalog.is_pre_release(target)):
         raise UpgradeInputError("target_version: %r is not a released version: give one such as v1.%d.0 (kubeadm "
                                 "upgrades to an exact patch release)" % (target, now[1] + 1 if now else 37))
     try:
@@ -69,7 +78,61 @@ def release_target(current, target):
     if now and wanted[1] > now[1] + 1:
         raise UpgradeInputError("target_version: kubeadm upgrades one minor release at a time: the cluster runs %s, "
                                 "so upgrade to a v1.%d release first" % (current, now[1] + 1))
-    return "v%d.%d.%d" % wanted
+    return "v" + target.lstrip("v")
+
+
+def kubeadm_apply_flags(target):
+    """What `kubeadm upgrade apply` needs besides the version to reach `target`: the flag of its pre-release stage,
+    none for a release."""
+    flag = KUBEADM_PRE_RELEASE_FLAGS.get(catalog.pre_release_stage(target))
+    return [flag] if flag else []
+
+
+# The kernel's invalid user and group ID (man 7 user_namespaces): no user-namespace range may reach it.
+INVALID_ID = 2 ** 32 - 1
+
+
+def getsubids_range(output):
+    """(first ID, count) from `getsubids kubelet`'s one line ('0: kubelet 65536 4294901760'); None for no output;
+    ValueError for anything else, as the kubelet refuses it."""
+    lines = [line for line in (output or "").strip().splitlines() if line.strip()]
+    if not lines:
+        return None
+    fields = lines[0].split()
+    if len(lines) != 1 or len(fields) != 4 or not (fields[2].isdigit() and fields[3].isdigit()):
+        raise ValueError("getsubids printed %r, not one line 'N: kubelet FIRST COUNT'" % output)
+    return int(fields[2]), int(fields[3])
+
+
+def pod_userns_range(text):
+    """(first host ID, length) of a pod's user namespace from the kubelet's `userns` file in the pod's directory."""
+    mapping = (json.loads(text).get("uidMappings") or [{}])[0]
+    return int(mapping.get("hostId", 0)), int(mapping.get("length", 0))
+
+
+def kubelet_userns_problems(subuids, subgids, pod_files, target):
+    """Why the target's kubelet would refuse to start on the node: the kubelet user's subordinate ID range (the
+    output of `getsubids kubelet` and `getsubids -g kubelet`, "" where the user or getsubids is missing) or a pod's
+    recorded range (`pod_files`: {path: the userns file's text}) reaching the invalid ID, which the kubelet refuses
+    from catalog.KUBELET_USERNS_RANGE_CHECKED_FROM. Each problem names its fix; [] for an older target."""
+    if catalog.parse_minor(target) < catalog.KUBELET_USERNS_RANGE_CHECKED_FROM:
+        return []
+    problems = []
+    for name, output in (("/etc/subuid", subuids), ("/etc/subgid", subgids)):
+        found = getsubids_range(output)
+        if found and found[0] + found[1] > INVALID_ID:
+            problems.append(
+                "the kubelet user's range in %s (first %d, count %d) reaches ID %d, and the %s kubelet refuses to "
+                "start: lower the count by at least one idsPerPod (65536 by default) before the upgrade"
+                % (name, found[0], found[1], INVALID_ID, target))
+    for path, text in sorted((pod_files or {}).items()):
+        first, length = pod_userns_range(text)
+        if first + length > INVALID_ID:
+            problems.append(
+                "the pod directory of %s holds the ID range %d-%d, which reaches ID %d, and the %s kubelet refuses "
+                "to start: delete that pod (or drain the node) so the kubelet removes its directory, then run again"
+                % (path, first, first + length - 1, INVALID_ID, target))
+    return problems
 
 
 def node_name(node):
@@ -218,7 +281,7 @@ def kubeadm_steps(entries, mode, control_plane_version, target):
     once), `node` everywhere else, None in maintenance. Returns why the workers must not start, or None: the control
     plane older than the target with no control-plane node in the run to apply it (a kubelet is never newer than
     kube-apiserver)."""
-    apply_due = mode == UPGRADE and (version_tuple(control_plane_version) or (0, 0, 0)) < version_tuple(target)
+    apply_due = mode == UPGRADE and (version_tuple(control_plane_version) or (0,)) < version_tuple(target)
     for entry in entries:
         entry["kubeadm_step"] = None if mode == MAINTENANCE else "node"
         if apply_due and entry["control_plane"] and entry["action"] == ACTION_UPGRADE:

@@ -43,11 +43,12 @@ def drain_previews(api, nodes):
 def plan(api, params):
     """The module's answer: mode, versions, the refusals, the flags carried, the nodes in order and batches."""
     current = api.server_version().get("gitVersion")
-    target = rollout.release_target(current, params.get("target_version") or "")
+    target = rollout.release_target(current, params.get("target_version") or "", params["allow_pre_release"])
     mode = rollout.UPGRADE if target else rollout.MAINTENANCE
     control_plane, workers = rollout.order_nodes(list(api.list_items("/api/v1/nodes")), params.get("nodes"))
     batches = rollout.batches([rollout.node_name(n) for n in workers], params["batch_size"])
     result = {"mode": mode, "kubernetes_version": current, "target_version": target or current,
+              "kubeadm_apply_args": rollout.kubeadm_apply_flags(target),
               "findings": [], "refused": [], "carried_flags": {"extra_args": {}, "dropped": []}}
     entries = [rollout.node_plan(n, mode, target, params["exclusion_label"], CORDON_ANNOTATION)
                for n in control_plane + workers]

@@ -40,7 +40,8 @@ def test_the_expected_release_is_taken_as_kubespray_writes_it_and_anything_else_
     assert r.expected_release("1.37.2") == "v1.37.2" and r.expected_release("v1.37.2") == "v1.37.2"
     assert r.node_problems(node, r.expected_release("1.37.2")) == []
     assert r.expected_release("") == ""
-    for bad in ("1.37", "v1.37.2-rc.0", "latest"):
+    assert r.expected_release("1.38.0-beta.0") == "v1.38.0-beta.0"  # a test cluster upgraded to a pre-release
+    for bad in ("1.37", "v1.37.2-rc", "v1.37.2-3+abc", "latest"):
         with pytest.raises(ValueError, match="v1.37.2"):
             r.expected_release(bad)
 

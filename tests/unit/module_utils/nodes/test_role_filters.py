@@ -2,6 +2,7 @@
 their logic in nodes/drift.py and nodes/node_check.py), on what the roles pass them: ResourceSlices recorded from the
 local cluster's example driver with dra_hardware facts of the recorded trees, and the node check's result on node
 states recorded from a v1.37.2 kind cluster."""
+import base64
 import copy
 import json
 import os
@@ -13,6 +14,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.dra.admin.plugins.filter import discovery as discovery_filters
 from ansible_collections.dra.admin.plugins.filter import node_doctor as doctor_filters
+from ansible_collections.dra.admin.plugins.filter.upgrade_plan import kubelet_userns_refusals
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.common.times import epoch_seconds
 from ansible_collections.dra.admin.plugins.module_utils.nodes import drift as drift_rules
@@ -180,3 +182,14 @@ def test_findings_left_after_the_repairs():
     assert left == [f for f in report["findings"] if f["subject"] != subject]
     with pytest.raises(AnsibleFilterError, match="dra.admin.findings_left"):
         doctor_filters.findings_left_filter("not a report", None)
+
+
+def test_the_userns_filter_reads_the_roles_registered_getsubids_and_slurp_results():
+    last = json.dumps({"uidMappings": [{"hostId": 2 ** 32 - 65536, "containerId": 0, "length": 65536}]})
+    slurped = [{"source": "/var/lib/kubelet/pods/a/userns", "content": base64.b64encode(last.encode()).decode()}]
+    subids = "0: kubelet 65536 4294901760\n---\n0: kubelet 65536 4294901760\n"
+    problems = kubelet_userns_refusals(subids, slurped, "v1.38.0")
+    assert len(problems) == 3 and "pods/a/userns" in problems[2]
+    assert kubelet_userns_refusals("", [], "v1.38.0") == []
+    with pytest.raises(AnsibleFilterError, match="kubelet_userns_refusals: getsubids printed"):
+        kubelet_userns_refusals("garbage\n---\n", [], "v1.38.0")

@@ -44,12 +44,44 @@ def test_the_target_is_the_same_or_the_next_minor_written_as_kubeadm_takes_it(cu
     ("v1.37.2", "v1.36.3", "never downgraded"),
     ("v1.37.2", "v1.37.1", "never downgraded"),
     ("v1.36.3", "v1.37", "not a released version"),
-    ("v1.37.2", "v1.38.0-rc.1", "not a released version"),
+    ("v1.37.2", "v1.38.0-rc.1", "is a pre-release: set allow_pre_release"),
+    ("v1.37.2", "v1.38.0-beta", "not a released version"),
     ("v1.36.3", "latest", "not a released version")])
 def test_a_target_kubeadm_cannot_reach_is_refused_naming_the_field(current, target, words):
     with pytest.raises(UpgradeInputError) as err:
         r.release_target(current, target)
     assert str(err.value).startswith("target_version: ") and words in str(err.value)
+
+
+@pytest.mark.parametrize("current,target,release,flags", [
+    ("v1.37.2", "v1.38.0-beta.0", "v1.38.0-beta.0", ["--allow-experimental-upgrades"]),
+    ("v1.37.2", "1.38.0-alpha.2", "v1.38.0-alpha.2", ["--allow-experimental-upgrades"]),
+    ("v1.37.2", "v1.38.0-rc.1", "v1.38.0-rc.1", ["--allow-release-candidate-upgrades"]),
+    ("v1.38.0-beta.0", "v1.38.0", "v1.38.0", []),
+    ("v1.38.0-beta.0", "v1.38.0-rc.0", "v1.38.0-rc.0", ["--allow-release-candidate-upgrades"])])
+def test_a_pre_release_is_a_target_when_asked_for_with_the_kubeadm_flag_of_its_stage(current, target, release, flags):
+    assert r.release_target(current, target, allow_pre_release=True) == release
+    assert r.kubeadm_apply_flags(release) == flags
+
+
+@pytest.mark.parametrize("current,target,words", [
+    ("v1.38.0", "v1.38.0-rc.1", "never downgraded"),
+    ("v1.38.0-rc.0", "v1.38.0-beta.0", "never downgraded"),
+    ("v1.36.3", "v1.38.0-beta.0", "one minor release at a time")])
+def test_a_pre_release_before_the_cluster_or_two_minors_on_is_refused(current, target, words):
+    with pytest.raises(UpgradeInputError) as err:
+        r.release_target(current, target, allow_pre_release=True)
+    assert str(err.value).startswith("target_version: ") and words in str(err.value)
+
+
+def test_a_node_at_the_pre_release_of_the_target_is_upgraded_and_one_at_the_target_is_done():
+    node = copy.deepcopy(kind_nodes()[0])
+    node["status"]["nodeInfo"]["kubeletVersion"] = "v1.38.0-beta.0"
+    assert r.node_action(node, r.UPGRADE, "v1.38.0", []) == r.ACTION_UPGRADE
+    assert r.node_action(node, r.UPGRADE, "v1.38.0-beta.0", []) == r.ACTION_DONE
+    with pytest.raises(UpgradeInputError) as err:
+        r.node_action(node, r.UPGRADE, "v1.38.0-alpha.1", [])
+    assert "newer than v1.38.0-alpha.1" in str(err.value)
 
 
 def test_control_plane_first_then_workers_in_the_order_given():
@@ -168,3 +200,40 @@ def test_plan_lines_name_each_node_and_what_happens_there():
     assert r.node_entry(plan, "w-1")["action"] == "upgrade"
     with pytest.raises(UpgradeInputError):
         r.node_entry(plan, "w-2")
+
+
+# What getsubids (shadow-utils) prints for a user: "<index>: <user> <first> <count>"; the 1.38 notes' example range.
+SUBIDS_REACHING_THE_END = "0: kubelet 65536 4294901760\n"
+SUBIDS_CLEAR = "0: kubelet 65536 4294836224\n"
+
+
+def userns_file(host_id, length=65536):
+    """A pod's `userns` file as the kubelet writes it (pkg/kubelet/userns: uid and gid mappings alike)."""
+    mapping = [{"hostId": host_id, "containerId": 0, "length": length}]
+    return json.dumps({"uidMappings": mapping, "gidMappings": mapping})
+
+
+def test_the_1_38_kubelet_refuses_a_subordinate_range_that_reaches_the_invalid_id():
+    problems = r.kubelet_userns_problems(SUBIDS_REACHING_THE_END, SUBIDS_REACHING_THE_END, {}, "v1.38.0")
+    assert len(problems) == 2 and "/etc/subuid" in problems[0] and "/etc/subgid" in problems[1]
+    assert "lower the count by at least one idsPerPod" in problems[0]
+    assert r.kubelet_userns_problems(SUBIDS_CLEAR, SUBIDS_CLEAR, {}, "v1.38.0-beta.0") == []
+    assert r.kubelet_userns_problems("", "", {}, "v1.38.0") == []  # no kubelet user or no getsubids: its default
+    # Before 1.38 the kubelet starts with that range (and assigns pods its last block).
+    assert r.kubelet_userns_problems(SUBIDS_REACHING_THE_END, SUBIDS_REACHING_THE_END, {}, "v1.37.2") == []
+
+
+def test_a_pod_directory_holding_the_last_block_stops_the_1_38_kubelet():
+    last_block = 2 ** 32 - 65536  # what a 1.37 kubelet could assign: the block that ends at 4294967295
+    files = {"/var/lib/kubelet/pods/a/userns": userns_file(last_block),
+             "/var/lib/kubelet/pods/b/userns": userns_file(last_block - 65536)}
+    problems = r.kubelet_userns_problems("", "", files, "v1.38.0")
+    assert len(problems) == 1 and "/var/lib/kubelet/pods/a/userns" in problems[0] and "drain" in problems[0]
+    assert r.kubelet_userns_problems("", "", files, "v1.37.2") == []
+
+
+@pytest.mark.parametrize("output", ["kubelet 65536 4294901760", "0: kubelet 65536\n", "0: kubelet a b",
+                                    "0: kubelet 1 2\n1: kubelet 3 4\n"])
+def test_getsubids_output_the_kubelet_would_refuse_is_refused(output):
+    with pytest.raises(ValueError, match="getsubids printed"):
+        r.getsubids_range(output)
