@@ -189,8 +189,8 @@ integration-kind: integration-kind-nodes integration-readme
 # installs a second driver on the shared nodes: it runs last, so the node doctor's tests see the example driver's
 # node state alone (on 1.33 they failed when it ran before them).
 KIND_LAST := tests/integration/test_kind_device_health.py
-integration-kind-nodes: venv collection-link kind-deps build-kind-release
-	cd $(ROOT) && $(BIN)/python -m pytest -q \
+integration-kind-nodes: venv venv-oldest collection-link kind-deps build-kind-release
+	cd $(ROOT) && DRA_IT_KUBESPRAY_VENV=$(OLDEST_VENV) $(BIN)/python -m pytest -q \
 		$(filter-out %/test_kind_readme.py %/test_kind_upgrade_minor.py $(KIND_LAST),$(wildcard tests/integration/test_kind_*.py)) $(KIND_LAST) \
 		$(if $(KIND_RELEASE),-k "$(KIND_RELEASE)") --durations=20
 

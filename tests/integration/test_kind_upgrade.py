@@ -267,13 +267,32 @@ KUBESPRAY_RUN = """\
 """
 
 
+# kubespray v2.32 runs on ansible-core 2.19 only (its requirements.txt: ansible-core <2.20), so the hooks run there:
+# the oldest line this collection supports (tests/requirements-oldest.txt), whose venv `make` passes in.
+KUBESPRAY_ANSIBLE_CORE = "2.19."
+
+
+def kubespray_venv():
+    """The venv of kubespray's Ansible line (DRA_IT_KUBESPRAY_VENV, set by `make integration-kind-nodes`); the test
+    fails, naming the variable, without it."""
+    venv = os.environ.get("DRA_IT_KUBESPRAY_VENV", "")
+    assert venv and os.path.exists(os.path.join(venv, "bin", "ansible-playbook")), (
+        "DRA_IT_KUBESPRAY_VENV=%r: give the venv of ansible-core %sx (make venv-oldest; make integration-kind-nodes "
+        "sets it)" % (venv, KUBESPRAY_ANSIBLE_CORE))
+    found = subprocess.run([os.path.join(venv, "bin", "python"), "-c", "import ansible; print(ansible.__version__)"],
+                           capture_output=True, text=True, check=True).stdout.strip()
+    assert found.startswith(KUBESPRAY_ANSIBLE_CORE), f"{venv} has ansible-core {found}, not {KUBESPRAY_ANSIBLE_CORE}x"
+    return venv
+
+
 def run_kubespray(c, tmp_path, extra_vars):
+    venv = kubespray_venv()
     inventory = tmp_path / "kubespray-inventory.yml"
     nodes = {"ansible_connection": "containers.podman.podman", "ansible_python_interpreter": "/usr/bin/python3",
              "ansible_become": False}
     inventory.write_text(json.dumps({"all": {"children": {
         "k8s_api": {"hosts": {"localhost": {"ansible_connection": "local",
-                                            "ansible_python_interpreter": sys.executable}}},
+                                            "ansible_python_interpreter": os.path.join(venv, "bin", "python")}}},
         "k8s_cluster": {"vars": nodes, "children": {
             "kube_control_plane": {"hosts": {c.nodes[0]: {}}},
             "kube_node": {"hosts": dict((n, {}) for n in c.nodes[1:])}}}}}}))
@@ -281,8 +300,9 @@ def run_kubespray(c, tmp_path, extra_vars):
     playbook.write_text(KUBESPRAY_RUN)
     vars_file = tmp_path / "kubespray-vars.json"
     vars_file.write_text(json.dumps(extra_vars))
-    return subprocess.run(["ansible-playbook", "-i", str(inventory), str(playbook), "-e", f"@{vars_file}"],
-                          env=c.env, capture_output=True, text=True, cwd=ROOT, check=False)
+    env = dict(c.env, PATH=os.pathsep.join([os.path.join(venv, "bin"), c.env["PATH"]]))
+    return subprocess.run([os.path.join(venv, "bin", "ansible-playbook"), "-i", str(inventory), str(playbook), "-e",
+                           f"@{vars_file}"], env=env, capture_output=True, text=True, cwd=ROOT, check=False)
 
 
 def test_kubespray_runs_the_dra_verification_in_its_post_upgrade_hooks_and_stops_at_a_node_not_back(
