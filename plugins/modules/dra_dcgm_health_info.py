@@ -23,8 +23,10 @@ description:
   - An Xid counts when its code is new within O(xid_window) seconds on C(DCGM_FI_DEV_XID_ERRORS) (the exporter's
     default series, one series per code with labels C(err_code) and C(err_msg); a code that was already there is not
     new), or when C(DCGM_EXP_XID_ERRORS_COUNT) (when the exporter's counters enable it, labelled C(xid)) counted it;
-    the code's meaning and action are those of M(dra.admin.dra_gpu_health_facts). Xid 154 carries no text here, it
-    makes the GPU C(unknown) until its node's C(gpu_recovery_action) is read.
+    the code's meaning and action are those of M(dra.admin.dra_gpu_health_facts). Xids carry no text here; Xid 154
+    makes the GPU C(unknown) until its node's C(gpu_recovery_action) is read, and an NVLink5 Xid (144-150), whose
+    action NVIDIA's catalog decodes from the kernel line, until its node is read with
+    M(dra.admin.dra_gpu_health_facts).
   - C(DCGM_FI_DEV_ROW_REMAP_FAILURE) above 0 asks to run the field diagnostics; C(DCGM_FI_DEV_ROW_REMAP_PENDING),
     C(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL) and C(DCGM_FI_DEV_RETIRED_PENDING) above 0 for a GPU reset (O(pending));
     C(DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS) is a note.

@@ -25,9 +25,13 @@ description:
   - From the kernel log, the Xid errors of the last O(xid_window) seconds, matched to a GPU by PCI bus, each with its
     meaning and the immediate action of NVIDIA's Xid catalog for Ampere and newer GPUs; the driver's own text may ask
     for more, never for less (Xid 154 carries the new recovery action, C((GPU Reset Required)), C((Node Reboot
-    Required)), C((PF FLR)), ...; Xid 160 "Perform node reboot to activate repair"). Codes whose catalog action is to
-    restart the application (13, 31, 94, ...) or to ignore them (43, 45, 63, 92, ...) are notes. A code the catalog
-    sends to a person, gives no action for, or does not list makes the GPU C(unknown), never C(healthy).
+    Required)), C((PF FLR)), ...; a repair or remapping to activate - Xid 63 "reset gpu to activate", Xid 160
+    "Perform node reboot to activate repair" - asks for it under O(pending), as nvidia-smi's flags for it do). The
+    NVLink5 Xids 144-150 are decoded as NVIDIA's catalog says (the unit from the IntrInfo word, the action from the
+    error status or link-down reason); a line the decode does not cover is a reset when printed Fatal, else
+    C(look-up). Codes whose catalog action is to restart the application (13, 31, 94, ...) or to ignore them (43, 45,
+    63, 92, 160, ...) are notes. A code the catalog sends to a person, gives no action for (162-172), or does not list
+    makes the GPU C(unknown), never C(healthy).
   - A reset-class Xid ends before O(xid_window) does when the log shows the driver loaded again after it, or a later
     Xid 154 setting the GPU's recovery action to None.
   - A GPU the kernel driver knows that nvidia-smi cannot reach is taken as fallen off the bus (a node reboot),
@@ -75,8 +79,9 @@ options:
     default: 3600
   pending:
     description:
-      - What a pending memory repair (row remapping, page retirement, channel or TPC repair) and uncorrectable ECC
-        errors since the driver loaded ask for.
+      - What a pending memory repair (row remapping, page retirement, channel or TPC repair, from nvidia-smi's flags
+        or from the Xid whose text asks to activate it) and uncorrectable ECC errors since the driver loaded ask
+        for.
       - V(drain) takes the GPU out of service until a reset (a reboot for a channel or TPC repair) applies it, as
         DCGM's health checks answer.
       - V(allow) keeps it in service with a note, as NVIDIA's error recovery flags page allows (new work may start;

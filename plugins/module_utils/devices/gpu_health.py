@@ -29,10 +29,12 @@ the log (``NVRM: loading NVIDIA ... Kernel Module``), or a later Xid 154 whose r
 the same GPU, ends a reset-class Xid before the window does.
 
 Each code's action is NVIDIA's Xid catalog's immediate action (Ampere and newer GPUs), ``XID_CATALOG``; the
-driver's own text may ask for more (Xid 154 carries the new recovery action, Xid 160 "Perform node reboot to
-activate repair"), never for less. A code the catalog sends to a person (CONTACT_SUPPORT, CHECK_MECHANICALS,
-...), a code it has no immediate action for, and a code not in the catalog are ``look-up``: the GPU is never
-``healthy`` by default on such a code, it is ``unknown``.
+driver's own text may ask for more (Xid 154 carries the new recovery action; a repair or remapping "to activate"
+with a GPU reset or a node reboot - Xid 63, 160 - asks for it under the ``pending`` policy, as nvidia-smi's pending
+flags do), never for less. The NVLink5 Xids 144-150 (the catalog's WORKFLOW_NVLINK5_ERR) are decoded from the
+kernel line: the sub-code in its IntrInfo word and its error status, ``NVLINK5_UNITS``. A code the catalog sends to
+a person (CONTACT_SUPPORT, CHECK_MECHANICALS, ...), a code it has no immediate action for, and a code not in the
+catalog are ``look-up``: the GPU is never ``healthy`` by default on such a code, it is ``unknown``.
 
 A GPU is ``unhealthy`` when any reading asks for a drain, a reset, a reboot or the field diagnostics; ``unknown``
 when nvidia-smi gave no report on it or a reading needs a person; otherwise ``healthy``. Aggregate (lifetime)
@@ -76,18 +78,20 @@ PENDING_ALLOW = "allow"
 PENDING_POLICIES = (PENDING_DRAIN, PENDING_ALLOW)
 
 # NVIDIA's Xid catalog for Ampere and newer GPUs (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html),
-# column "Resolution Bucket (Immediate Action)", as this collection acts on it: RESET_GPU, WORKFLOW_XID_48 and the
-# NVLink workflows (74, 144-150: "a GPU reset or node reboot is needed to clear this error") -> reset-gpu;
-# RESTART_BM -> reboot-node; RESTART_APP -> restart-app; IGNORE and WORKFLOW_XID_45 ("not solo: follow the other
-# Xid") -> none; every bucket that sends a person to look (CONTACT_SUPPORT, CHECK_MECHANICALS, CHECK_UVM,
-# UPDATE_SWFW, RESTART_VM) and the codes with no immediate action yet (162-172) -> look-up. 154 is read from its text.
+# column "Resolution Bucket (Immediate Action)", as this collection acts on it: RESET_GPU, WORKFLOW_XID_48 and
+# WORKFLOW_NVLINK_ERR (74, Hopper: "a GPU reset or node reboot is needed to clear this error") -> reset-gpu;
+# RESTART_BM -> reboot-node; RESTART_APP -> restart-app; IGNORE (160, 161 included) and WORKFLOW_XID_45 ("not solo:
+# follow the other Xid") -> none; every bucket that sends a person to look (CONTACT_SUPPORT, CHECK_MECHANICALS,
+# CHECK_UVM, UPDATE_SWFW, RESTART_VM) and the codes with no immediate action (162-172) -> look-up. 154 is read
+# from its text; WORKFLOW_NVLINK5_ERR (144-150) from its line (nvlink5_action), look-up without one.
+XID_NVLINK5 = tuple(range(144, 151))
 _BUCKETS = {
     RESTART_APP: (8, 11, 13, 25, 31, 32, 39, 40, 41, 60, 68, 69, 70, 71, 72, 75, 76, 77, 80, 82, 83, 84, 85, 86, 88,
                   89, 94) + tuple(range(96, 106)) + tuple(range(126, 136)) + (139,),
     NONE: (14, 37, 38, 43, 44, 45, 63, 66, 67, 92, 93, 106, 107, 108, 121, 137, 141, 152, 153, 157, 160, 161),
-    RESET_GPU: (46, 48, 62, 64, 74, 95, 109, 110, 119, 120, 136, 140, 143) + tuple(range(144, 151)) + (155, 156, 158),
+    RESET_GPU: (46, 48, 62, 64, 74, 95, 109, 110, 119, 120, 136, 140, 143, 155, 156, 158),
     REBOOT: (79,),
-    LOOK_UP: (54, 78, 142, 151, 159) + tuple(range(162, 173)),
+    LOOK_UP: (54, 78, 142, 151, 159) + XID_NVLINK5 + tuple(range(162, 173)),
 }
 XID_CATALOG = dict((code, action) for action, codes in _BUCKETS.items() for code in codes)
 XID_RECOVERY_CODE = 154
@@ -129,6 +133,47 @@ RECOVERY_BY_NUMBER = {0: NONE, 1: RESET_GPU, 2: REBOOT, 3: DRAIN_P2P, 4: RESET_G
 RECOVERY_BY_NAME = (("drain and reset", RESET_GPU), ("drain p2p", DRAIN_P2P), ("imex", RECOVER_IMEX),
                     ("bus reset", RESET_BUS), ("pf flr", RESET_GPU), ("reboot", REBOOT), ("reset", RESET_GPU),
                     ("none", NONE))
+
+# The catalog's "Xid 144-150 Decode" (WORKFLOW_NVLINK5_ERR). The driver prints "<code>, <unit> <Fatal|Nonfatal>
+# XC<n> i<n> Link <nn> (<IntrInfo> <ErrorStatus> <debug data>...)". The unit is a sub-code in IntrInfo: bits 6:0
+# from driver R575 on (V2), bits 9:5 before it (V1, with bits 4:0 the code less 143). The catalog's "Data Center
+# Recovery Action" per error status bit (or value, for the NETIR events): IGNORE -> none, RESET_GPU -> reset-gpu,
+# XID_154_EVAL -> watch (the driver says in Xid 154 and gpu_recovery_action, both read here, what it asks for).
+# Rows: code, unit, V1 sub-code, V2 sub-code, {status: action} (None: every status).
+_SW_STATUS = 0x80000000
+_TLW_PIPE = {0x1: NONE, 0x2: NONE, 0x4: RESET_GPU, _SW_STATUS: NONE}
+NVLINK5_UNITS = (
+    (144, "SAW_MVB", 1, 1, {0x1: NONE, 0x2: RESET_GPU, 0x4: NONE, 0x8: NONE, 0x10: RESET_GPU, 0x20: NONE}),
+    (145, "RLW_CTRL", 3, 3, {_SW_STATUS: NONE}),
+    (145, "RLW_REMAP", 4, 4, {0x1: WATCH, 0x2: WATCH, 0x4: WATCH, 0x8: WATCH, 0x10: WATCH, 0x20: WATCH,
+                              0x40: RESET_GPU, 0x80: RESET_GPU, 0x100: NONE, 0x200: NONE, _SW_STATUS: NONE}),
+    (145, "RLW_RSPCOL", 5, 5, {0x1: NONE, 0x2: RESET_GPU, _SW_STATUS: NONE}),
+    (145, "RLW_RXPIPE", 6, 6, {0x1: NONE, 0x2: NONE, 0x4: NONE, 0x8: NONE, _SW_STATUS: NONE}),
+    (145, "RLW_SRC_TRACK", 7, 7, {0x1: RESET_GPU, 0x2: NONE, 0x4: WATCH, 0x8: WATCH, 0x10: RESET_GPU,
+                                  0x20: RESET_GPU, _SW_STATUS: NONE}),
+    (145, "RLW_TAGSTATE", 8, 8, {0x1: NONE, 0x2: RESET_GPU, 0x10000: NONE, 0x20000: RESET_GPU, 0x100000: RESET_GPU,
+                                 _SW_STATUS: NONE}),
+    (146, "TLW_CTRL", 9, 9, _TLW_PIPE),
+    (146, "TLW_RX_PIPE0", 10, 10, _TLW_PIPE),
+    (146, "TLW_RX_PIPE1", 10, 11, _TLW_PIPE),
+    (146, "TLW_TX_PIPE0", 11, 12, _TLW_PIPE),
+    (146, "TLW_TX_PIPE1", 11, 13, _TLW_PIPE),
+    (147, "TREX", 12, 14, {0x1: NONE, _SW_STATUS: NONE}),
+    (148, "NVLPW_CTRL", 0, 15, {_SW_STATUS: NONE}),
+    (149, "NETIR_INT", 0, 24, None),
+    (149, "NETIR_LINK_EVT", 14, 17, None),
+    (149, "NETIR_BER_EVENT", 17, 19, {0x0: NONE, 0x1: NONE, 0x2: NONE, 0x3: NONE}),
+    (149, "NETIR_MFDE_EVENT", 18, 20, {0x1: RESET_GPU, 0x3: NONE, 0x4: RESET_GPU, 0x5: RESET_GPU, 0x7: RESET_GPU}),
+)
+# RLW_RXPIPE's "action 2": with IntrInfo bit 7 (V2; bit 10 in V1) set, its statuses 0x1, 0x2, 0x4 ask for a reset.
+_RXPIPE_ACTION2 = {0x1: RESET_GPU, 0x2: RESET_GPU, 0x4: RESET_GPU}
+# NETIR_LINK_EVT's link-down reason (IntrInfo bits 25:20): every reason the catalog lists asks for a reset except
+# these two (IGNORE).
+NVLINK5_LINK_REASONS_IGNORED = (0x26, 0x28)
+NVLINK5_LINK_REASONS = (0x00, 0x01, 0x02, 0x04, 0x0a, 0x0f, 0x10, 0x11, 0x12, 0x15, 0x16, 0x20, 0x21, 0x22, 0x23,
+                        0x24, 0x25, 0x26, 0x28, 0x2a, 0x2b)
+_NVLINK5_WORDS = re.compile(r"[(\[]\s*(0x[0-9a-f]+(?:[\s,]+0x[0-9a-f]+)*)", re.I)
+_NVLINK5_SEVERITY = re.compile(r"\b(Fatal|Non-?fatal)\b", re.I)
 
 NOT_AVAILABLE = ("n/a", "[n/a]", "not supported", "[not supported]", "unknown error", "[unknown error]",
                  "requested functionality has been deprecated", "")
@@ -253,6 +298,8 @@ def retired_pages(gpu):
     single = _count(base, "multiple_single_bit_retirement/retired_count")
     double = _count(base, "double_bit_retirement/retired_count")
     pending = _yes(base, "pending_retirement")
+    if pending is None:  # the older drivers' name of the same flag
+        pending = _yes(base, "pending_blacklist")
     if single is None and double is None and pending is None:
         return None
     return {"single_bit": single, "double_bit": double, "pending": pending}
@@ -365,17 +412,91 @@ def recovery_action(text):
 
 
 def _text_action(text):
-    """What an Xid's own text asks for ("Perform node reboot to activate repair"), None when it asks nothing."""
+    """What an Xid's own text asks for to activate a repair or remapping ("Perform node reboot to activate repair",
+    "reset gpu to activate"), None when it asks nothing."""
     found = _ACTIVATE.search(text or "")
     if not found:
         return None
     return REBOOT if "reboot" in found.group("what").lower() else RESET_GPU
 
 
-def xid_meaning(xid):
+def _nvlink5_unit(code, intr):
+    """(row of NVLINK5_UNITS, action-2 bit set) of an NVLink5 Xid's IntrInfo word: its V2 sub-code (bits 6:0), else
+    its V1 sub-code (bits 9:5, when bits 4:0 are the code less 143); (None, False) when neither is the code's."""
+    for row in NVLINK5_UNITS:
+        if row[0] == code and row[3] == intr & 0x7F:
+            return row, bool(intr & 0x80)
+    if intr & 0x1F == code - 143:
+        for row in NVLINK5_UNITS:
+            if row[0] == code and row[2] == (intr >> 5) & 0x1F:
+                return row, bool(intr & 0x400)
+    return None, False
+
+
+def _nvlink5_status_action(statuses, status):
+    """The catalog's action for an error status: its value when listed, else the worst of its bits; None when the
+    status (or one of its bits) is not listed."""
+    if status in statuses:
+        return statuses[status]
+    bits = [1 << n for n in range(32) if status >> n & 1]
+    if not bits or any(bit not in statuses for bit in bits):
+        return None
+    return worst_action(statuses[bit] for bit in bits)
+
+
+def _nvlink5_decoded(code, intr, status):
+    """(unit, what, action) from an NVLink5 Xid's IntrInfo and error status; action None when the catalog's decode
+    does not list them."""
+    row, action2 = _nvlink5_unit(code, intr)
+    if row is None:
+        return None, "IntrInfo 0x%08x names no unit of Xid %d" % (intr, code), None
+    unit, statuses = row[1], row[4]
+    if unit == "NETIR_LINK_EVT":
+        reason = (intr >> 20) & 0x3F
+        action = None if reason not in NVLINK5_LINK_REASONS else (
+            NONE if reason in NVLINK5_LINK_REASONS_IGNORED else RESET_GPU)
+        return unit, "link-down reason 0x%02x" % reason, action
+    if statuses is None:
+        return unit, "any error status", RESET_GPU
+    if status is None:
+        return unit, "no error status", None
+    if action2 and unit == "RLW_RXPIPE":
+        statuses = dict(list(statuses.items()) + list(_RXPIPE_ACTION2.items()))
+    return unit, "error status 0x%08x" % status, _nvlink5_status_action(statuses, status)
+
+
+def nvlink5_action(code, text):
+    """(meaning, action) of an NVLink5 Xid (144-150) from its kernel text, by the catalog's "Xid 144-150 Decode":
+    the unit from IntrInfo, the action from the error status (NETIR_LINK_EVT: the link-down reason). Xid 150 (MSE)
+    is a reset whatever its words. A line the decode does not cover is a reset when the driver printed it Fatal,
+    else look-up; no text at all (the DCGM exporter's series) is look-up."""
+    name = XID_NAMES.get(code)
+    if not (text or "").strip():
+        return ("%s; its action depends on the unit and error status in the kernel line (NVIDIA's Xid 144-150 "
+                "decode), which this reading lacks: read the node" % name, LOOK_UP)
+    if code == 150:
+        return "%s (the catalog asks for a GPU reset for every MSE error)" % name, RESET_GPU
+    words = _NVLINK5_WORDS.search(text)
+    values = [int(w, 16) for w in re.findall(r"0x[0-9a-f]+", words.group(1), re.I)] if words else []
+    unit, what, action = (_nvlink5_decoded(code, values[0], values[1] if len(values) > 1 else None) if values
+                          else (None, "no IntrInfo word", None))
+    if action is not None:
+        asks = {NONE: "no action", RESET_GPU: "a GPU reset",
+                WATCH: "what the driver's recovery action says (Xid 154, gpu_recovery_action)"}[action]
+        return "%s: %s, %s (the catalog asks for %s)" % (name, unit, what, asks), action
+    severity = _NVLINK5_SEVERITY.search(text)
+    fatal = bool(severity) and severity.group(1).lower() == "fatal"
+    where = "%s, %s" % (unit, what) if unit else what
+    if fatal:
+        return "%s: %s, not in the catalog's decode; printed Fatal: a GPU reset" % (name, where), RESET_GPU
+    return "%s: %s, not in the catalog's decode: look it up before using the GPU" % (name, where), LOOK_UP
+
+
+def xid_meaning(xid, pending=PENDING_DRAIN):
     """(meaning, action) of one Xid ({code, text}): the catalog's immediate action, raised (never lowered) by what
-    the driver's text asks; Xid 154's action is the recovery action in its text (look-up without one, as on the
-    DCGM exporter's series, which carries no text); a code without a catalog action is look-up."""
+    the driver's text asks (a repair or remapping to activate asks under the pending policy); Xid 154's action is
+    the recovery action in its text (look-up without one, as on the DCGM exporter's series, which carries no
+    text); 144-150 are decoded from their text (nvlink5_action); a code without a catalog action is look-up."""
     code, text = xid["code"], xid.get("text") or ""
     name = XID_NAMES.get(code)
     if code == XID_RECOVERY_CODE:
@@ -384,6 +505,8 @@ def xid_meaning(xid):
             return ("%s; the new action is not in the reading: read gpu_recovery_action on the node" % name,
                     LOOK_UP)
         return "%s (%s)" % (name, text.split(" to ", 1)[-1].strip().rstrip(".")) if " to " in text else name, action
+    if code in XID_NVLINK5:
+        return nvlink5_action(code, text)
     if code not in XID_CATALOG:
         if 0 < code <= XID_CATALOG_LAST:
             return "a code NVIDIA's catalog lists as unused (contact support): look it up before using the GPU", LOOK_UP
@@ -392,9 +515,15 @@ def xid_meaning(xid):
     action = XID_CATALOG[code]
     meaning = name or "catalog action %s" % action
     asked = _text_action(text)
-    if asked and ACTIONS.index(asked) > ACTIONS.index(action):
-        return "%s; the driver asks for a %s" % (meaning, "node reboot" if asked == REBOOT else "GPU reset"), asked
-    return meaning, action
+    if asked is None:
+        return meaning, action
+    what = "node reboot" if asked == REBOOT else "GPU reset"
+    asked = pending_action(asked, pending)
+    if ACTIONS.index(asked) <= ACTIONS.index(action):
+        return meaning, action
+    if asked == WATCH:
+        return "%s; the driver asks for a %s to activate it (pending: allow: when convenient)" % (meaning, what), WATCH
+    return "%s; the driver asks for a %s to activate it" % (meaning, what), asked
 
 
 def ended_by(xid, later_loads, recoveries):
@@ -409,7 +538,7 @@ def ended_by(xid, later_loads, recoveries):
     return None
 
 
-def recent_xids(xids, uptime, window, driver_loads=()):
+def recent_xids(xids, uptime, window, driver_loads=(), pending=PENDING_DRAIN):
     """The Xids within window seconds before the reading, with their meaning and action (every Xid when the log
     line or /proc/uptime has no time: the age cannot be told); a reset-class Xid ended by a later driver load or
     recovery action None keeps its meaning with action none and ``ended_by``."""
@@ -418,7 +547,7 @@ def recent_xids(xids, uptime, window, driver_loads=()):
     for xid in xids:
         age = None if xid["time"] is None or uptime is None else max(0, int(uptime - xid["time"]))
         if age is None or age <= window:
-            meaning, action = xid_meaning(xid)
+            meaning, action = xid_meaning(xid, pending)
             ended = ended_by(xid, driver_loads, recoveries) if action in RESET_CLASS else None
             out.append(dict(xid, age_seconds=age, meaning=meaning, action=NONE if ended else action,
                             ended_by=ended))
@@ -523,7 +652,7 @@ def judge_gpus(smi, kernel_log, proc_texts, uptime_text, window, pending=PENDING
     pending policy (PENDING_POLICIES).
     """
     log = parse_xid_lines(kernel_log)
-    recent = recent_xids(log["xids"], uptime_seconds(uptime_text), window, log["driver_loads"])
+    recent = recent_xids(log["xids"], uptime_seconds(uptime_text), window, log["driver_loads"], pending)
     readings = (smi or {}).get("gpus") or []
     by_bus = dict((bus_key(g["pci_bus_id"]), g) for g in readings)
     gpus = _gpus_by_bus(readings, parse_proc_information(proc_texts), log["uuids"])

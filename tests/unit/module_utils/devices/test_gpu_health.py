@@ -6,6 +6,7 @@ import datetime
 import json
 import os
 import re
+from xml.etree import ElementTree
 
 import pytest
 
@@ -45,6 +46,11 @@ def judged(xml=None, log=None, uptime="5000.00 100.00", window=3600, proc=True):
     return gh.judge_gpus(smi, kernel, [proc_text()] if proc else [], uptime, window)
 
 
+def text_of_log(extra):
+    """The recorded kernel log with lines added."""
+    return text("dmesg-nvrm.txt") + extra
+
+
 def only_gpu(report):
     (gpu,) = report["gpus"]
     return gpu
@@ -71,6 +77,104 @@ def test_recorded_h100_is_healthy_with_every_counter_read():
     assert (gpu["reported"], gpu["excluded"], gpu["recovery_action"]) == (True, False, "None")
     assert report["driver_version"] == "580.159.04" and report["unhealthy"] == [] and report["xids"] == []
     assert report["pending"] == "drain"
+
+
+# Every element of the recorded report's ECC, retired-pages and row-remapper sections, and where the module reads
+# it (a raised value must show there), or why it does not read it. An element a newer driver adds fails the test
+# until it is placed: no counter goes unread unseen.
+def _ecc(period, kind):
+    return lambda gpu: gpu["ecc"][period][kind]
+
+
+READ = {
+    "ecc_errors/volatile/sram_correctable": _ecc("volatile", "correctable"),
+    "ecc_errors/volatile/sram_uncorrectable_parity": _ecc("volatile", "uncorrectable"),
+    "ecc_errors/volatile/sram_uncorrectable_secded": _ecc("volatile", "uncorrectable"),
+    "ecc_errors/volatile/dram_correctable": _ecc("volatile", "correctable"),
+    "ecc_errors/volatile/dram_uncorrectable": _ecc("volatile", "uncorrectable"),
+    "ecc_errors/aggregate/sram_correctable": _ecc("aggregate", "correctable"),
+    "ecc_errors/aggregate/sram_uncorrectable_parity": _ecc("aggregate", "uncorrectable"),
+    "ecc_errors/aggregate/sram_uncorrectable_secded": _ecc("aggregate", "uncorrectable"),
+    "ecc_errors/aggregate/dram_correctable": _ecc("aggregate", "correctable"),
+    "ecc_errors/aggregate/dram_uncorrectable": _ecc("aggregate", "uncorrectable"),
+    "ecc_errors/aggregate/sram_threshold_exceeded": lambda gpu: gpu["ecc"]["sram_threshold_exceeded"],
+    "ecc_errors/channel_repair_pending": lambda gpu: gpu["ecc"]["channel_repair_pending"],
+    "ecc_errors/tpc_repair_pending": lambda gpu: gpu["ecc"]["tpc_repair_pending"],
+    "ecc_errors/unrepairable_memory": lambda gpu: gpu["ecc"]["unrepairable_memory"],
+    "retired_pages/multiple_single_bit_retirement/retired_count": lambda gpu: gpu["retired_pages"]["single_bit"],
+    "retired_pages/double_bit_retirement/retired_count": lambda gpu: gpu["retired_pages"]["double_bit"],
+    "retired_pages/pending_retirement": lambda gpu: gpu["retired_pages"]["pending"],
+    "retired_pages/pending_blacklist": lambda gpu: gpu["retired_pages"]["pending"],
+    "remapped_rows/remapped_row_corr": lambda gpu: gpu["remapped_rows"]["correctable"],
+    "remapped_rows/remapped_row_unc": lambda gpu: gpu["remapped_rows"]["uncorrectable"],
+    "remapped_rows/remapped_row_pending": lambda gpu: gpu["remapped_rows"]["pending"],
+    "remapped_rows/remapped_row_failure": lambda gpu: gpu["remapped_rows"]["failure"],
+    "gpu_recovery_action": lambda gpu: gpu["recovery_action"],
+}
+NOT_READ = dict([("ecc_errors/aggregate_uncorrectable_sram_sources/sram_%s" % unit,
+                  "the aggregate uncorrectable SRAM count by unit; the total is read")
+                 for unit in ("l2", "sm", "microcontroller", "pcie", "other")] + [
+    ("retired_pages/multiple_single_bit_retirement/retired_pagelist", "page addresses"),
+    ("retired_pages/double_bit_retirement/retired_pagelist", "page addresses"),
+    ("remapped_rows/remapped_row_corr_inactive", "remappings a reset activates: remapped_row_pending says so"),
+    ("remapped_rows/remapped_row_unc_inactive", "remappings a reset activates: remapped_row_pending says so"),
+] + [("remapped_rows/row_remapper_histogram/row_remapper_histogram_%s" % level, "spare rows per bank, no fault")
+     for level in ("max", "high", "partial", "low", "none")])
+
+
+def recorded_root():
+    """The recorded report as an element tree (without its DOCTYPE line, as the module reads it)."""
+    return ElementTree.fromstring(re.sub(r"<!DOCTYPE[^>]*>", "", text("nvidia-smi-q.xml")))
+
+
+def leaves_kind(path):
+    return "count" if path.endswith(("_count", "correctable", "_parity", "_secded", "_uncorrectable", "_corr",
+                                     "_unc")) else "flag"
+
+
+def recorded_leaves():
+    """{path below <gpu>: text} of the recorded report's health sections' leaf elements."""
+    gpu = recorded_root().find("gpu")
+    out = {"gpu_recovery_action": gpu.find("gpu_recovery_action").text}
+    for section in ("ecc_errors", "retired_pages", "remapped_rows"):
+        def walk(node, path):
+            children = list(node)
+            if not children:
+                out[path] = (node.text or "").strip()
+            for child in children:
+                walk(child, "%s/%s" % (path, child.tag))
+        walk(gpu.find(section), section)
+    return out
+
+
+def test_every_counter_of_the_recorded_report_is_placed_and_none_is_left_unknown():
+    leaves = recorded_leaves()
+    assert set(leaves) == set(READ) | set(NOT_READ), sorted(set(leaves) ^ (set(READ) | set(NOT_READ)))
+    assert not set(READ) & set(NOT_READ)
+    gpu = only_gpu(judged())
+    for path, where in READ.items():
+        value = None if path.startswith("retired_pages/") and gpu["retired_pages"] is None else where(gpu)
+        if leaves[path] == "N/A":
+            # Only page retirement is not available, as NVML says on this GPU (H100 remaps rows instead).
+            assert path.startswith("retired_pages/") and value is None, path
+        else:
+            assert value is not None, path
+
+
+@pytest.mark.parametrize("path", sorted(READ))
+def test_each_counter_of_the_recorded_report_is_read_where_it_belongs(path):
+    """Raising one element of the recorded report (by its path: volatile and aggregate share names) shows in the
+    module's reading of it."""
+    if path == "gpu_recovery_action":
+        raised, expected = "GPU Reset Required", "GPU Reset Required"
+    elif leaves_kind(path) == "flag":
+        raised, expected = "Yes", True
+    else:
+        raised, expected = "7", 7
+    root = recorded_root()
+    root.find("gpu/" + path).text = raised
+    gpu = only_gpu(judged(ElementTree.tostring(root, encoding="unicode")))
+    assert READ[path](gpu) == expected
 
 
 CLEARED = "since the driver loaded (a GPU reset clears them)"
@@ -178,9 +282,10 @@ def test_an_xid_without_a_time_counts_whatever_its_age():
     assert (gpu["action"], gpu["xids"][0]["age_seconds"]) == (gh.RESET_GPU, None)
 
 
-# The catalog's immediate action (Ampere and newer): RESET_GPU codes, WORKFLOW_XID_48, the NVLink workflows,
-# RESTART_BM, RESTART_APP, IGNORE (43, 45, 63, 92, 160 without its text), a person (54 CHECK_MECHANICALS, 159
-# CHECK_UVM), no action yet (162), unused (1) and not in the catalog (999).
+# The catalog's immediate action (Ampere and newer): RESET_GPU codes, WORKFLOW_XID_48, WORKFLOW_NVLINK_ERR (74),
+# RESTART_BM, RESTART_APP, IGNORE (43, 45, 63, 92, 157, 160, 161 without their text), a person (54
+# CHECK_MECHANICALS, 159 CHECK_UVM), no action (162), unused (1), not in the catalog (999); an NVLink5 Xid whose
+# text has no unit or status to decode and is not printed Fatal (144), and the MSE Xid (150: a reset for any).
 @pytest.mark.parametrize("code,action,condition", [
     (13, gh.RESTART_APP, "healthy"), (31, gh.RESTART_APP, "healthy"), (94, gh.RESTART_APP, "healthy"),
     (68, gh.RESTART_APP, "healthy"), (43, gh.NONE, "healthy"), (45, gh.NONE, "healthy"), (63, gh.NONE, "healthy"),
@@ -189,7 +294,8 @@ def test_an_xid_without_a_time_counts_whatever_its_age():
     (64, gh.RESET_GPU, "unhealthy"), (74, gh.RESET_GPU, "unhealthy"), (95, gh.RESET_GPU, "unhealthy"),
     (109, gh.RESET_GPU, "unhealthy"), (110, gh.RESET_GPU, "unhealthy"), (119, gh.RESET_GPU, "unhealthy"),
     (120, gh.RESET_GPU, "unhealthy"), (136, gh.RESET_GPU, "unhealthy"), (140, gh.RESET_GPU, "unhealthy"),
-    (143, gh.RESET_GPU, "unhealthy"), (144, gh.RESET_GPU, "unhealthy"), (150, gh.RESET_GPU, "unhealthy"),
+    (143, gh.RESET_GPU, "unhealthy"), (144, gh.LOOK_UP, "unknown"), (150, gh.RESET_GPU, "unhealthy"),
+    (157, gh.NONE, "healthy"), (161, gh.NONE, "healthy"),
     (155, gh.RESET_GPU, "unhealthy"), (156, gh.RESET_GPU, "unhealthy"), (158, gh.RESET_GPU, "unhealthy"),
     (79, gh.REBOOT, "unhealthy"),
     (54, gh.LOOK_UP, "unknown"), (159, gh.LOOK_UP, "unknown"), (162, gh.LOOK_UP, "unknown"),
@@ -237,6 +343,108 @@ def test_the_drivers_text_asks_for_more_than_the_catalog_never_less():
     assert (gpu["condition"], gpu["action"]) == ("unhealthy", gh.REBOOT)
     # Xid 79 stays a reboot whatever its text says.
     assert only_gpu(judged(log=xid_line(4990.0, 79, "reset gpu to activate")))["action"] == gh.REBOOT
+
+
+# A repair or remapping the driver's text asks to activate is a pending repair: it follows the pending policy, as
+# nvidia-smi's flags for the same repair do. Texts in the open kernel module's formats (ECC_ROW_REMAP_PENDING_*,
+# ECC_CHANNEL_REPAIR_PENDING_* and ECC_LTS_REPAIR_PENDING_*, whose "Perform %s" is a node reboot or a GPU reset).
+@pytest.mark.parametrize("code,message,drained,flag", [
+    (63, "Row Remapper: New row (0x00000001f2c40000) marked for remapping, reset gpu to activate.", gh.RESET_GPU,
+     {"remapped_row_pending": "Yes"}),
+    (63, "Row Remapper: New row marked for remapping, reset gpu to activate.", gh.RESET_GPU,
+     {"remapped_row_pending": "Yes"}),
+    (160, "Marking Channel 6 in FBPA 11 along with its pair for repair. Perform node reboot to activate repair.",
+     gh.REBOOT, {"channel_repair_pending": "Yes"}),
+    (160, "Marking LTS 2 in FPB 7 along with its pair for repair. Perform node reboot to activate repair.", gh.REBOOT,
+     {"channel_repair_pending": "Yes"}),
+    (160, "Marking Channel 0 in FBPA 3 along with its pair for repair. Perform GPU reset to activate repair.",
+     gh.RESET_GPU, None),
+])
+def test_a_repair_to_activate_follows_the_pending_policy_like_the_flag(code, message, drained, flag):
+    line = "[ 4990.000000] NVRM: Xid (PCI:0000:00:06): %d, %s\n" % (code, message)
+    kernel = text_of_log(line)
+    gpu = only_gpu(gh.judge_gpus(gh.parse_smi_xml(text("nvidia-smi-q.xml")), kernel, [proc_text()], "5000 1", 3600))
+    assert (gpu["condition"], gpu["action"]) == ("unhealthy", drained)
+    allowed = only_gpu(gh.judge_gpus(gh.parse_smi_xml(text("nvidia-smi-q.xml")), kernel, [proc_text()], "5000 1",
+                                     3600, gh.PENDING_ALLOW))
+    assert (allowed["condition"], allowed["action"], allowed["reasons"]) == ("healthy", gh.WATCH, [])
+    assert "to activate it (pending: allow: when convenient)" in allowed["notes"][0]
+    if flag:
+        # The same repair seen by nvidia-smi answers the same under either policy.
+        for policy, expected in ((gh.PENDING_DRAIN, drained), (gh.PENDING_ALLOW, gh.WATCH)):
+            flagged = gh.judge_gpus(gh.parse_smi_xml(variant(**flag)), text("dmesg-nvrm.txt"), [proc_text()],
+                                    "5000 1", 3600, policy)
+            assert only_gpu(flagged)["action"] == expected
+    # Without the text the catalog's IGNORE stands.
+    assert only_gpu(judged(log=xid_line(4990.0, code, "message")))["action"] == gh.NONE
+
+
+def nvlink5_line(code, unit, severity, intr, status, link=1, pid=False):
+    """An NVLink5 Xid line in the format NVIDIA's catalog gives for 144-150: <unit> <Fatal|Nonfatal> <Crosscontain>
+    <injected> <link> (<intrInfo> <errorStatus> <errorDebugData>...), with or without the pid and name the driver
+    prints before it for a process."""
+    who = "pid=2811, name=python3, " if pid else ""
+    return "[ 4990.000000] NVRM: Xid (PCI:0000:00:06): %d, %s%s %s XC0 i0 Link %02d (0x%08x 0x%08x 0x00000000 " \
+           "0x00000000 0x00000000 0x00000000)\n" % (code, who, unit, severity, link, intr, status)
+
+
+# NVIDIA's "Xid 144-150 Decode": the unit from IntrInfo (bits 6:0 from R575, bits 9:5 with the code less 143 in
+# bits 4:0 before it), the action from the error status (NETIR_LINK_EVT: the link-down reason in bits 25:20).
+@pytest.mark.parametrize("code,unit,severity,intr,status,action,condition", [
+    # SAW_MVB: 0x2 and 0x10 fatal (reset), 0x1 non-fatal (IGNORE); V2 and V1 IntrInfo.
+    (144, "SAW_MVB", "Fatal", 0x01, 0x02, gh.RESET_GPU, "unhealthy"),
+    (144, "SAW_MVB", "Nonfatal", 0x01, 0x01, gh.NONE, "healthy"),
+    (144, "SAW_MVB", "Fatal", (1 << 5) | 1, 0x10, gh.RESET_GPU, "unhealthy"),
+    # RLW_REMAP: 0x1-0x20 XID_154_EVAL (the driver's Xid 154 decides: a note), 0x40 a reset, 0x100 IGNORE.
+    (145, "RLW_REMAP", "Nonfatal", 0x04, 0x08, gh.WATCH, "healthy"),
+    (145, "RLW_REMAP", "Fatal", 0x04, 0x40, gh.RESET_GPU, "unhealthy"),
+    (145, "RLW_REMAP", "Nonfatal", (4 << 5) | 2, 0x100, gh.NONE, "healthy"),
+    # RLW_RXPIPE: IGNORE, but a reset with the "action 2" bit (bit 7 in V2, bit 10 in V1).
+    (145, "RLW_RXPIPE", "Nonfatal", 0x06, 0x02, gh.NONE, "healthy"),
+    (145, "RLW_RXPIPE", "Nonfatal", 0x80 | 0x06, 0x02, gh.RESET_GPU, "unhealthy"),
+    (145, "RLW_RXPIPE", "Nonfatal", 0x400 | (6 << 5) | 2, 0x04, gh.RESET_GPU, "unhealthy"),
+    # Two status bits: the worst of them.
+    (145, "RLW_SRC_TRACK", "Fatal", 0x07, 0x02 | 0x10, gh.RESET_GPU, "unhealthy"),
+    # The software-reported status is IGNORE for every unit listing it.
+    (146, "TLW_RX/TLW_RX_PIPE1", "Nonfatal", 0x0b, 0x80000000, gh.NONE, "healthy"),
+    (146, "TLW_TX/TLW_TX_PIPE0", "Fatal", 0x0c, 0x04, gh.RESET_GPU, "unhealthy"),
+    (147, "TREX", "Nonfatal", 0x0e, 0x01, gh.NONE, "healthy"),
+    (148, "NVLPW_CTRL/NVLPW", "Nonfatal", 0x0f, 0x80000000, gh.NONE, "healthy"),
+    # NETIR: the interrupt and every listed link-down reason but 0x26 and 0x28 ask for a reset.
+    (149, "NETIR/NETIR_INT", "Fatal", 0x18, 0x0, gh.RESET_GPU, "unhealthy"),
+    (149, "NETIR_LINK_EVT/NETIR_LINK_DOWN", "Fatal", (0x21 << 20) | 0x11, 0x0, gh.RESET_GPU, "unhealthy"),
+    (149, "NETIR_LINK_EVT", "Fatal", (0x21 << 20) | (14 << 5) | 6, 0x0, gh.RESET_GPU, "unhealthy"),
+    (149, "NETIR_LINK_EVT/NETIR_LINK_DOWN", "Fatal", (0x28 << 20) | 0x11, 0x0, gh.NONE, "healthy"),
+    (149, "NETIR_BER_EVENT", "Nonfatal", 0x13, 0x03, gh.NONE, "healthy"),
+    # MFDE's status is a value: 0x3 IGNORE, 0x5 a reset.
+    (149, "NETIR_MFDE_EVENT", "Nonfatal", 0x14, 0x03, gh.NONE, "healthy"),
+    (149, "NETIR_MFDE_EVENT", "Fatal", 0x14, 0x05, gh.RESET_GPU, "unhealthy"),
+    (150, "MSE_WATCHDOG", "Fatal", 0x0, 0x0, gh.RESET_GPU, "unhealthy"),
+    # Not in the decode: printed Fatal is a reset, otherwise look it up.
+    (147, "TREX", "Fatal", 0x0e, 0x40, gh.RESET_GPU, "unhealthy"),
+    (149, "NETIR_MFDE_EVENT", "Nonfatal", 0x14, 0x02, gh.LOOK_UP, "unknown"),
+    (149, "NETIR_LINK_EVT", "Nonfatal", (0x3f << 20) | 0x11, 0x0, gh.LOOK_UP, "unknown"),
+    (146, "TLW_CTRL", "Nonfatal", 0x01, 0x01, gh.LOOK_UP, "unknown"),
+])
+def test_an_nvlink5_xid_answers_the_catalogs_decode(code, unit, severity, intr, status, action, condition):
+    for pid in (False, True):
+        gpu = only_gpu(judged(log=nvlink5_line(code, unit, severity, intr, status, pid=pid)))
+        assert (gpu["action"], gpu["condition"]) == (action, condition), pid
+        (xid,) = gpu["xids"]
+        assert xid["code"] == code and xid["meaning"].startswith(gh.XID_NAMES[code])
+
+
+def test_an_nvlink5_xid_names_its_unit_and_is_unknown_without_its_line():
+    gpu = only_gpu(judged(log=nvlink5_line(149, "NETIR_LINK_EVT", "Fatal", (0x21 << 20) | (14 << 5) | 6, 0)))
+    assert gpu["reasons"] == ["Xid 149: NVLink NETIR error: NETIR_LINK_EVT, link-down reason 0x21 (the catalog asks "
+                              "for a GPU reset)"]
+    # The DCGM exporter's series carry the code only: the decode cannot be done there.
+    for code in gh.XID_NVLINK5:
+        meaning, action = gh.xid_meaning({"code": code, "text": ""})
+        assert action == gh.LOOK_UP and "which this reading lacks" in meaning
+    # A reset-class NVLink Xid ends with a later driver load like any other.
+    log = nvlink5_line(144, "SAW_MVB", "Fatal", 0x01, 0x02) + LOAD % 4995.0
+    assert only_gpu(judged(log=log))["condition"] == "healthy"
 
 
 LOAD = "[%10.6f] NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (builder@)\n"
