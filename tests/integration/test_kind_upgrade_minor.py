@@ -47,6 +47,16 @@ EXTENDED_RESOURCE = "example.com/gpu"
 
 
 @pytest.fixture(scope="module")
+
+def local_checksums(directory):
+    """{name: sha256} of the binaries role node_upgrade installs from directory."""
+    import hashlib
+    sums = {}
+    for name in ("kubeadm", "kubelet", "kubectl"):
+        with open(os.path.join(directory, name), "rb") as binary:
+            sums[name] = hashlib.sha256(binary.read()).hexdigest()
+    return sums
+
 def old_cluster(tmp_path_factory):
     name = "itu-%d" % os.getpid()
     up = [sys.executable, os.path.join(ROOT, "hack", "cluster", "kind-up"), "--name", name, "--k8s-version", FROM,
@@ -73,6 +83,8 @@ def run_upgrade(c, tmp_path, check=False):
     vars_file.write_text(json.dumps({
         "dra_upgrade_version": TO,
         "dra_node_upgrade_binaries_dir": os.path.dirname(clusterlib.component_bin("kubernetes", TO, "kubeadm")),
+        # Built here, not downloaded: the digests of the local build are the release's published ones for this run.
+        "dra_node_upgrade_checksums": local_checksums(os.path.dirname(clusterlib.component_bin("kubernetes", TO, "kubeadm"))),
         "dra_node_upgrade_kubeadm_args": KUBEADM_ARGS,
         "dra_node_upgrade_driver_daemonsets": [DRIVER_DAEMONSET], "dra_node_upgrade_drivers": [DRIVER],
         **canary_vars(c)}))
