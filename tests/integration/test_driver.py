@@ -96,12 +96,13 @@ class HostPlugins:
             os.makedirs(os.path.join(base, "p", self.driver), exist_ok=True)
             os.chown(os.path.join(base, "p"), 65534, 65534)
         log = open(os.path.join(base, f"plugin-{uid}.log"), "w")
+        command = [plugin_binary(), "--node-name", node, "--driver-name", self.driver, "--pod-uid", uid,
+                   "--kubeconfig", self.cluster.kubeconfig, "--cdi-root", os.path.join(base, "c"),
+                   "--kubelet-registrar-directory-path", os.path.join(base, "r"),
+                   "--kubelet-plugins-directory-path", os.path.join(base, "p"),
+                   "--num-devices", "2", "--healthcheck-port", "0", "--metrics-port", "-1"]
         proc = subprocess.Popen(
-            (UNPRIVILEGED if unprivileged else []) + [plugin_binary(), "--node-name", node, "--driver-name", self.driver, "--pod-uid", uid,
-             "--kubeconfig", self.cluster.kubeconfig, "--cdi-root", os.path.join(base, "c"),
-             "--kubelet-registrar-directory-path", os.path.join(base, "r"),
-             "--kubelet-plugins-directory-path", os.path.join(base, "p"),
-             "--num-devices", "2", "--healthcheck-port", "0", "--metrics-port", "-1"],
+            (UNPRIVILEGED if unprivileged else []) + command,
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         self.processes[uid] = (node, proc)
         self.started.append((node, uid))

@@ -46,8 +46,6 @@ TAINTED_DEVICE = "gpu-0"
 EXTENDED_RESOURCE = "example.com/gpu"
 
 
-@pytest.fixture(scope="module")
-
 def local_checksums(directory):
     """{name: sha256} of the binaries role node_upgrade installs from directory."""
     import hashlib
@@ -57,6 +55,8 @@ def local_checksums(directory):
             sums[name] = hashlib.sha256(binary.read()).hexdigest()
     return sums
 
+
+@pytest.fixture(scope="module")
 def old_cluster(tmp_path_factory):
     name = "itu-%d" % os.getpid()
     up = [sys.executable, os.path.join(ROOT, "hack", "cluster", "kind-up"), "--name", name, "--k8s-version", FROM,
