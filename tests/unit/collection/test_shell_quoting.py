@@ -26,13 +26,11 @@ def task_files():
 def tasks(node):
     if isinstance(node, list):
         for item in node:
-            for task in tasks(item):
-                yield task
+            yield from tasks(item)
     elif isinstance(node, dict):
         yield node
         for key in ("block", "rescue", "always", "tasks", "pre_tasks", "post_tasks", "handlers"):
-            for task in tasks(node.get(key)):
-                yield task
+            yield from tasks(node.get(key))
 
 
 def command_strings(task):
