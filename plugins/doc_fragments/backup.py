@@ -25,6 +25,14 @@ options:
       - Where backups go, on the node. Created when missing.
     type: path
     default: /etc/kubernetes/dra-admin-backups
+  backup_keep:
+    description:
+      - How many backups of each file O(backup_dir) keeps - after a backup, the oldest of that file's backups beyond
+        this many are removed. Only backups this collection wrote of the same file are counted and removed (the
+        file's name followed by its time stamp); other files in O(backup_dir) are left alone. V(0) keeps every
+        backup.
+    type: int
+    default: 10
 """
 
     # An API object saved on the host the module runs on (the controller, or a delegated host).
@@ -41,4 +49,12 @@ options:
       - Where backups go, on the host the module runs on. Created when missing.
     type: path
     default: ~/.dra-admin/backups
+  backup_keep:
+    description:
+      - How many backups of each file O(backup_dir) keeps - after a backup, the oldest of that file's backups beyond
+        this many are removed. Only backups this collection wrote of the same file are counted and removed (the
+        file's name followed by its time stamp); other files in O(backup_dir) are left alone. V(0) keeps every
+        backup.
+    type: int
+    default: 10
 """

@@ -59,7 +59,21 @@ options:
   registrar_dir: {description: Kubelet plugin registration directory on the host., type: str,
                   default: /var/lib/kubelet/plugins_registry}
   cdi_dir: {description: CDI spec directory on the host., type: str, default: /var/run/cdi}
-  privileged: {description: Run the plugin container privileged., type: bool, default: true}
+  privileged:
+    description:
+      - Run the plugin container privileged (every capability, host devices, no seccomp). Off by default - the
+        container then drops every capability but O(capabilities), may not escalate privileges and runs under the
+        runtime's default seccomp profile; it mounts only its own directory under O(plugin_dir)
+        (C(<plugin_dir>/<driver>)), O(registrar_dir) and O(cdi_dir).
+    type: bool
+    default: false
+  capabilities:
+    description:
+      - Linux capabilities the unprivileged plugin container gets (names without C(CAP_), for example C(SYS_ADMIN)).
+        Not with O(privileged=true), which has every capability.
+    type: list
+    elements: str
+    default: []
   resources: {description: Container resources., type: dict, default: {}}
   priority_class: {description: Pod priority class., type: str, default: system-node-critical}
   termination_grace_period: {description: Pod termination grace period in seconds., type: int, default: 30}
@@ -115,7 +129,11 @@ options:
     choices: [auto, dra-example-driver, nvidia, other]
     default: auto
   chart_values: {description: The user's chart values., type: dict, default: {}}
-  chart_version: {description: Chart version (O(method=helm)); empty for the newest., type: str}
+  chart_version:
+    description:
+      - Chart version, required with O(method=helm) - the version that was reviewed. A chart directory on this host
+        must carry the same version in its C(Chart.yaml) (Helm ignores C(--version) for a chart on disk).
+    type: str
   chart_repo_url: {description: Chart repository URL (O(method=helm))., type: str}
   release_name:
     description: Helm release name (O(method=helm)); empty for the driver name with other characters than
@@ -179,7 +197,10 @@ chart:
     C(--validate), so the chart renders against the cluster's version and API groups; the values go on its
     stdin; run through C(/bin/sh -c) with a prologue that hands the C(K8S_AUTH_*) environment variables of
     the host to Helm, so it reaches the same cluster as the modules, AWX's Kubernetes credential included)
-    and C(device_classes) (the DeviceClasses the rendered chart installs itself).
+    and C(device_classes) (the DeviceClasses the rendered chart installs itself). With O(rendered) also
+    C(manifest) (the rendering's documents but Helm hooks, as Helm is to apply them), C(post_renderer) (a Helm
+    post-renderer script that drops Helm's own rendering and prints the C(manifest.yaml) beside it, so that what is
+    installed is what was checked) and C(hooks) (the hooks Helm runs from its own rendering).
   returned: always
   type: dict
 health_ports:
@@ -217,7 +238,8 @@ def argument_spec():
         plugin_dir=dict(type="str", default="/var/lib/kubelet/plugins"),
         registrar_dir=dict(type="str", default="/var/lib/kubelet/plugins_registry"),
         cdi_dir=dict(type="str", default="/var/run/cdi"),
-        privileged=dict(type="bool", default=True),
+        privileged=dict(type="bool", default=False),
+        capabilities=dict(type="list", elements="str", default=[]),
         resources=dict(type="dict", default={}),
         priority_class=dict(type="str", default="system-node-critical"),
         termination_grace_period=dict(type="int", default=30),

@@ -4,6 +4,11 @@ KWOK runs the DaemonSet pods without containers; `HostPlugins` plays the contain
 for every Running pod of the driver's DaemonSet it starts the real dra-example-kubeletplugin on
 the host with that pod's node name and UID (as the downward API would give it), and stops it when
 the pod goes. Those processes publish the ResourceSlices the role waits for.
+
+A pod whose plugin container drops every capability gets a process without any (setpriv: empty bounding,
+inheritable and ambient sets, no_new_privs), and the kubelet plugins directory it is given belongs to another
+user, so that only the driver's own directory in it (what the pod mounts) is writable: the example driver
+publishing its slices that way is the proof that it needs no more.
 """
 import json
 import os
@@ -15,6 +20,7 @@ import tempfile
 import threading
 
 import pytest
+import yaml
 
 from api_recorder import ApiRecorder
 from cluster_harness import recap
@@ -84,13 +90,19 @@ class HostPlugins:
         base = os.path.join(self.workdir, self.node_dirs.setdefault(node, str(len(self.node_dirs))))
         for sub in ("r", "p", "c"):
             os.makedirs(os.path.join(base, sub), exist_ok=True)
+        unprivileged = drops_every_capability(pod)
+        if unprivileged:
+            # The pod mounts only <plugins>/<driver>: the rest of the plugins directory is not the plugin's to write.
+            os.makedirs(os.path.join(base, "p", self.driver), exist_ok=True)
+            os.chown(os.path.join(base, "p"), 65534, 65534)
         log = open(os.path.join(base, f"plugin-{uid}.log"), "w")
+        command = [plugin_binary(), "--node-name", node, "--driver-name", self.driver, "--pod-uid", uid,
+                   "--kubeconfig", self.cluster.kubeconfig, "--cdi-root", os.path.join(base, "c"),
+                   "--kubelet-registrar-directory-path", os.path.join(base, "r"),
+                   "--kubelet-plugins-directory-path", os.path.join(base, "p"),
+                   "--num-devices", "2", "--healthcheck-port", "0", "--metrics-port", "-1"]
         proc = subprocess.Popen(
-            [plugin_binary(), "--node-name", node, "--driver-name", self.driver, "--pod-uid", uid,
-             "--kubeconfig", self.cluster.kubeconfig, "--cdi-root", os.path.join(base, "c"),
-             "--kubelet-registrar-directory-path", os.path.join(base, "r"),
-             "--kubelet-plugins-directory-path", os.path.join(base, "p"),
-             "--num-devices", "2", "--healthcheck-port", "0", "--metrics-port", "-1"],
+            (UNPRIVILEGED if unprivileged else []) + command,
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         self.processes[uid] = (node, proc)
         self.started.append((node, uid))
@@ -121,6 +133,20 @@ class HostPlugins:
             for uid in [u for u in self.processes if u not in live]:
                 self._kill(uid)
             self._stop.wait(0.5)
+
+
+# A process as a container that drops every capability and may not escalate: no capability in any set.
+UNPRIVILEGED = ["setpriv", "--no-new-privs", "--bounding-set=-all", "--inh-caps=-all", "--ambient-caps=-all", "--"]
+
+
+def drops_every_capability(pod):
+    context = pod["spec"]["containers"][0].get("securityContext") or {}
+    return not context.get("privileged") and "ALL" in (context.get("capabilities") or {}).get("drop", [])
+
+
+def effective_capabilities(pid):
+    with open(f"/proc/{pid}/status") as status:
+        return next(line.split()[1] for line in status if line.startswith("CapEff:"))
 
 
 def set_kubelet(cluster, node, version):
@@ -187,7 +213,7 @@ def assert_spec(ds, port, strategy):
     assert env["POD_UID"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.uid"
     assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
     paths = {v["name"]: v["hostPath"]["path"] for v in spec["volumes"]}
-    assert paths["plugins"] == "/var/lib/kubelet/plugins"
+    assert paths["plugins"] == "/var/lib/kubelet/plugins/" + ds["metadata"]["labels"]["dra.admin/driver"]
     assert paths["plugins-registry"] == "/var/lib/kubelet/plugins_registry"
 
 
@@ -209,13 +235,18 @@ def pods_per_node_over_time(recorder, namespace):
 
 def test_template_install_rollout_slices_idempotency_check_mode(cluster, nodes, driver_ns, tmp_path):
     driver = "it-tmpl.example.com"
-    with HostPlugins(cluster, driver, driver_ns):
+    with HostPlugins(cluster, driver, driver_ns) as hosts:
         res = run_role(cluster, tmp_path, role_vars(driver, driver_ns))
         assert res.returncode == 0, res.stdout[-5000:]
         ds = daemonset(cluster, driver_ns, "it-tmpl-example-com-kubeletplugin")
         assert_spec(ds, 51515, {"maxSurge": 1, "maxUnavailable": 0})
+        assert ds["spec"]["template"]["spec"]["containers"][0]["securityContext"] == {
+            "privileged": False, "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"}}
         assert ds["status"]["numberAvailable"] == len(nodes)
         assert slices_by_node(cluster, driver) == nodes
+        # Every node's slices came from a plugin without any capability, writing only its own plugin directory.
+        assert {effective_capabilities(proc.pid) for _node, proc in hosts.processes.values()} == {"0000000000000000"}
         assert "done: rolled out, every selected node publishes its slices" in res.stdout
         dc = cluster.get_json(f"deviceclasses.{cluster.resource_version}.resource.k8s.io", driver)
         assert dc["spec"]["selectors"] == [{"cel": {"expression": f'device.driver == "{driver}"'}}]
@@ -296,6 +327,9 @@ def test_one_old_kubelet_falls_back_with_warning(cluster, nodes, driver_ns, tmp_
     ({"dra_driver_health_port": 8080}, "health_port 8080 collides with another container port"),
     ({"dra_driver_node_selector": {"no-such-label": "x"}}, "no node matches the driver's selection"),
     ({"dra_driver_method": "helm"}, "chart_ref is required with method helm"),
+    ({"dra_driver_method": "helm", "dra_driver_chart_ref": CHART}, "chart_version is required with method helm"),
+    ({"dra_driver_method": "helm", "dra_driver_chart_ref": CHART, "dra_driver_chart_version": "9.9.9"},
+     "chart_version 9.9.9 is not the version of the chart at %s (its Chart.yaml says 0.1.0)" % CHART),
 ])
 def test_bad_input_fails_before_installing(cluster, nodes, driver_ns, tmp_path, bad, message):
     res = run_role(cluster, tmp_path, role_vars("it-bad.example.com", driver_ns, **bad))
@@ -322,9 +356,35 @@ def test_helm_chart_install_and_upgrade(cluster, nodes, driver_ns, tmp_path):
     driver = "it-helm.example.com"
     chart = tmp_path / "chart"
     shutil.copytree(CHART, chart)
-    settings = {"dra_driver_method": "helm", "dra_driver_chart_ref": str(chart), "dra_driver_helm_binary": helm,
-                "dra_driver_health_port": 50515, "dra_driver_release_name": "it-helm",
-                "dra_driver_chart_values": {"image": {"tag": "v1"}}}
+    # A chart that renders differently each time: only when Helm applies the rendering the role checked does the
+    # cluster hold the value of that rendering.
+    (chart / "templates" / "rendered.yaml").write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: it-helm-rendered\n  namespace: {{ .Release.Namespace }}\n"
+        "data:\n  rendering: {{ randAlphaNum 24 | quote }}\n")
+    # The role's helm, recording every rendering it checks (helm template --validate).
+    renderings = tmp_path / "renderings.yaml"
+    recording = tmp_path / "helm"
+    recording.write_text(
+        "#!/bin/sh\n"
+        "case \" $* \" in *\" template \"*\" --validate \"*)\n"
+        f"  out=$({helm} \"$@\") || exit $?\n"
+        f"  printf '%s\\n---\\n' \"$out\" >> {renderings}; printf '%s\\n' \"$out\"; exit 0;;\n"
+        "esac\n"
+        f"exec {helm} \"$@\"\n")
+    recording.chmod(0o755)
+
+    def checked_value():
+        """The ConfigMap's value in the last rendering the role checked."""
+        found = [d["data"]["rendering"] for d in yaml.safe_load_all(renderings.read_text())
+                 if d and d.get("kind") == "ConfigMap" and d["metadata"]["name"] == "it-helm-rendered"]
+        return found[-1]
+
+    def live_value():
+        return cluster.get_json("configmap", "-n", driver_ns, "it-helm-rendered")["data"]["rendering"]
+
+    settings = {"dra_driver_method": "helm", "dra_driver_chart_ref": str(chart), "dra_driver_helm_binary": str(recording),
+                "dra_driver_chart_version": "0.1.0", "dra_driver_health_port": 50515,
+                "dra_driver_release_name": "it-helm", "dra_driver_chart_values": {"image": {"tag": "v1"}}}
     other = dict(settings)
     other["dra_driver_chart_kind"] = "other"
     unknown = run_role(cluster, tmp_path, role_vars(driver, driver_ns, **other))
@@ -344,6 +404,10 @@ def test_helm_chart_install_and_upgrade(cluster, nodes, driver_ns, tmp_path):
             "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
         assert all({"key": EXCLUSION, "operator": "DoesNotExist"} in t["matchExpressions"] for t in terms)
         assert slices_by_node(cluster, driver) == nodes
+        assert live_value() == checked_value(), "Helm applied another rendering than the one the role checked"
+        installed = subprocess.run([helm, "get", "manifest", "it-helm", "-n", driver_ns, "--kubeconfig",
+                                    cluster.kubeconfig], capture_output=True, text=True, check=True).stdout
+        assert checked_value() in installed
 
         again = run_role(cluster, tmp_path, role_vars(driver, driver_ns, **settings))
         assert again.returncode == 0 and recap(again)["changed"] == 0, again.stdout[-4000:]
@@ -359,6 +423,7 @@ def test_helm_chart_install_and_upgrade(cluster, nodes, driver_ns, tmp_path):
         assert upgraded.returncode == 0, upgraded.stdout[-5000:]
         assert daemonset(cluster, driver_ns, "it-helm-kubeletplugin")["spec"]["template"]["spec"]["containers"][0][
             "image"].endswith(":v2")
+        assert live_value() == checked_value(), "the upgrade applied another rendering than the one checked"
         peak = pods_per_node_over_time(recorder, driver_ns)
         assert any(v == 2 for v in peak.values()), f"no surge seen: {peak}"
         assert len(hosts.started) == 2 * len(nodes)

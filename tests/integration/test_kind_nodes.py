@@ -690,8 +690,10 @@ def test_upstream_chart_installed_by_the_driver_role_serves_a_claim(kind_cluster
     environment names the chart's driver). Uninstalled at the end; the template driver is left alone."""
     c = kind_cluster
     name, namespace, release = "chart.example.com", "itk-chart", "itk-chart"
+    chart = upstream_chart(c, tmp_path)
     settings = {"dra_driver_name": name, "dra_driver_namespace": namespace, "dra_driver_method": "helm",
-                "dra_driver_chart_ref": upstream_chart(c, tmp_path), "dra_driver_release_name": release,
+                "dra_driver_chart_ref": chart, "dra_driver_release_name": release,
+                "dra_driver_chart_version": yaml.safe_load(open(os.path.join(chart, "Chart.yaml")))["version"],
                 "dra_driver_helm_binary": clusterlib.component_bin("helm", c.versions["HELM_VERSION"], "helm"),
                 "dra_driver_wait_timeout": 240}
     res = c.run_role("dra.admin.driver", tmp_path, settings)

@@ -45,6 +45,16 @@ TAINTED_DEVICE = "gpu-0"
 EXTENDED_RESOURCE = "example.com/gpu"
 
 
+def local_checksums(directory):
+    """{name: sha256} of the binaries role node_upgrade installs from directory."""
+    import hashlib
+    sums = {}
+    for name in ("kubeadm", "kubelet", "kubectl"):
+        with open(os.path.join(directory, name), "rb") as binary:
+            sums[name] = hashlib.sha256(binary.read()).hexdigest()
+    return sums
+
+
 @pytest.fixture(scope="module")
 def old_cluster(tmp_path_factory):
     name = "itu-%d" % os.getpid()
@@ -73,6 +83,8 @@ def run_upgrade(c, tmp_path, check=False):
         "dra_upgrade_version": TO,
         "dra_upgrade_allow_pre_release": CATALOG.is_pre_release(TO),
         "dra_node_upgrade_binaries_dir": os.path.dirname(clusterlib.component_bin("kubernetes", TO, "kubeadm")),
+        # Built here, not downloaded: the digests of the local build are the release's published ones for this run.
+        "dra_node_upgrade_checksums": local_checksums(os.path.dirname(clusterlib.component_bin("kubernetes", TO, "kubeadm"))),
         "dra_node_upgrade_kubeadm_args": KUBEADM_ARGS,
         "dra_node_upgrade_driver_daemonsets": [DRIVER_DAEMONSET], "dra_node_upgrade_drivers": [DRIVER],
         **canary_vars(c)}))

@@ -10,6 +10,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -21,9 +22,39 @@ NODE_BACKUP_DIR = "/etc/kubernetes/dra-admin-backups"
 CONTROLLER_BACKUP_DIR = "~/.dra-admin/backups"
 
 
+# How many backups of one file a backup directory keeps (the option backup_keep); 0 keeps every one.
+DEFAULT_BACKUP_KEEP = 10
+
+
 def backup_options(default_dir):
     """The argument spec entries of the backup options (plugins/doc_fragments/backup.py documents them)."""
-    return dict(backup=dict(type="bool", default=True), backup_dir=dict(type="path", default=default_dir))
+    return dict(backup=dict(type="bool", default=True), backup_dir=dict(type="path", default=default_dir),
+                backup_keep=dict(type="int", default=DEFAULT_BACKUP_KEEP))
+
+
+# The name _backup_target gives a backup: the file's name, the UTC time to the second, its microseconds.
+_STAMP = r"\.\d{8}T\d{6}\.\d{6}$"
+
+
+def backups_to_prune(names, name, keep):
+    """Of the file names in a backup directory, the backups of `name` (only those this collection wrote: `name` and
+    its time stamp) beyond the `keep` newest; none when keep is 0."""
+    if not keep:
+        return []
+    pattern = re.compile("^" + re.escape(name) + _STAMP)
+    own = sorted(n for n in names if pattern.match(n))
+    return own[:-keep] if len(own) > keep else []
+
+
+def prune_backups(name, backup_dir, keep):
+    """Remove the backups of `name` in `backup_dir` beyond the `keep` newest (backups_to_prune); return their paths."""
+    removed = []
+    for old in backups_to_prune(os.listdir(backup_dir), name, keep):
+        path = os.path.join(backup_dir, old)
+        if os.path.isfile(path) and not os.path.islink(path):
+            os.remove(path)
+            removed.append(path)
+    return removed
 
 
 def read_text(path):
@@ -50,10 +81,12 @@ def _backup_target(name, backup_dir):
     return os.path.join(backup_dir, "%s.%s" % (name, stamp))
 
 
-def backup_file(path, backup_dir):
-    """Copy `path` into `backup_dir` (created 0700) under a timestamped name; return the copy's path."""
+def backup_file(path, backup_dir, keep=DEFAULT_BACKUP_KEEP):
+    """Copy `path` into `backup_dir` (created 0700) under a timestamped name, keeping the `keep` newest backups of
+    that file (0: every one); return the copy's path."""
     target = _backup_target(os.path.basename(path), backup_dir)
     shutil.copy2(path, target)
+    prune_backups(os.path.basename(path), backup_dir, keep)
     return target
 
 
@@ -65,13 +98,15 @@ def move_to_backup(path, backup_dir):
     return target
 
 
-def backup_text(text, name, backup_dir):
+def backup_text(text, name, backup_dir, keep=DEFAULT_BACKUP_KEEP):
     """Save `text` (something that is not a host file, such as a ConfigMap's data) into `backup_dir` as a
-    timestamped file named after `name`, readable by its owner only; return its path."""
+    timestamped file named after `name`, readable by its owner only, keeping the `keep` newest backups of `name`
+    (0: every one); return its path."""
     target = _backup_target(name, backup_dir)
     handle = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(handle, "wb") as out:
         out.write(text.encode("utf-8"))
+    prune_backups(name, backup_dir, keep)
     return target
 
 

@@ -18,6 +18,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import copy
+
 import json
 import re
 
@@ -362,8 +364,18 @@ def check_script(paths):
     return ["sh", "-c", "{ %s; } > /dev/termination-log 2>&1" % script]
 
 
+# The probe's container as Pod Security's restricted level wants it: not root (the nobody user, since the default image
+# runs as root), no privilege escalation, no capability, the runtime's default seccomp profile. The check reads its
+# environment and tests paths, and writes its termination message (the kubelet makes that file writable for any user).
+CANARY_USER = 65534
+CONTAINER_SECURITY = {"runAsNonRoot": True, "runAsUser": CANARY_USER, "runAsGroup": CANARY_USER,
+                      "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
+                      "seccompProfile": {"type": "RuntimeDefault"}}
+
+
 def canary_pod(name, namespace, run_id, probe, image, expect_paths=(), tolerations=()):
-    """The probe's pod: no restarts, the check as its command, pinned to the pool's node when it has one."""
+    """The probe's pod: no restarts, the check as its command, pinned to the pool's node when it has one; its
+    container unprivileged (CONTAINER_SECURITY), so that it passes Pod Security's restricted level."""
     values = dict(probe, device_env=device_env(probe["device"]))
     spec = {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1, "enableServiceLinks": False,
             "automountServiceAccountToken": False,
@@ -371,6 +383,7 @@ def canary_pod(name, namespace, run_id, probe, image, expect_paths=(), toleratio
             "containers": [{"name": CONTAINER, "image": image, "imagePullPolicy": "IfNotPresent",
                             "command": check_script([fill(p, values) for p in expect_paths]),
                             "terminationMessagePolicy": "File",
+                            "securityContext": copy.deepcopy(CONTAINER_SECURITY),
                             "resources": {"claims": [{"name": CLAIM_NAME}]}}]}
     if probe.get("node"):
         spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [

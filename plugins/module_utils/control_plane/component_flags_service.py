@@ -14,7 +14,7 @@ from ansible_collections.dra.admin.plugins.module_utils.control_plane import com
 from ansible_collections.dra.admin.plugins.module_utils.control_plane import component_flags
 from ansible_collections.dra.admin.plugins.module_utils.control_plane import manifest as manifest_rules
 from ansible_collections.dra.admin.plugins.module_utils.access.files import (
-    NODE_BACKUP_DIR, backup_file, read_regular_file, read_text, write_atomically,
+    DEFAULT_BACKUP_KEEP, NODE_BACKUP_DIR, backup_file, read_regular_file, read_text, write_atomically,
 )
 from ansible_collections.dra.admin.plugins.module_utils.control_plane.component_metrics import procfs_start_time
 
@@ -106,11 +106,11 @@ def write(module, planned, params, result):
     config = planned["config"]
     if config is not None and config["changed"]:
         if params["backup"] and config["exists"]:
-            result["config_file"]["backup_file"] = backup_file(config["host_path"], params["backup_dir"])
+            result["config_file"]["backup_file"] = backup_file(config["host_path"], params["backup_dir"], params.get("backup_keep", DEFAULT_BACKUP_KEEP))
         write_atomically(module, config["host_path"], config["new_text"])
         if config["created"]:
             os.chmod(config["host_path"], 0o600)
     if planned["changed"]:
         if params["backup"]:
-            result["backup_file"] = backup_file(params["path"], params["backup_dir"])
+            result["backup_file"] = backup_file(params["path"], params["backup_dir"], params.get("backup_keep", DEFAULT_BACKUP_KEEP))
         write_atomically(module, params["path"], planned["new_text"])

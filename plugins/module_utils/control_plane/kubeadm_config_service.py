@@ -13,7 +13,7 @@ import copy
 
 from ansible_collections.dra.admin.plugins.module_utils.control_plane import kubeadm_config as kc
 from ansible_collections.dra.admin.plugins.module_utils.access.api import DraApiError
-from ansible_collections.dra.admin.plugins.module_utils.access.files import backup_text
+from ansible_collections.dra.admin.plugins.module_utils.access.files import DEFAULT_BACKUP_KEEP, backup_text
 
 PATH = "/api/v1/namespaces/%s/configmaps/%s" % (kc.CONFIG_MAP_NAMESPACE, kc.CONFIG_MAP_NAME)
 WHERE = "%s/%s %s" % (kc.CONFIG_MAP_NAMESPACE, kc.CONFIG_MAP_NAME, kc.DATA_KEY)
@@ -51,7 +51,7 @@ def update(api, params, result, check_mode=False, with_diff=False):
     if changed and not check_mode:
         if params["backup"]:
             result["backup_file"] = backup_text(text, "%s.%s" % (kc.CONFIG_MAP_NAME, kc.DATA_KEY),
-                                                params["backup_dir"])
+                                                params["backup_dir"], params.get("backup_keep", DEFAULT_BACKUP_KEEP))
         replace(api, config_map, new_text)
     return result
 

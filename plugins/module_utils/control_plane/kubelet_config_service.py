@@ -10,7 +10,9 @@ __metaclass__ = type
 
 from ansible_collections.dra.admin.plugins.module_utils.control_plane import kubelet_config
 from ansible_collections.dra.admin.plugins.module_utils.control_plane import manifest
-from ansible_collections.dra.admin.plugins.module_utils.access.files import backup_file, read_regular_file, write_atomically
+from ansible_collections.dra.admin.plugins.module_utils.access.files import (
+    DEFAULT_BACKUP_KEEP, backup_file, read_regular_file, write_atomically,
+)
 
 
 def read_kubelet_config(path):
@@ -32,5 +34,5 @@ def plan(params):
 def write(module, params, new_text, result):
     """Back up (into result's backup_file) and write the new text."""
     if params["backup"]:
-        result["backup_file"] = backup_file(params["path"], params["backup_dir"])
+        result["backup_file"] = backup_file(params["path"], params["backup_dir"], params.get("backup_keep", DEFAULT_BACKUP_KEEP))
     write_atomically(module, params["path"], new_text)

@@ -193,6 +193,44 @@ def helm_template_argv(binary, release, chart_ref, namespace, version=None, repo
     return ["/bin/sh", "-c", helm_credentials_script(), "helm-template"] + helm
 
 
+HOOK_ANNOTATION = "helm.sh/hook"
+
+
+def is_hook(document):
+    """Whether a rendered document is a Helm hook (Helm runs hooks itself, outside the release's manifest)."""
+    return HOOK_ANNOTATION in ((document.get("metadata") or {}).get("annotations") or {})
+
+
+def release_manifest(documents):
+    """The checked rendering as Helm is to apply it: every document that is not a hook, as one YAML stream in the
+    rendered order. The role's post-renderer hands Helm exactly this in place of Helm's own second rendering."""
+    import yaml
+    return yaml.safe_dump_all([d for d in documents if not is_hook(d)], sort_keys=False, default_flow_style=False)
+
+
+# The file the post-renderer hands to Helm, beside the script in the role's scratch directory.
+RELEASE_MANIFEST_FILE = "manifest.yaml"
+
+
+def post_renderer_script():
+    """A Helm post-renderer that reads and drops the manifest Helm rendered for the install and prints the checked
+    one (RELEASE_MANIFEST_FILE in the script's own directory) instead: what Helm applies is what was checked."""
+    return "\n".join(['#!/bin/sh', 'set -eu', 'cat >/dev/null',
+                      'exec cat "$(dirname "$0")/%s"' % RELEASE_MANIFEST_FILE, ''])
+
+
+def local_chart_version_problem(chart_ref, chart_yaml, version):
+    """A chart directory whose Chart.yaml names another version than chart_version (Helm ignores --version for a
+    chart on disk), or None."""
+    if chart_yaml is None or not version:
+        return None
+    found = str(chart_yaml.get("version") or "")
+    if found != str(version):
+        return ("chart_version %s is not the version of the chart at %s (its Chart.yaml says %s): set chart_version to "
+                "the version of the chart you reviewed, or point chart_ref at it" % (version, chart_ref, found or "none"))
+    return None
+
+
 def chart_device_class_names(manifests):
     """Names of the DeviceClasses a rendered chart installs itself (the role leaves those to the chart)."""
     return sorted(m["metadata"]["name"] for m in manifests or []

@@ -73,6 +73,10 @@ def _name_problems(params):
         problems.append("image is required with method template (the driver's kubelet plugin image)")
     if method == "helm" and not params.get("chart_ref"):
         problems.append("chart_ref is required with method helm (a chart path, repo/chart or oci:// reference)")
+    if method == "helm" and not str(params.get("chart_version") or "").strip():
+        problems.append("chart_version is required with method helm: the chart version that was reviewed and is to "
+                        "be installed (helm search repo <chart> --versions, or version in a local chart's "
+                        "Chart.yaml); without it Helm takes whatever version is newest when it runs")
     for key in ("daemonset_name", "namespace"):
         value = params.get(key)
         if value and (len(value) > 63 or not _NAME_RE.match(value)):
@@ -147,16 +151,37 @@ def socket_path_problems(params):
     return problems
 
 
+# A Linux capability as a container's securityContext names it: without the CAP_ prefix (SYS_ADMIN, not CAP_SYS_ADMIN).
+_CAPABILITY_RE = re.compile(r"^[A-Z][A-Z0-9_]*$")
+
+
+def capability_problems(capabilities, privileged):
+    """What is wrong with the capabilities the plugin container is given (added to an empty set)."""
+    if not isinstance(capabilities, (list, tuple)):
+        return ["capabilities must be a list of Linux capability names (for example [SYS_ADMIN]), got %r"
+                % (capabilities,)]
+    problems = []
+    for name in capabilities:
+        if not isinstance(name, str) or not _CAPABILITY_RE.match(name) or name.startswith("CAP_"):
+            problems.append("capabilities entry %r is not a capability name as Kubernetes takes it: upper case, "
+                            "without the CAP_ prefix (for example SYS_ADMIN)" % (name,))
+    if capabilities and privileged:
+        problems.append("capabilities %s are given with privileged: true, which has every capability already: "
+                        "set privileged: false to run with only those" % ", ".join(str(c) for c in capabilities))
+    return problems
+
+
 def validate_inputs(params):
     """Every problem with the inputs of one driver, as a list of messages (empty when usable).
 
     params: driver, method (template|helm), image, chart_ref, health_port, container_ports,
-    env, seamless_upgrade, max_unavailable, daemonset_name, namespace, plugin_dir,
-    registrar_dir, cdi_dir.
+    env, capabilities, privileged, seamless_upgrade, max_unavailable, daemonset_name, namespace,
+    plugin_dir, registrar_dir, cdi_dir.
     """
     problems = _name_problems(params)
     problems.extend(_port_problems(params.get("health_port"), params.get("container_ports")))
     problems.extend(_env_problems(params.get("env") or {}))
+    problems.extend(capability_problems(params.get("capabilities") or [], params.get("privileged")))
     mode = params.get("seamless_upgrade") or "auto"
     if mode not in SEAMLESS_MODES:
         problems.append("seamless_upgrade must be one of %s, got %r" % (", ".join(SEAMLESS_MODES), mode))

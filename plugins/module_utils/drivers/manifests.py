@@ -4,8 +4,10 @@
 """The objects of a driver installed without a chart: its DaemonSet and its DeviceClasses.
 
 The DaemonSet of the built-in template: gRPC liveness and startup probes on the health port
-(service ``liveness``); plugin, registrar and CDI host paths; downward-API NODE_NAME,
-NAMESPACE and POD_UID (the pod UID lets the driver hand over during a seamless upgrade).
+(service ``liveness``); the driver's own plugin directory, the registrar and CDI host paths; downward-API
+NODE_NAME, NAMESPACE and POD_UID (the pod UID lets the driver hand over during a seamless upgrade); an
+unprivileged container (every capability dropped but those asked for, no privilege escalation, the
+runtime's default seccomp profile) unless the driver is run privileged.
 
 Pure functions over plain dicts: no Ansible, no network.
 """
@@ -92,6 +94,29 @@ def _container_ports(params):
     return ports
 
 
+def own_plugin_dir(plugin_dir, driver):
+    """The driver's own directory under the kubelet's plugins directory: where the kubeletplugin helper
+    of k8s.io/dynamic-resource-allocation serves its DRA socket (<plugin_dir>/<driver>/dra.sock), and the
+    only part of plugin_dir the driver's pod mounts."""
+    return "%s/%s" % (str(plugin_dir).rstrip("/"), driver)
+
+
+RUNTIME_DEFAULT_SECCOMP = {"type": "RuntimeDefault"}
+
+
+def container_security(params):
+    """The plugin container's securityContext: privileged when asked for (a driver that reaches host
+    devices the runtime does not give it); otherwise no privilege escalation, every capability dropped
+    but params' capabilities, and the runtime's default seccomp profile."""
+    if params.get("privileged"):
+        return {"privileged": True}
+    context = {"privileged": False, "allowPrivilegeEscalation": False,
+               "capabilities": {"drop": ["ALL"]}, "seccompProfile": dict(RUNTIME_DEFAULT_SECCOMP)}
+    if params.get("capabilities"):
+        context["capabilities"]["add"] = [str(c) for c in params["capabilities"]]
+    return context
+
+
 def _plugin_container(params):
     liveness, startup = probes(params["health_port"], params.get("liveness"), params.get("startup"))
     container = {
@@ -102,10 +127,10 @@ def _plugin_container(params):
         "ports": _container_ports(params),
         "livenessProbe": liveness,
         "startupProbe": startup,
-        "securityContext": {"privileged": bool(params.get("privileged", True))},
+        "securityContext": container_security(params),
         "volumeMounts": [
             {"name": "plugins-registry", "mountPath": params["registrar_dir"]},
-            {"name": "plugins", "mountPath": params["plugin_dir"]},
+            {"name": "plugins", "mountPath": own_plugin_dir(params["plugin_dir"], params["driver"])},
             {"name": "cdi", "mountPath": params["cdi_dir"]},
         ],
     }
@@ -126,7 +151,8 @@ def _pod_spec(params):
         "containers": [_plugin_container(params)],
         "volumes": [
             {"name": "plugins-registry", "hostPath": {"path": params["registrar_dir"], "type": "DirectoryOrCreate"}},
-            {"name": "plugins", "hostPath": {"path": params["plugin_dir"], "type": "DirectoryOrCreate"}},
+            {"name": "plugins", "hostPath": {"path": own_plugin_dir(params["plugin_dir"], params["driver"]),
+                                             "type": "DirectoryOrCreate"}},
             {"name": "cdi", "hostPath": {"path": params["cdi_dir"], "type": "DirectoryOrCreate"}},
         ],
     }
@@ -143,7 +169,7 @@ def build_daemonset(params, strategy):
     """The built-in DaemonSet for a driver without a chart.
 
     params: driver, namespace, daemonset_name, image, image_pull_policy, command, args, env,
-    health_port, container_ports, plugin_dir, registrar_dir, cdi_dir, privileged, resources,
+    health_port, container_ports, plugin_dir, registrar_dir, cdi_dir, privileged, capabilities, resources,
     priority_class, service_account, termination_grace_period, node_selector, node_affinity
     (nodeSelectorTerms), tolerations, exclusion_label, liveness, startup, labels, pod_annotations.
     """

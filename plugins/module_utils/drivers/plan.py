@@ -16,7 +16,7 @@ __metaclass__ = type
 
 from ansible_collections.dra.admin.plugins.module_utils.drivers.charts import (
     KNOWN_CHARTS, chart_device_class_names, chart_kind, chart_node_terms, chart_values, default_release_name,
-    helm_template_argv,
+    helm_template_argv, is_hook, local_chart_version_problem, post_renderer_script, release_manifest,
 )
 from ansible_collections.dra.admin.plugins.module_utils.drivers.checks import check_daemonset, daemonsets_in
 from ansible_collections.dra.admin.plugins.module_utils.drivers.inputs import (
@@ -47,20 +47,24 @@ def rendered_documents(rendered):
     return [d for d in yaml.safe_load_all(str(rendered)) if isinstance(d, dict)]
 
 
-def prepared(params, local_chart_name):
+def prepared(params, local_chart):
     """The inputs checked and completed: (params, chart kind or None, whether the driver does seamless upgrades).
 
-    local_chart_name(chart_ref): the name in Chart.yaml of a chart directory on this host, or None; asked
-    only when chart_ref does not name a known chart."""
+    local_chart(chart_ref): the Chart.yaml (a mapping) of a chart directory on this host, or None; its version
+    must be chart_version, and its name tells the chart's kind when chart_ref does not."""
     params = dict(params)
     params["daemonset_name"] = params.get("daemonset_name") or default_daemonset_name(params.get("driver"))
     problems = validate_inputs(params)
+    chart_yaml = local_chart(params["chart_ref"]) if params.get("method") == "helm" and params.get("chart_ref") else None
+    problem = local_chart_version_problem(params.get("chart_ref"), chart_yaml, params.get("chart_version"))
+    if problem:
+        problems.append(problem)
     if problems:
         raise DriverInputError(problems)
     params["service_account"] = params["daemonset_name"]
     kind = None
     if params["method"] == "helm" and params["chart_kind"] != "other":
-        kind = chart_kind(params.get("chart_ref"), params["chart_kind"]) or chart_kind(local_chart_name(params["chart_ref"]))
+        kind = chart_kind(params.get("chart_ref"), params["chart_kind"]) or chart_kind((chart_yaml or {}).get("name"))
     supports = params.get("supports_seamless_upgrade")
     if supports is None:
         supports = KNOWN_CHARTS[kind]["seamless"] if kind else params["method"] == "template"
@@ -154,6 +158,11 @@ def chart_plan(result, params, kind, strategy):
         result["daemonset_name"] = name or result["daemonset_name"]
         from_chart = chart_device_class_names(documents)
         result["chart"]["device_classes"] = from_chart
+        # What the install applies: this rendering, through the post-renderer (Helm's own is dropped).
+        result["chart"]["manifest"] = release_manifest(documents)
+        result["chart"]["post_renderer"] = post_renderer_script()
+        result["chart"]["hooks"] = ["%s %s" % (d.get("kind"), (d.get("metadata") or {}).get("name"))
+                                    for d in documents if is_hook(d)]
         result["device_classes"] = [c for c in result["device_classes"] if c["metadata"]["name"] not in from_chart]
     return result
 

@@ -15,18 +15,18 @@ from ansible_collections.dra.admin.plugins.module_utils.drivers import plan as d
 from ansible_collections.dra.admin.plugins.module_utils.access.files import read_text
 
 
-def local_chart_name(chart_ref):
-    """The name in Chart.yaml of a chart directory on this host, or None."""
+def local_chart(chart_ref):
+    """The Chart.yaml of a chart directory on this host (a mapping), or None."""
     path = os.path.join(str(chart_ref or ""), "Chart.yaml")
     if not os.path.isfile(path):
         return None
     import yaml
-    return (yaml.safe_load(read_text(path)) or {}).get("name")
+    return yaml.safe_load(read_text(path)) or {}
 
 
 def plan(api, params, warn):
     """dra_driver_plan_info's result; warn(text) is called with each warning."""
-    params, kind, supports = drivers_plan.prepared(params, local_chart_name)
+    params, kind, supports = drivers_plan.prepared(params, local_chart)
     nodes = list(api.list_items("/api/v1/nodes"))
     placed = drivers_plan.placement(nodes, params, kind, supports)
     for warning in placed["warnings"]:

@@ -236,13 +236,25 @@ def test_project_and_execution_environment_are_pinned_to_the_collection_version(
     project = next(t for t in play["tasks"] if "awx.awx.project" in t)["awx.awx.project"]
     assert project["scm_update_on_launch"] is False
     assert load("execution-environment.yml")["options"]["tags"] == ["dra-admin-ee:%s" % version]
-    proc = run([BIN / "ansible-playbook", ROOT / "playbooks" / "awx_configure.yml", "-e",
-                "dra_awx_project_scm_url=https://git.example.com/dra-admin.git", "-e", "dra_awx_kubernetes_credential=k8s",
-                "-e", "dra_awx_ee_image=registry.example.com/dra-admin-ee:latest"],
-               env=ansible_env(CONTROLLER_HOST="https://127.0.0.1:9"), check=False)
-    assert proc.returncode != 0
-    assert "must be tagged with the collection version %s" % version in proc.stdout, proc.stdout[-2000:]
-    assert "Check the Kubernetes credential" not in proc.stdout
+
+    def configure(image):
+        return run([BIN / "ansible-playbook", ROOT / "playbooks" / "awx_configure.yml", "-e",
+                    "dra_awx_project_scm_url=https://git.example.com/dra-admin.git", "-e",
+                    "dra_awx_kubernetes_credential=k8s", "-e", "dra_awx_ee_image=%s" % image],
+                   env=ansible_env(CONTROLLER_HOST="https://127.0.0.1:9"), check=False)
+
+    digest = "@sha256:" + "0123456789abcdef" * 4
+    for image in ("registry.example.com/dra-admin-ee:latest", "registry.example.com/dra-admin-ee:latest" + digest,
+                  "registry.example.com/dra-admin-ee" + digest, "registry.example.com/dra-admin-ee:%s@sha256:abc" % version):
+        proc = configure(image)
+        assert proc.returncode != 0, image
+        assert "must be tagged with the collection version %s" % version in proc.stdout, proc.stdout[-2000:]
+        assert "Check the Kubernetes credential" not in proc.stdout
+    for image in ("registry.example.com/dra-admin-ee:%s" % version,
+                  "registry.example.com:5000/dra-admin-ee:%s%s" % (version, digest)):
+        proc = configure(image)
+        assert "Check the execution environment carries the collection version" in proc.stdout, proc.stdout[-2000:]
+        assert "must be tagged with the collection version" not in proc.stdout, (image, proc.stdout[-2000:])
 
 
 @pytest.mark.parametrize("template,role,entry", [

@@ -39,16 +39,45 @@ def test_prepared_completes_the_names_and_asks_for_no_chart_name_on_the_template
     assert kind is None and supports is True and asked == []
 
 
-def test_prepared_reads_a_local_chart_name_only_when_the_reference_names_no_known_chart():
+def test_prepared_reads_a_local_chart_and_takes_its_kind_from_its_name():
     asked = []
 
-    def local_name(ref):
+    def local_chart(ref):
         asked.append(ref)
-        return "dra-example-driver"
+        return {"name": "dra-example-driver", "version": "0.1.0"}
 
-    dummy, kind, dummy = plan.prepared(plan_params(method="helm", chart_ref="./charts/x", image=None),
-                                       local_name)
+    dummy, kind, dummy = plan.prepared(plan_params(method="helm", chart_ref="./charts/x", chart_version="0.1.0",
+                                                   image=None), local_chart)
     assert asked == ["./charts/x"] and kind == "dra-example-driver"
+
+
+def test_a_chart_needs_its_version_and_a_local_chart_must_be_that_version():
+    with pytest.raises(DriverInputError, match="chart_version is required with method helm"):
+        plan.prepared(plan_params(method="helm", chart_ref="repo/dra-example-driver", image=None), lambda ref: None)
+    with pytest.raises(DriverInputError, match=r"chart_version 0.2.0 is not the version of the chart at ./x "
+                                               r"\(its Chart.yaml says 0.1.0\)"):
+        plan.prepared(plan_params(method="helm", chart_ref="./x", chart_version="0.2.0", image=None),
+                      lambda ref: {"name": "x", "version": "0.1.0"})
+
+
+def test_the_checked_rendering_is_what_the_post_renderer_hands_helm(tmp_path):
+    import subprocess
+    import yaml
+    params, kind, supports = plan.prepared(plan_params(method="helm", chart_ref="repo/other", chart_version="1.0.0",
+                                                       chart_kind="other", image=None), lambda ref: None)
+    placed = plan.placement([node("kwok-node-0")], params, kind, supports)
+    daemonset = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "ds"}, "spec": {}}
+    hook = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "pre", "annotations": {"helm.sh/hook": "pre-install"}}}
+    params["rendered"] = yaml.safe_dump_all([daemonset, hook])
+    chart = plan.plan_result(params, kind, placed, "v1.37.2", ["resourceslices"], "v1")["chart"]
+    assert list(yaml.safe_load_all(chart["manifest"])) == [daemonset] and chart["hooks"] == ["Job pre"]
+    script = tmp_path / "post-render"
+    script.write_text(chart["post_renderer"])
+    script.chmod(0o700)
+    (tmp_path / "manifest.yaml").write_text(chart["manifest"])
+    # Helm's own (different) rendering on stdin is dropped: the checked one comes out.
+    out = subprocess.run([str(script)], input="kind: Secret\n", capture_output=True, text=True, check=True).stdout
+    assert list(yaml.safe_load_all(out)) == [daemonset]
 
 
 def test_prepared_refuses_bad_inputs_before_anything_else():

@@ -33,7 +33,7 @@ def params(**extra):
             "env": {"NUM_DEVICES": 4}, "health_port": 51515,
             "container_ports": [{"name": "metrics", "containerPort": 8080}],
             "plugin_dir": "/var/lib/kubelet/plugins", "registrar_dir": "/var/lib/kubelet/plugins_registry",
-            "cdi_dir": "/var/run/cdi", "privileged": True, "resources": {}, "priority_class": "system-node-critical",
+            "cdi_dir": "/var/run/cdi", "privileged": False, "capabilities": [], "resources": {}, "priority_class": "system-node-critical",
             "service_account": "gpu-example-com-kubeletplugin", "termination_grace_period": 30,
             "node_selector": {}, "node_affinity": [], "tolerations": [KWOK_TOLERATION],
             "exclusion_label": EXCL, "seamless_upgrade": "auto", "max_unavailable": 1}
@@ -80,7 +80,7 @@ def test_missing_image_or_chart_named():
     assert any("image is required with method template" in p for p in inputs.validate_inputs(params(image="")))
     assert any("chart_ref is required with method helm" in p
                for p in inputs.validate_inputs(params(method="helm", image="", chart_ref=None)))
-    assert inputs.validate_inputs(params(method="helm", image="", chart_ref="./charts/x")) == []
+    assert inputs.validate_inputs(params(method="helm", image="", chart_ref="./charts/x", chart_version="0.1.0")) == []
 
 
 def test_every_problem_is_reported_at_once():
@@ -188,12 +188,37 @@ def test_daemonset_has_probes_paths_downward_env_affinity_and_strategy():
     assert env["HEALTHCHECK_PORT"] == "51515" and env["NUM_DEVICES"] == "4" and env["DRIVER_NAME"] == "gpu.example.com"
     assert [p["containerPort"] for p in container["ports"]] == [51515, 8080]
     volumes = dict((v["name"], v["hostPath"]["path"]) for v in ds["spec"]["template"]["spec"]["volumes"])
-    assert volumes == {"plugins-registry": "/var/lib/kubelet/plugins_registry", "plugins": "/var/lib/kubelet/plugins",
-                       "cdi": "/var/run/cdi"}
+    # Only the driver's own directory of the kubelet's plugins (where its DRA socket is), not the others'.
+    assert volumes == {"plugins-registry": "/var/lib/kubelet/plugins_registry",
+                       "plugins": "/var/lib/kubelet/plugins/gpu.example.com", "cdi": "/var/run/cdi"}
     mounts = dict((m["name"], m["mountPath"]) for m in container["volumeMounts"])
     assert mounts == volumes
     assert ds["spec"]["selector"]["matchLabels"].items() <= ds["spec"]["template"]["metadata"]["labels"].items()
     assert checks.check_daemonset(ds, EXCL, [51515], strategy, require_startup=True) == []
+
+
+def test_plugin_container_is_unprivileged_by_default_and_privileged_only_when_asked():
+    strategy = upgrade.decide_strategy([node("a")])["strategy"]
+    default = manifests.build_daemonset(params(), strategy)["spec"]["template"]["spec"]["containers"][0]
+    assert default["securityContext"] == {
+        "privileged": False, "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"}}
+    added = manifests.build_daemonset(params(capabilities=["SYS_ADMIN"]), strategy)
+    assert added["spec"]["template"]["spec"]["containers"][0]["securityContext"]["capabilities"] == {
+        "drop": ["ALL"], "add": ["SYS_ADMIN"]}
+    privileged = manifests.build_daemonset(params(privileged=True), strategy)
+    assert privileged["spec"]["template"]["spec"]["containers"][0]["securityContext"] == {"privileged": True}
+
+
+@pytest.mark.parametrize("capabilities,privileged,fragment", [
+    (["CAP_SYS_ADMIN"], False, "without the CAP_ prefix"),
+    (["sys_admin"], False, "upper case"),
+    (["SYS_ADMIN"], True, "set privileged: false"),
+    ("SYS_ADMIN", False, "must be a list"),
+])
+def test_capabilities_are_checked(capabilities, privileged, fragment):
+    problems = inputs.validate_inputs(params(capabilities=capabilities, privileged=privileged))
+    assert any(fragment in p for p in problems), problems
 
 
 def test_check_daemonset_names_what_is_missing():
