@@ -88,7 +88,8 @@ CORPUS = [
     f'{A}.model.find("[0-9]+") == "100"', f'{A}.model.find("^h[0-9]+$") == ""', f'{A}.model.find("\\\\bsxm") == "sxm"',
     f'{A}.model.findAll("[0-9]").size() == 3', f'{A}.model.findAll("0", 1) == ["0"]', f'{A}.model.findAll("x*").size() > 3',
     f'{A}.model.findAll("(1|10)0?") == ["100"]', '"a1b22".findAll("\\\\d+") == ["1", "22"]', '"aaa".findAll("a*?").size() == 4',
-    f'{A}.model.find("(") == ""', '"baaa".findAll("a*") == ["", "aaa"]', 'false && "a".find("(") == ""', f'{A}.uuid.find("(?i)gpu") == "GPU"', f'{A}.model.find(".{{2}}-") == "00-"',
+    f'{A}.model.find("(") == ""', '"baaa".findAll("a*") == ["", "aaa"]',
+    'false && "a".find("(") == ""', f'{A}.uuid.find("(?i)gpu") == "GPU"', f'{A}.model.find(".{{2}}-") == "00-"',
     # Kubernetes' list library: sum, min, max, isSorted, indexOf, lastIndexOf, includes (1.37+).
     '[3, 1, 2].sum() == 6', '[1.5, 2.5].sum() == 4.0', f'[{A}.index, {A}.index].sum() == 6',
     '[9223372036854775807, 1].sum() > 0', '[1, 2, 3].isSorted()', '["b", "a"].isSorted()',
