@@ -958,7 +958,7 @@ def _list_functions(lib, functions):
     def a_list(value):
         if not isinstance(value, t.ListType):
             raise _overload()
-        return [t.DoubleType(x) if type(x) is float else x for x in value]  # celpy's plain floats are doubles
+        return [t.DoubleType(x) if isinstance(x, float) and not isinstance(x, t.DoubleType) else x for x in value]  # celpy's plain floats are doubles
 
     def comparable_items(items):
         for item in items:
@@ -998,7 +998,7 @@ def _list_functions(lib, functions):
             raise Unsupported("a sum of %s is not modelled" % kind.__name__)
         acc = 0.0 if kind is t.DoubleType else 0
         for item in items:
-            if type(item) is not kind:
+            if not isinstance(item, kind) or isinstance(item, t.BoolType):
                 raise _overload()
             acc = acc + (float(item) if kind is t.DoubleType else int(item))
             if kinds[kind] and not kinds[kind][0] <= acc <= kinds[kind][1]:
@@ -1101,7 +1101,8 @@ def _set_functions(lib, functions):
         return t.BoolType(all(has(items, x) for x in members(b)))
 
     return {"sets.contains": contains,
-            "sets.equivalent": lambda a, b: t.BoolType(bool(contains(a, b)) and bool(contains(b, a))),
+            "sets.equivalent": lambda first, second: t.BoolType(bool(contains(first, second)) and
+                                                          bool(contains(second, first))),
             "sets.intersects": lambda a, b: t.BoolType(any(has(members(b), x) for x in members(a)))}
 
 
