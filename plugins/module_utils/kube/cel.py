@@ -958,7 +958,8 @@ def _list_functions(lib, functions):
     def a_list(value):
         if not isinstance(value, t.ListType):
             raise _overload()
-        return [t.DoubleType(x) if isinstance(x, float) and not isinstance(x, t.DoubleType) else x for x in value]  # celpy's plain floats are doubles
+        # celpy gives plain floats for some double arithmetic: they are doubles
+        return [t.DoubleType(x) if isinstance(x, float) and not isinstance(x, t.DoubleType) else x for x in value]
 
     def comparable_items(items):
         for item in items:
