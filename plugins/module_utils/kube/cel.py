@@ -1101,9 +1101,10 @@ def _set_functions(lib, functions):
         items = members(a)
         return t.BoolType(all(has(items, x) for x in members(b)))
 
-    return {"sets.contains": contains,
-            "sets.equivalent": lambda first, second: t.BoolType(bool(contains(first, second)) and
-                                                          bool(contains(second, first))),
+    def equivalent(first, second):
+        return t.BoolType(bool(contains(first, second)) and bool(contains(second, first)))
+
+    return {"sets.contains": contains, "sets.equivalent": equivalent,
             "sets.intersects": lambda a, b: t.BoolType(any(has(members(b), x) for x in members(a)))}
 
 
