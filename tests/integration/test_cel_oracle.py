@@ -1,8 +1,9 @@
 """The explainer's CEL layer (kube.cel) against k8s.io/dynamic-resource-allocation's own CEL environment, per
 pinned release (the oracle: hack/oracle), no cluster.
 
-A corpus of device selectors over the DRA CEL library (the device variable, the string, list, regex, semver,
-quantity, math and optional extensions the releases enable, and the corners where cel-python and cel-go part:
+A corpus of device selectors over the DRA CEL library (the device variable, the string, list, regex, sets, semver,
+quantity and optional extensions the releases enable, cel-go's list extension (1.34+), the math extension no release
+declares, and the corners where cel-python and cel-go part:
 ``split("")``, ``lastIndexOf`` with an offset, NaN, mixed numeric types), plus expressions generated from its
 atoms, each evaluated on a few devices. The explainer's answer must be the oracle's: the same match, or a
 failure where the oracle fails; "cannot evaluate" (``Unsupported``) is allowed and counted, never a match or a
@@ -83,6 +84,27 @@ CORPUS = [
     '"%d items".format([3]) == "3 items"', 'duration("1h") > duration("30m")',
     'timestamp("2026-01-01T00:00:00Z") < timestamp("2027-01-01T00:00:00Z")', '"a,b".split(",", 1).size() == 1',
     'strings.quote("a") == "\\"a\\""', '"ab".reverse() == "ba"', 'type(1) == int', 'dyn([1])[0] == 1',
+    # Kubernetes' regex library (Go's regexp; patterns outside kube.go_regex's subset: cannot evaluate).
+    f'{A}.model.find("[0-9]+") == "100"', f'{A}.model.find("^h[0-9]+$") == ""', f'{A}.model.find("\\\\bsxm") == "sxm"',
+    f'{A}.model.findAll("[0-9]").size() == 3', f'{A}.model.findAll("0", 1) == ["0"]', f'{A}.model.findAll("x*").size() > 3',
+    f'{A}.model.findAll("(1|10)0?") == ["100"]', '"a1b22".findAll("\\\\d+") == ["1", "22"]', '"aaa".findAll("a*?").size() == 4',
+    f'{A}.model.find("(") == ""', '"baaa".findAll("a*") == ["", "aaa"]',
+    'false && "a".find("(") == ""', f'{A}.uuid.find("(?i)gpu") == "GPU"', f'{A}.model.find(".{{2}}-") == "00-"',
+    # Kubernetes' list library: sum, min, max, isSorted, indexOf, lastIndexOf, includes (1.37+).
+    '[3, 1, 2].sum() == 6', '[1.5, 2.5].sum() == 4.0', f'[{A}.index, {A}.index].sum() == 6',
+    '[9223372036854775807, 1].sum() > 0', '[1, 2, 3].isSorted()', '["b", "a"].isSorted()',
+    f'[{A}.model, {A}.uuid].isSorted()', f'[{A}.index, {A}.nvlink].max() == 3', f'[{A}.nvlink, {A}.index].max() == true',
+    '["b", "a", "c"].min() == "a"', '[2.5, 1.0].max() == 2.5', f'[{A}.index, {A}.index].max() == 3', '[].min() == 1',
+    '[1, 2, 1].indexOf(1) == 0', '[1, 2, 1].lastIndexOf(1) == 2', 'dyn([1, 2]).indexOf(2.0) == 1',
+    f'[{A}.model, {A}.model].lastIndexOf("a100") == 1', '[1, 2].includes(2)', f'[{A}.index].includes(3)',
+    # cel-go's list extension (1.34+): lists.range, reverse, slice, flatten, distinct.
+    'lists.range(3) == [0, 1, 2]', f'lists.range({A}.index).size() == 3', '[1, 2, 3].reverse()[0] == 3',
+    '[1, 2, 3].slice(1, 3) == [2, 3]', '[1, 2].slice(1, 3).size() == 1', '[[1], [2, 3]].flatten().size() == 3',
+    '[1, 1, 2].distinct() == [1, 2]', f'[{A}.index, {A}.index].distinct().size() == 1',
+    # cel-go's sets extension.
+    'sets.contains([1, 2, 3], [2])', 'sets.equivalent([1, 2], [2, 1, 1])', f'sets.intersects([{A}.model], ["a100", "x"])',
+    # Two-variable comprehensions (cannot evaluate).
+    '[1, 2].all(i, v, i < v)', '[1, 2].map(x, x > 1, x * 2) == [4]',
 ]
 
 # Atoms for generated expressions (boolean-valued) and how they combine.

@@ -12,12 +12,16 @@ makes the scheduler's allocation fail with that error.
 
 What is modelled here: the standard CEL operators and macros (through celpy), ``cel.bind``, the ``semver``
 and ``quantity`` libraries, heterogeneous equality and cross-type numeric ordering, IEEE division of doubles,
-the compile errors of two numeric literal types mixed in one operator, and the string extension functions
-Kubernetes enables, as the release's cel-go has them. Checked against the release's own CEL by
-tests/integration/test_cel_oracle.py. What is not, and is answered "cannot evaluate" (``Unsupported``):
-optional syntax (``.?field``, ``[?key]``, ``orValue``), list-valued attributes (1.36+), every other
-extension library (sets, lists, regex ``find``, ip/cidr, url, format, two-variable comprehensions),
-celpy-only macros Kubernetes does not have, and the compile-time type and cost checks.
+the compile errors of two numeric literal types mixed in one operator, the string extension functions
+Kubernetes enables, as the release's cel-go has them, Kubernetes' regex library (``find``, ``findAll``, for the
+patterns kube.go_regex proves Go and RE2 read alike) and list library (``isSorted``, ``sum``, ``min``, ``max``,
+``indexOf``, ``lastIndexOf``; ``includes`` from 1.37), cel-go's sets extension and list extension (``lists.range``,
+``reverse``, ``slice``, ``flatten``, ``distinct``; from 1.34), and the compile errors of functions a release does not
+declare (``math.*`` in every release). Checked against the release's own CEL by tests/integration/test_cel_oracle.py.
+What is not, and is answered "cannot evaluate" (``Unsupported``): optional syntax (``.?field``, ``[?key]``,
+``orValue``), list-valued attributes (1.36+), ``sort``/``sortBy``/``first``/``last``, ip/cidr, url, format,
+``strings.quote``, durations and timestamps, two-variable comprehensions, celpy-only macros Kubernetes does not have,
+and the compile-time type and cost checks.
 
 cel-python is imported when an expression is first compiled, so the rest of the collection (and
 ansible-test's import check) does not need it; a missing library is a ``CelUnavailable`` error.
@@ -31,6 +35,7 @@ import math
 import operator
 import re
 
+from ansible_collections.dra.admin.plugins.module_utils.kube import go_regex
 from ansible_collections.dra.admin.plugins.module_utils.kube.quantity import QuantityError, quantity
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 
@@ -47,11 +52,29 @@ KUBERNETES_FUNCTIONS = frozenset((
     "quantity", "isQuantity", "asInteger", "asApproximateFloat", "isInteger", "add", "sub",
     "lowerAscii", "upperAscii", "trim", "replace", "split", "substring", "indexOf", "lastIndexOf", "charAt",
     "join", "bind",
+    # Kubernetes' regex and list libraries, cel-go's sets and list extensions (``lists.range``: a namespace's).
+    "find", "findAll", "isSorted", "sum", "min", "max", "includes", "reverse", "slice", "flatten", "distinct",
+    "sets.contains", "sets.equivalent", "sets.intersects", "lists.range",
 ))
 SUPPORTED_FUNCTIONS = STANDARD_FUNCTIONS | KUBERNETES_FUNCTIONS
-# Kubernetes' extension libraries called through a namespace (sets.contains, math.greatest, ...): none modelled.
+# Extension libraries called through a namespace (sets.contains, lists.range, math.greatest, ...).
 EXTENSION_NAMESPACES = frozenset(("sets", "strings", "lists", "math", "optional", "base64", "regex", "ip", "cidr",
                                   "url", "format", "encoders"))
+# Namespaces the environment evaluates (through BindEvaluator): their functions are in SUPPORTED_FUNCTIONS.
+MODELLED_NAMESPACES = frozenset(("sets", "lists"))
+# No pinned release's environment declares cel-go's math extension (k8s.io/apiserver's base environment and DRA's
+# own options have none, 1.33 to 1.38): ``math.greatest(...)`` does not compile.
+UNDECLARED_NAMESPACES = frozenset(("math",))
+# Functions a release's DRA environment declares only from a minor on; before it a call does not compile. cel-go's
+# list extension (ext.Lists version 3: lists.range, reverse, slice, flatten, distinct) is in k8s.io/apiserver's base
+# environment from 1.34; Kubernetes' list library version 1 (includes) from 1.37.
+LIST_EXTENSION_FROM = 34
+INCLUDES_FROM = 37
+FUNCTIONS_FROM = {"lists.range": LIST_EXTENSION_FROM, "reverse": LIST_EXTENSION_FROM, "slice": LIST_EXTENSION_FROM,
+                  "flatten": LIST_EXTENSION_FROM, "distinct": LIST_EXTENSION_FROM, "includes": INCLUDES_FROM}
+# CEL's comprehension macros take one variable here; cel-go's two-variable forms (all(i, v, p), map(x, p, f)) are
+# not modelled.
+MACROS = frozenset(("all", "exists", "exists_one", "map", "filter"))
 OPTIONAL_SYNTAX = re.compile(r"\.\?|\[\?|\borValue\b|\boptional\.")
 ATTRIBUTE_KINDS = ("int", "bool", "string", "version")
 
@@ -191,10 +214,11 @@ def called_functions(tree):
         if node.data == "ident_arg":
             names.add(str(node.children[0]))
         elif node.data in ("member_dot_arg", "dot_ident_arg"):
-            names.add(str(node.children[1] if node.data == "member_dot_arg" else node.children[0]))
             receiver = _bare_ident(node.children[0]) if node.data == "member_dot_arg" else None
             if receiver in EXTENSION_NAMESPACES:
                 names.add("%s.%s" % (receiver, node.children[1]))
+            else:
+                names.add(str(node.children[1] if node.data == "member_dot_arg" else node.children[0]))
         elif node.data in ("member_object", "dot_ident"):
             names.add("<message construction>")
     return names
@@ -255,12 +279,103 @@ def compile_type_error(tree):
     return None
 
 
+def namespace_as_variable(tree):
+    """A namespace's name used other than as the receiver of a call (a cel.bind or macro variable), else None."""
+    receivers = set()
+    for node in tree.iter_subtrees():
+        if node.data == "member_dot_arg" and _bare_ident(node.children[0]) in EXTENSION_NAMESPACES:
+            receivers.add(id(next(node.children[0].find_data("ident"))))
+    for node in tree.iter_subtrees():
+        if node.data == "ident" and str(node.children[0]) in EXTENSION_NAMESPACES and id(node) not in receivers:
+            return str(node.children[0])
+    return None
+
+
+# The modelled library functions cel-go declares only as methods (``list.sum()``, never ``sum(list)``).
+MEMBER_ONLY = frozenset(("find", "findAll", "isSorted", "sum", "min", "max", "includes", "reverse", "slice", "flatten",
+                         "distinct"))
+
+
+# The list methods modelled: on a scalar literal (its type known at compile time) a call does not compile.
+LIST_METHODS = frozenset(("isSorted", "sum", "min", "max", "reverse", "slice", "flatten", "distinct"))
+_SCALAR_LITERALS = {"STRING_LIT": "string", "MLSTRING_LIT": "string", "BYTES_LIT": "bytes", "INT_LIT": "int",
+                    "UINT_LIT": "uint", "FLOAT_LIT": "double"}
+
+
+def _scalar_literal_kind(node):
+    """string, bytes, int, uint or double when the subtree is a literal of that kind, else None."""
+    while getattr(node, "data", None) in _WRAPPERS and len(node.children) == 1:
+        node = node.children[0]
+    if getattr(node, "data", None) == "literal":
+        return _SCALAR_LITERALS.get(getattr(node.children[0], "type", None))
+    return None
+
+
+def undeclared_in(tree, minor):
+    """cel-go's compile error for a function or namespace the release's environment does not declare, or a modelled
+    method called on a literal of a kind it does not take (or as a global function), else None."""
+    for node in tree.iter_subtrees():
+        if node.data == "ident_arg" and str(node.children[0]) in MEMBER_ONLY:
+            return "found no matching overload for '%s'" % node.children[0]
+        if node.data == "member_dot_arg":
+            name, kind = str(node.children[1]), _scalar_literal_kind(node.children[0])
+            if kind and (name in LIST_METHODS or (name in ("find", "findAll") and kind != "string")):
+                return "found no matching overload for '%s' applied to '%s.()'" % (name, kind)
+    names = called_functions(tree)
+    for name in sorted(names):
+        namespace = name.split(".", 1)[0] if "." in name else None
+        if namespace in UNDECLARED_NAMESPACES:
+            return "undeclared reference to '%s'" % namespace
+        if minor < FUNCTIONS_FROM.get(name, 0):
+            return "undeclared reference to '%s'" % (namespace or name)
+    return None
+
+
 def unsupported_in(tree):
     """Why the parsed expression cannot be evaluated here (None when it can)."""
-    unknown = sorted(called_functions(tree) - SUPPORTED_FUNCTIONS)
+    shadowed = namespace_as_variable(tree)
+    if shadowed:
+        return "the namespace %s used as a variable" % shadowed
+    names = called_functions(tree)
+    unknown = sorted(n for n in names - SUPPORTED_FUNCTIONS if n.split(".", 1)[0] not in UNDECLARED_NAMESPACES)
     if unknown:
         return "function %s is not supported" % ", ".join(unknown)
     return None
+
+
+def _call_arguments(node):
+    """The argument subtrees of a member_dot_arg node."""
+    return list(node.children[2].children) if len(node.children) == 3 else []
+
+
+def _string_literal(node):
+    """The value of a subtree that is a string literal, else None."""
+    while getattr(node, "data", None) in _WRAPPERS and len(node.children) == 1:
+        node = node.children[0]
+    if getattr(node, "data", None) == "literal" and node.children[0].type in ("STRING_LIT", "MLSTRING_LIT"):
+        from celpy.evaluation import celstr
+        return str(celstr(node.children[0]))
+    return None
+
+
+def regex_literal_error(tree):
+    """For ``find``/``findAll`` with a literal pattern, cel-go compiles the pattern when it builds the program (the
+    regex library's optimization): an illegal one fails the selector whatever else it says. (compile error or None,
+    why it cannot be evaluated or None)."""
+    for node in tree.iter_subtrees():
+        if node.data != "member_dot_arg" or str(node.children[1]) not in ("find", "findAll"):
+            continue
+        args = _call_arguments(node)
+        pattern = _string_literal(args[0]) if args else None
+        if pattern is None:
+            continue
+        try:
+            go_regex.check(pattern)
+        except go_regex.IllegalRegex as exc:
+            return "Illegal regex: %s" % exc, None
+        except go_regex.PatternUnsupported as exc:
+            return None, "regex %r: %s" % (pattern, exc)
+    return None, None
 
 
 class Environment:
@@ -288,7 +403,10 @@ class Environment:
         why = unsupported_in(tree)
         if why:
             return None, why
-        mistyped = compile_type_error(tree)
+        illegal, why = regex_literal_error(tree)
+        if why:
+            return None, why
+        mistyped = undeclared_in(tree, self.minor) or compile_type_error(tree) or illegal
         if mistyped:
             return _CompileError(mistyped), None
         return self._env.program(tree, functions=self._lib.functions), None
@@ -336,7 +454,7 @@ class _CelPy:
 
         self.celpy, self.types, self.error = celpy, celtypes, CELEvalError
         self.empty_map_class = _default_empty_map_class(celtypes)
-        self.runner_class = _bind_runner_class(celpy, Evaluator, CELEvalError)
+        self.runner_class = _bind_runner_class(celpy, Evaluator, CELEvalError, minor)
         self.functions = _functions(self, minor)
 
     def environment(self):
@@ -430,15 +548,50 @@ def _default_empty_map_class(celtypes):
     return DefaultEmptyMap
 
 
-def _bind_runner_class(celpy, evaluator_base, error_class):
+# Before 1.38 (cel-go 0.29's cost trackers of the list extension) an error value as the receiver of ``distinct()`` or
+# the depth of ``flatten(n)`` fails the whole evaluation ("internal error: interface conversion"), even under a
+# ``||`` that would absorb it; cel-go evaluates ``||``, ``&&`` and ``?:`` left to right and stops early, celpy does
+# not, so such a call is "cannot evaluate" there. From 1.38 it is an error value like any other.
+ERROR_ARGUMENT_ABSORBED_FROM = 38
+
+
+def _bind_runner_class(celpy, evaluator_base, error_class, release):
     class BindEvaluator(evaluator_base):
-        """``cel.bind(name, init, body)`` (Kubernetes enables the bindings extension)."""
+        """``cel.bind(name, init, body)`` (Kubernetes enables the bindings extension), the namespaced functions of
+        MODELLED_NAMESPACES, and ``min()`` as the list library's function (celpy has a macro of that name)."""
+
+        minor = release
 
         def sub_evaluator(self, ast):
             return BindEvaluator(ast, activation=self.activation)
 
+        def call(self, name, values):
+            for value in values:
+                if isinstance(value, error_class):
+                    return value
+            try:
+                return self.activation.resolve_function(name)(*values)
+            except (TypeError, AttributeError) as exc:
+                return error_class("no such overload", exc.__class__, exc.args)
+
         def member_dot_arg(self, tree):
             member, name = tree.children[:2]
+            args = _call_arguments(tree)
+            namespace = _bare_ident(member)
+            if namespace in MODELLED_NAMESPACES:
+                return self.call("%s.%s" % (namespace, name), [self.visit(a) for a in args])
+            if str(name) in MACROS and len(args) != 2:
+                raise Unsupported("%s with %d arguments (a two-variable comprehension) is not modelled"
+                                  % (name, len(args)))
+            if str(name) == "min":
+                return self.call("min", [self.visit(member)] + [self.visit(a) for a in args])
+            if self.minor < ERROR_ARGUMENT_ABSORBED_FROM and str(name) in ("distinct", "flatten"):
+                values = [self.visit(member)] + [self.visit(a) for a in args]
+                fatal = values[:1] if str(name) == "distinct" else values[1:]  # the receiver; flatten's depth
+                if any(isinstance(v, error_class) for v in fatal):
+                    raise Unsupported("%s of an error value: cel-go fails the whole evaluation where it gets there"
+                                      % name)
+                return self.call(str(name), values)
             if str(name) == "bind" and len(tree.children) == 3:
                 receiver = [str(t.children[0]) for t in member.find_data("ident")]
                 args = tree.children[2].children
@@ -468,6 +621,9 @@ def _functions(lib, minor):
     functions.update(_semver_functions(lib))
     functions.update(_quantity_functions(lib))
     functions.update(_string_functions(lib, minor))
+    functions.update(_regex_functions(lib))
+    functions.update(_list_functions(lib, functions))
+    functions.update(_set_functions(lib, functions))
     return dict((name, _error_value(lib, fn)) for name, fn in functions.items())
 
 
@@ -732,6 +888,224 @@ def _string_functions(lib, minor):
         "charAt": strings(lambda s, i: t.StringType(_char_at(s, int(i)))),
         "join": lambda items, *sep: t.StringType((str(sep[0]) if sep else "").join(str(i) for i in items)),
     }
+
+
+def _regex_functions(lib):
+    """Kubernetes' regex library: ``find`` and ``findAll`` on Go's regexp, for the patterns kube.go_regex can prove
+    Go and RE2 read alike (others: cannot evaluate)."""
+    t = lib.types
+
+    def regex(fn):
+        def call(text, pattern, *limit):
+            if not isinstance(text, t.StringType) or not isinstance(pattern, t.StringType) \
+                    or any(not isinstance(n, t.IntType) or isinstance(n, t.BoolType) for n in limit):
+                raise _overload()
+            try:
+                return fn(str(text), str(pattern), *[int(n) for n in limit])
+            except go_regex.IllegalRegex as exc:
+                raise SelectorError("Illegal regex: %s" % exc)
+            except go_regex.PatternUnsupported as exc:
+                raise Unsupported("regex %r: %s" % (str(pattern), exc))
+        return call
+
+    return {"find": regex(lambda s, p: t.StringType(go_regex.find(s, p))),
+            "findAll": regex(lambda s, p, *n: t.ListType([t.StringType(m) for m in go_regex.find_all(s, p, *n)]))}
+
+
+# The kinds the list library's isSorted, min and max take (duration and timestamp too, not modelled here), in the
+# order cel-go tries its overloads at run time on a list whose element type is dyn: by the first element.
+INT64 = (-2 ** 63, 2 ** 63 - 1)
+UINT64 = (0, 2 ** 64 - 1)
+
+
+def _go_compare(lib, a, b):
+    """cel-go's Compare of two values: -1, 0 or 1, or None where it is an error (NaN on the left, mismatched kinds).
+    A number against another kind of number compares as cel-go does (an int against a double as a double)."""
+    t = lib.types
+    if isinstance(a, t.BoolType) or isinstance(b, t.BoolType):
+        return _cmp(bool(a), bool(b)) if isinstance(a, t.BoolType) and isinstance(b, t.BoolType) else None
+    numbers = (t.IntType, t.UintType, t.DoubleType)
+    if isinstance(a, numbers) and isinstance(b, numbers):
+        if isinstance(a, t.DoubleType) or isinstance(b, t.DoubleType):
+            if isinstance(a, t.DoubleType) and math.isnan(a):
+                return None
+            if isinstance(b, t.DoubleType) and math.isnan(b):
+                return None if isinstance(a, t.DoubleType) else 0
+            double, other, sign = (float(a), b, 1) if isinstance(a, t.DoubleType) else (float(b), a, -1)
+            if isinstance(other, t.DoubleType):
+                return _cmp(float(a), float(b))
+            low, high = (float(n) for n in (INT64 if isinstance(other, t.IntType) else UINT64))  # as Go's float64
+            if double < low:
+                return -sign
+            if double > high:
+                return sign
+            return sign * _cmp(double, float(int(other)))
+        return _cmp(int(a), int(b))
+    for kind in (t.StringType, t.BytesType):
+        if isinstance(a, kind) and isinstance(b, kind):
+            return _cmp(a, b) if kind is t.StringType else _cmp(bytes(a), bytes(b))
+    return None
+
+
+def _list_functions(lib, functions):
+    """Kubernetes' list library (isSorted, sum, min, max, indexOf, lastIndexOf; includes from 1.37) and cel-go's list
+    extension (lists.range, reverse, slice, flatten, distinct; from 1.34). ``indexOf``/``lastIndexOf`` on a string
+    stay the string extension's."""
+    t = lib.types
+    comparable = (t.IntType, t.UintType, t.DoubleType, t.BoolType, t.StringType, t.BytesType)
+    same = _equal_or_false(functions["_==_"])
+
+    def a_list(value):
+        if not isinstance(value, t.ListType):
+            raise _overload()
+        # celpy gives plain floats for some double arithmetic: they are doubles
+        return [t.DoubleType(x) if isinstance(x, float) and not isinstance(x, t.DoubleType) else x for x in value]
+
+    def comparable_items(items):
+        for item in items:
+            if not isinstance(item, comparable):
+                if isinstance(item, (t.ListType, t.MapType, Semver, Quantity)):
+                    raise _overload()
+                raise Unsupported("a list of %s is not modelled" % type(item).__name__)
+        return items
+
+    def is_sorted(value):
+        items = comparable_items(a_list(value))
+        return t.BoolType(all(_go_compare(lib, a, b) != 1 for a, b in zip(items, items[1:])))
+
+    def extreme(name, prefer):
+        def call(value, *args):
+            if args:
+                raise Unsupported("%s with arguments is not CEL's" % name)
+            items = comparable_items(a_list(value))
+            if not items:
+                raise SelectorError("%s called on empty list" % name)
+            result = items[0]
+            for item in items[1:]:
+                if _go_compare(lib, result, item) == prefer:
+                    result = item
+            return result
+        return call
+
+    def total(value):
+        items = a_list(value)
+        if not items:
+            raise Unsupported("the sum of an empty list is the zero of its static type")
+        kinds = {t.IntType: INT64, t.UintType: UINT64, t.DoubleType: None}
+        kind = type(items[0])
+        if kind not in kinds:
+            if isinstance(items[0], (t.StringType, t.BytesType, t.BoolType, t.ListType, t.MapType, Semver, Quantity)):
+                raise _overload()
+            raise Unsupported("a sum of %s is not modelled" % kind.__name__)
+        acc = 0.0 if kind is t.DoubleType else 0
+        for item in items:
+            if not isinstance(item, kind) or isinstance(item, t.BoolType):
+                raise _overload()
+            acc = acc + (float(item) if kind is t.DoubleType else int(item))
+            if kinds[kind] and not kinds[kind][0] <= acc <= kinds[kind][1]:
+                raise SelectorError("%s overflow" % ("unsigned integer" if kind is t.UintType else "integer"))
+        return kind(acc)
+
+    def index_of(last, for_strings):
+        def call(value, *args):
+            if isinstance(value, t.StringType):
+                return for_strings(value, *args)
+            items = a_list(value)
+            if len(args) != 1:
+                raise _overload()
+            order = range(len(items) - 1, -1, -1) if last else range(len(items))
+            return t.IntType(next((i for i in order if same(items[i], args[0])), -1))
+        return call
+
+    def includes(target, item):
+        if isinstance(target, t.ListType):
+            return t.BoolType(any(same(x, item) for x in target))
+        return t.BoolType(same(target, item))
+
+    def lists_range(n):
+        if not isinstance(n, t.IntType) or isinstance(n, t.BoolType):
+            raise _overload()
+        if n < 0:
+            raise SelectorError("lists.range: size must be non-negative, got %d" % n)
+        if n > MAX_MODELLED_LIST:
+            raise Unsupported("lists.range(%d): longer than the lists modelled (cost limits)" % n)
+        return t.ListType([t.IntType(i) for i in range(int(n))])
+
+    def list_slice(value, start, end):
+        items = a_list(value)
+        if not all(isinstance(n, t.IntType) and not isinstance(n, t.BoolType) for n in (start, end)):
+            raise _overload()
+        start, end = int(start), int(end)
+        if start < 0 or end < 0:
+            raise SelectorError("cannot slice(%d, %d), negative indexes not supported" % (start, end))
+        if start > end:
+            raise SelectorError("cannot slice(%d, %d), start index must be less than or equal to end index"
+                                % (start, end))
+        if len(items) < end:
+            raise SelectorError("cannot slice(%d, %d), list is length %d" % (start, end, len(items)))
+        return t.ListType(items[start:end])
+
+    def flatten(value, *depth):
+        levels = int(depth[0]) if depth else 1
+        if levels < 0:
+            raise SelectorError("level must be non-negative")
+
+        def flat(items, level):
+            out = []
+            for item in items:
+                out.extend(flat(item, level - 1) if isinstance(item, t.ListType) and level > 0 else [item])
+            return out
+        return t.ListType(flat(a_list(value), levels))
+
+    def distinct(value):
+        out = []
+        for item in a_list(value):
+            if not any(same(item, seen) for seen in out):
+                out.append(item)
+        return t.ListType(out)
+
+    return {"isSorted": is_sorted, "sum": total, "min": extreme("min", 1), "max": extreme("max", -1),
+            "indexOf": index_of(False, functions["indexOf"]),
+            "lastIndexOf": index_of(True, functions["lastIndexOf"]),
+            "includes": includes, "lists.range": lists_range, "slice": list_slice, "flatten": flatten,
+            "distinct": distinct, "reverse": lambda value: t.ListType(list(reversed(a_list(value))))}
+
+
+MAX_MODELLED_LIST = 1000
+
+
+def _equal_or_false(equal):
+    """cel-go's ``a.Equal(b) == types.True`` as the list and set functions test it: an error is not equal."""
+    def same(a, b):
+        try:
+            return bool(equal(a, b))
+        except TypeError:  # a Kubernetes type against another kind: cel-go's Equal is an error
+            return False
+    return same
+
+
+def _set_functions(lib, functions):
+    """cel-go's sets extension: membership by CEL's (heterogeneous) equality."""
+    t = lib.types
+    same = _equal_or_false(functions["_==_"])
+
+    def members(value):
+        if not isinstance(value, t.ListType):
+            raise _overload()
+        return list(value)
+
+    def has(items, item):
+        return any(same(x, item) for x in items)
+
+    def contains(a, b):
+        items = members(a)
+        return t.BoolType(all(has(items, x) for x in members(b)))
+
+    def equivalent(first, second):
+        return t.BoolType(bool(contains(first, second)) and bool(contains(second, first)))
+
+    return {"sets.contains": contains, "sets.equivalent": equivalent,
+            "sets.intersects": lambda a, b: t.BoolType(any(has(members(b), x) for x in members(a)))}
 
 
 def _substring(text, start, end):

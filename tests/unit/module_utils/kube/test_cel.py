@@ -55,8 +55,27 @@ CASES = [
     ('cel.bind(d, device.attributes["gpu.example.com"], d.model == "LATEST-GPU-MODEL" && d.mig)', True),
     ('device.allowMultipleAllocations == false', True),
     ('device.attributes["gpu.example.com"].?missing.orValue("none") == "none"', UNSUPPORTED),
-    ('sets.contains([1], [1])', UNSUPPORTED),
-    ('device.attributes["gpu.example.com"].model.find("GPU") == "GPU"', UNSUPPORTED),
+    ('sets.contains([1, 2], [1]) && sets.equivalent([1, 2], [2, 1, 1]) && !sets.intersects([1], [2])', True),
+    ('device.attributes["gpu.example.com"].model.find("GPU") == "GPU"', True),
+    ('device.attributes["gpu.example.com"].model.find("(?i)gpu") == "GPU"', UNSUPPORTED),
+    ('"a1b22".findAll("[0-9]+") == ["1", "22"] && "a1b22".findAll("[0-9]+", 1) == ["1"]', True),
+    ('"baaa".findAll("a*") == ["", "aaa"]', True),  # Go skips the empty match right after "aaa"; finditer would not
+    ('false && "a".find("(") == ""', ERROR),  # a literal pattern is compiled with the program
+    ('[3, 1, 2].sum() == 6 && [1.5, 2.5].sum() == 4.0', True),
+    ('[9223372036854775807, 1].sum() > 0', ERROR),
+    ('[].sum() == 0', UNSUPPORTED),  # the zero's type is the list's static type
+    ('[1, 2, 3].isSorted() && !["b", "a"].isSorted() && ["b", "a", "c"].min() == "a" && [2.5, 1.0].max() == 2.5',
+     True),
+    ('[].min() == 1', ERROR),
+    ('[1, 2, 1].indexOf(1) == 0 && [1, 2, 1].lastIndexOf(1) == 2 && "abcb".lastIndexOf("b") == 3', True),
+    ('[1, 2].includes(2)', True),
+    ('lists.range(3) == [0, 1, 2] && [1, 2, 3].reverse()[0] == 3 && [1, 2, 3].slice(1, 3) == [2, 3]', True),
+    ('[[1], [2, 3]].flatten().size() == 3 && [1, 1, 2].distinct() == [1, 2]', True),
+    ('"ab".reverse() == "ba" || true', ERROR),  # no string overload: a compile error
+    ('math.greatest(1, 2) == 2 || true', ERROR),  # no release declares the math extension
+    ('[1, 2].all(i, v, i < v)', UNSUPPORTED),  # two-variable comprehensions
+    ('[1, 2].map(x, x > 1, x * 2) == [4]', UNSUPPORTED),
+    ('cel.bind(sets, [1], sets.size() == 1)', UNSUPPORTED),
     ('device.attributes["gpu.example.com"] ==', UNSUPPORTED),
 ]
 
@@ -103,3 +122,18 @@ def test_semver_orders_prereleases_as_semver_2():
                "1.0.0-rc.1", "1.0.0"]
     versions = [cel.Semver(v) for v in ordered]
     assert all(a.compare(b) < 0 for a, b in zip(versions, versions[1:]))
+
+
+@pytest.mark.parametrize("expression", ['[1, 2].includes(2)', 'lists.range(2).size() == 2', '[1].reverse() == [1]'])
+def test_functions_a_release_does_not_declare_do_not_compile(expression):
+    env = cel.Environment(33)
+    with pytest.raises(cel.SelectorError, match="undeclared reference"):
+        env.matches(expression, env.device_activation(DRIVER, DEVICE))
+
+
+def test_an_error_given_to_distinct_fails_the_whole_evaluation_before_1_38():
+    expression = '[device.attributes["gpu.example.com"].missing].distinct().size() == 1 || true'
+    with pytest.raises(cel.Unsupported):
+        cel.Environment(37).matches(expression, cel.Environment(37).device_activation(DRIVER, DEVICE))
+    env = cel.Environment(cel.ERROR_ARGUMENT_ABSORBED_FROM)
+    assert env.matches(expression, env.device_activation(DRIVER, DEVICE)) is True
