@@ -238,11 +238,25 @@ def test_project_and_execution_environment_are_pinned_to_the_collection_version(
     assert load("execution-environment.yml")["options"]["tags"] == ["dra-admin-ee:%s" % version]
     proc = run([BIN / "ansible-playbook", ROOT / "playbooks" / "awx_configure.yml", "-e",
                 "dra_awx_project_scm_url=https://git.example.com/dra-admin.git", "-e", "dra_awx_kubernetes_credential=k8s",
+                "-e", "dra_awx_reader_credential=r", "-e", "dra_awx_canary_credential=c",
+                "-e", "dra_awx_devices_credential=d", "-e", "dra_awx_maintenance_credential=m",
                 "-e", "dra_awx_ee_image=registry.example.com/dra-admin-ee:latest"],
                env=ansible_env(CONTROLLER_HOST="https://127.0.0.1:9"), check=False)
     assert proc.returncode != 0
     assert "must be tagged with the collection version %s" % version in proc.stdout, proc.stdout[-2000:]
-    assert "Check the Kubernetes credential" not in proc.stdout
+    assert "Check each Kubernetes credential" not in proc.stdout
+
+
+def test_awx_configuration_names_every_missing_identity_credential():
+    proc = run([BIN / "ansible-playbook", ROOT / "playbooks" / "awx_configure.yml", "-e",
+                "dra_awx_project_scm_url=https://git.example.com/dra-admin.git", "-e", "dra_awx_kubernetes_credential=k8s",
+                "-e", "dra_awx_reader_credential=r", "-e", "dra_awx_ee_image=registry.example.com/dra-admin-ee:latest"],
+               env=ansible_env(CONTROLLER_HOST="https://127.0.0.1:9"), check=False)
+    assert proc.returncode != 0
+    message = " ".join(proc.stdout.split())
+    assert ("Set dra_awx_canary_credential, dra_awx_devices_credential, dra_awx_maintenance_credential:" in message
+            and "dra_rbac_jobs_namespace" in message), proc.stdout[-2000:]
+    assert "Check each Kubernetes credential" not in proc.stdout
 
 
 @pytest.mark.parametrize("template,role,entry", [
@@ -276,7 +290,8 @@ def test_awx_configuration_holds_no_secret():
         assert key not in text, key
     play = awx_play()
     # Credentials are attached by name only, from variables the user sets.
-    assert play["vars"]["dra_awx_credentials"].count("dra_awx_") == 3
+    assert all(v.count("dra_awx_") == 1 for v in play["vars"]["dra_awx_identity_credentials"].values())
+    assert all(v.count("dra_awx_") <= 1 for v in play["vars"]["dra_awx_machine_credentials"].values())
     assert play["vars"]["dra_awx_kubernetes_credential_type"] == "kubernetes_bearer_token"
 
 
@@ -318,7 +333,7 @@ def test_awx_configuration_refuses_to_start_without_its_required_settings():
                env=ansible_env(CONTROLLER_HOST="https://127.0.0.1:9"), check=False)
     assert proc.returncode != 0
     assert "Set dra_awx_project_scm_url" in proc.stdout + proc.stderr
-    assert "Check the Kubernetes credential" not in proc.stdout
+    assert "Check each Kubernetes credential" not in proc.stdout
 
 
 # --- example inventory --------------------------------------------------------------------------
