@@ -138,7 +138,7 @@ granular_status_authorization:
   type: bool
 objects:
   description: ClusterRoles, ClusterRoleBindings and RoleBindings to apply; with O(jobs.namespace) first the
-    jobs' Namespace, ServiceAccounts and token Secrets (without data: the token controller fills them).
+    jobs' Namespace, ServiceAccounts and token Secrets (without data; the token controller fills them).
   returned: always
   type: list
   elements: dict
