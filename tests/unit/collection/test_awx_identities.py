@@ -209,9 +209,9 @@ def allows(identity, write):
 
 def covering(needed):
     """The job identities allowing every write; none when a step needs the privileged credential."""
-    if any(found is None for _, _, found in needed):
+    if any(found is None for dummy, dummy2, found in needed):
         return []
-    return [i for i in personas.JOB_IDENTITIES if all(allows(i, w) for _, _, found in needed for w in found)]
+    return [i for i in personas.JOB_IDENTITIES if all(allows(i, w) for dummy, dummy2, found in needed for w in found)]
 
 
 def job_templates():
@@ -253,7 +253,7 @@ def test_the_identity_is_the_least_that_allows_what_the_playbook_writes(name):
         return
     assert identity in covers, "%s: identity %s does not allow %s" % (
         name, identity, [(m, n, w) for m, n, w in writing if w is None or not all(allows(identity, x) for x in w)])
-    if not writing or all(all(allows("reader", x) for x in w) for _, _, w in writing):
+    if not writing or all(all(allows("reader", x) for x in w) for dummy, dummy2, w in writing):
         assert identity == "reader", "%s writes nothing the reader may not: it gets the reader" % name
     else:
         assert "reader" not in covers
@@ -298,7 +298,7 @@ def test_the_canary_template_leaves_the_namespace_to_the_privileged_run():
     walk = Walk({})
     walk.playbook(ROOT / "playbooks" / "canary.yml")
     # Without the template's extra_vars the role makes the namespace itself: a write only the privileged may.
-    assert "kubernetes.core.k8s" in [m for m, _, _ in walk.steps]
+    assert "kubernetes.core.k8s" in [m for m, dummy, dummy2 in walk.steps]
     walk = Walk(canary["extra_vars"])
     walk.playbook(ROOT / "playbooks" / "canary.yml")
-    assert "kubernetes.core.k8s" not in [m for m, _, _ in walk.steps]
+    assert "kubernetes.core.k8s" not in [m for m, dummy, dummy2 in walk.steps]
