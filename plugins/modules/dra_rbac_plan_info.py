@@ -22,6 +22,12 @@ description:
     C(associated-node:update) and C(associated-node:patch) on C(resourceclaims/driver) for its own driver name.
   - B(operator) gets ResourceClaims and ResourceClaimTemplates (not their status) in the namespaces given,
     through RoleBindings; nothing cluster-scoped.
+  - With O(jobs.namespace), also the identities of the collection's jobs (for the AWX job templates of
+    C(playbooks/awx_configure.yml)), each a ServiceAccount in that namespace with a long-lived token Secret and a
+    ClusterRole C(<prefix>job-<identity>) bound to it. B(reader) reads what the reports read (no Secret, no
+    ConfigMap, no C(nodes/proxy), no write); B(canary) reads as the reader and writes its probes' pods, claim
+    templates and claims in O(jobs.canary_namespace) only (a RoleBinding); B(devices) also writes DeviceTaintRules
+    and evicts pods; B(maintenance) also patches nodes and evicts pods.
   - Also lists objects an earlier run made (label C(app.kubernetes.io/managed-by=dra.admin) and a persona label)
     that the current personas no longer render, so the caller can delete them.
   - Read-only; role P(dra.admin.rbac#role) applies the result.
@@ -61,6 +67,20 @@ options:
       users: {description: User names., type: list, elements: str, default: []}
       groups: {description: Group names., type: list, elements: str, default: []}
       service_accounts: {description: Service accounts as C(namespace/name)., type: list, elements: str, default: []}
+  jobs:
+    description: The identities of the collection's jobs; none without O(jobs.namespace).
+    type: dict
+    default: {}
+    suboptions:
+      namespace:
+        description: Namespace of the jobs' ServiceAccounts and token Secrets (created); empty = no job identities.
+        type: str
+        default: ""
+      canary_namespace:
+        description: Namespace the canary's probes run in (role P(dra.admin.canary#role)'s C(dra_canary_namespace));
+          required with O(jobs.namespace). It must exist before the objects are applied.
+        type: str
+        default: ""
   name_prefix:
     description: Prefix of every ClusterRole and binding name (C(<prefix>cluster-admin), C(<prefix>driver:<driver>),
       C(<prefix>operator)).
@@ -81,6 +101,9 @@ EXAMPLES = r"""
     operators:
       - namespaces: [team-a, team-b]
         groups: [ml-operators]
+    jobs:
+      namespace: dra-admin-jobs
+      canary_namespace: dra-canary
   register: plan
 
 - name: Apply them
@@ -114,7 +137,8 @@ granular_status_authorization:
   returned: always
   type: bool
 objects:
-  description: ClusterRoles, ClusterRoleBindings and RoleBindings to apply.
+  description: ClusterRoles, ClusterRoleBindings and RoleBindings to apply; with O(jobs.namespace) first the
+    jobs' Namespace, ServiceAccounts and token Secrets (without data; the token controller fills them).
   returned: always
   type: list
   elements: dict
@@ -150,6 +174,8 @@ def argument_spec():
         operators=dict(type="list", elements="dict", default=[],
                        options=dict(SUBJECTS, namespaces=dict(type="list", elements="str", required=True))),
         name_prefix=dict(type="str", default="dra-"),
+        jobs=dict(type="dict", default={}, options=dict(namespace=dict(type="str", default=""),
+                                                        canary_namespace=dict(type="str", default=""))),
     )
     return spec
 

@@ -11,6 +11,18 @@
 - operator: ResourceClaims and ResourceClaimTemplates in the namespaces given (RoleBindings
   to a ClusterRole that holds only namespaced rules); nothing cluster-scoped.
 
+The identities of the collection's own jobs (one ServiceAccount each, for the AWX job templates of
+playbooks/awx_configure.yml; JOB_IDENTITIES):
+
+- reader: what the reports read (health, upgrade check, node doctor): DRA objects, nodes, pods, namespaces,
+  events, quotas, DaemonSets, PodDisruptionBudgets, StorageVersions, kube-apiserver's /metrics, and
+  SubjectAccessReviews (a question, not a write); no Secret, no ConfigMap, no nodes/proxy, no write.
+- canary: the reader's rights, and in the canary's namespace only (a RoleBinding) the probes' pods, claim
+  templates and claims; the namespace itself get only (its labels are the privileged identity's).
+- devices: the reader's rights, DeviceTaintRules written and pods evicted (device maintenance and remediation).
+- maintenance: the reader's rights, nodes patched (cordon, the driver's exclusion label) and pods evicted (drain).
+- privileged (PRIVILEGED): not made here; the administrator's own credential, for site, upgrade and driver upgrade.
+
 Pure functions: served resources come in as the names the API discovery lists.
 """
 
@@ -44,6 +56,12 @@ GRANULAR_STATUS_GATE = "DRAResourceClaimGranularStatusAuthorization"
 ASSOCIATED_NODE_VERBS = ["associated-node:patch", "associated-node:update"]
 # The ClusterRole (and binding) of a driver's own kubelet plugin is this prefix and the driver name.
 KUBELET_PLUGIN_ROLE_PREFIX = "dra-kubeletplugin:"
+# The jobs' identities, least first; PRIVILEGED is the administrator's credential (never rendered here).
+JOB_IDENTITIES = ("reader", "canary", "devices", "maintenance")
+PRIVILEGED = "privileged"
+# A job identity's long-lived token: a Secret of this type naming the ServiceAccount (the token controller fills it).
+TOKEN_SECRET_TYPE = "kubernetes.io/service-account-token"
+TOKEN_SECRET_SUFFIX = "-token"
 
 
 def granular_status(kubernetes_version):
@@ -108,13 +126,62 @@ def operator_rules(served):
     return [_rule(claims, ALL)] if claims else []
 
 
+def reader_rules(served):
+    """The reports' reads (identity reader): every served resource.k8s.io resource and what the reports join
+    them with; nothing that holds secrets (Secrets, ConfigMaps) and no nodes/proxy (it reaches the kubelet's API)."""
+    dra = sorted(r for r in set(served) if "/" not in r)
+    rules = [_rule(dra, READ)] if dra else []
+    return rules + [
+        _rule(["events", "namespaces", "nodes", "pods", "resourcequotas"], READ, group=""),
+        _rule(["daemonsets"], READ, group="apps"),
+        _rule(["poddisruptionbudgets"], READ, group="policy"),
+        _rule(["storageversions"], READ, group="internal.apiserver.k8s.io"),
+        # The upgrade check asks whether drivers and schedulers hold what the target needs: a question, no write.
+        _rule(["subjectaccessreviews"], ["create"], group="authorization.k8s.io"),
+        {"nonResourceURLs": ["/metrics"], "verbs": ["get"]},
+    ]
+
+
+def eviction_rule():
+    return _rule(["pods/eviction"], ["create"], group="")
+
+
+def devices_rules(served):
+    """Identity devices: the reader's rules, DeviceTaintRules written (where served), pods evicted."""
+    rules = reader_rules(served)
+    if "devicetaintrules" in set(served):
+        rules.append(_rule(["devicetaintrules"], ["create", "update", "patch", "delete"]))
+    return rules + [eviction_rule()]
+
+
+def maintenance_rules(served):
+    """Identity maintenance: the reader's rules, nodes patched (cordon, annotations, exclusion label), pods
+    evicted."""
+    return reader_rules(served) + [_rule(["nodes"], ["patch", "update"], group=""), eviction_rule()]
+
+
+def canary_rules(served):
+    """Identity canary, bound in the canary's namespace only: its probes' pods, claim templates and claims
+    (claims are made by the controller from the template and deleted by the probe), the namespace read."""
+    served = set(served)
+    rules = [_rule(["pods"], ["create", "delete"] + READ, group=""),
+             _rule(["namespaces"], ["get"], group="")]
+    if "resourceclaimtemplates" in served:
+        rules.append(_rule(["resourceclaimtemplates"], ["create", "delete"] + READ))
+    if "resourceclaims" in served:
+        rules.append(_rule(["resourceclaims"], ["delete"] + READ))
+    return rules
+
+
 def persona_name(prefix, persona, driver=None):
+    if persona in JOB_IDENTITIES:
+        return "%sjob-%s" % (prefix, persona)
     name = "%s%s" % (prefix, {"admin": "cluster-admin", "driver": "driver", "operator": "operator"}[persona])
     return "%s:%s" % (name, driver) if driver else name
 
 
 def labels(persona):
-    return {MANAGED_BY_LABEL: MANAGED_BY, PERSONA_LABEL: persona}
+    return {MANAGED_BY_LABEL: MANAGED_BY, PERSONA_LABEL: "job-" + persona if persona in JOB_IDENTITIES else persona}
 
 
 def subjects(entry):
@@ -154,6 +221,45 @@ def role_binding(name, namespace, role, subject_list, object_labels):
 def service_account(name, namespace, object_labels):
     return {"apiVersion": "v1", "kind": "ServiceAccount",
             "metadata": {"name": name, "namespace": namespace, "labels": object_labels}}
+
+
+def namespace_object(name, object_labels):
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": object_labels}}
+
+
+def token_secret(account, namespace, object_labels):
+    """A long-lived token of `account` (what an AWX "OpenShift or Kubernetes API Bearer Token" credential holds)."""
+    return {"apiVersion": "v1", "kind": "Secret", "type": TOKEN_SECRET_TYPE,
+            "metadata": {"name": account + TOKEN_SECRET_SUFFIX, "namespace": namespace, "labels": object_labels,
+                         "annotations": {"kubernetes.io/service-account.name": account}}}
+
+
+JOB_RULES = {"reader": reader_rules, "devices": devices_rules, "maintenance": maintenance_rules}
+
+
+def job_objects(served, namespace, canary_namespace, prefix="dra-"):
+    """The jobs' identities (JOB_IDENTITIES): the namespace `namespace` holding one ServiceAccount and its token
+    Secret per identity; a ClusterRole per identity with its rules, bound cluster-wide, except the canary's,
+    which is bound in `canary_namespace` only (a RoleBinding), the canary reading the rest as the reader does."""
+    if not namespace:
+        return []
+    if not canary_namespace:
+        raise InputError("jobs.canary_namespace is required with jobs.namespace: the namespace the canary probes "
+                         "run in (role dra.admin.canary's dra_canary_namespace)")
+    objects = [namespace_object(namespace, {MANAGED_BY_LABEL: MANAGED_BY})]
+    for identity in JOB_IDENTITIES:
+        name = persona_name(prefix, identity)
+        object_labels = labels(identity)
+        bound = subjects({"service_accounts": ["%s/%s" % (namespace, name)]})
+        objects += [service_account(name, namespace, object_labels), token_secret(name, namespace, object_labels)]
+        if identity == "canary":
+            objects += [cluster_role(name, canary_rules(served), object_labels),
+                        role_binding(name, canary_namespace, name, bound, object_labels),
+                        cluster_role_binding(name, persona_name(prefix, "reader"), bound, object_labels)]
+        else:
+            objects += [cluster_role(name, JOB_RULES[identity](served), object_labels),
+                        cluster_role_binding(name, name, bound, object_labels)]
+    return objects
 
 
 def kubelet_plugin_objects(driver, namespace, account, served, granular_status, object_labels, policy_api_version=None,
@@ -199,8 +305,9 @@ def validate_personas(admins, drivers, operators):
     return problems
 
 
-def render(served, admins=None, drivers=None, operators=None, prefix="dra-", granular_status=True):
-    """Every RBAC object of the personas: ClusterRoles, ClusterRoleBindings, RoleBindings.
+def render(served, admins=None, drivers=None, operators=None, prefix="dra-", granular_status=True, jobs=None):
+    """Every RBAC object of the personas: ClusterRoles, ClusterRoleBindings, RoleBindings; with jobs
+    ({namespace, canary_namespace}, namespace set) also the jobs' identities (job_objects), first.
 
     admins: {users, groups, service_accounts}; drivers: [{driver, users, groups,
     service_accounts}]; operators: [{namespaces, users, groups, service_accounts}].
@@ -209,7 +316,8 @@ def render(served, admins=None, drivers=None, operators=None, prefix="dra-", gra
     problems = validate_personas(admins, drivers, operators)
     if problems:
         raise InputError("; ".join(problems))
-    objects = []
+    jobs = jobs or {}
+    objects = job_objects(served, jobs.get("namespace"), jobs.get("canary_namespace"), prefix)
     admin_name = persona_name(prefix, "admin")
     objects.append(cluster_role(admin_name, admin_rules(served), labels("admin")))
     admin_subjects = subjects(admins or {})

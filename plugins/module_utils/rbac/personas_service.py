@@ -31,7 +31,7 @@ def plan(api, params):
     served = api.served_resources()
     granular = granular_status(version)
     objects = render(served, params["admins"], params["drivers"], params["operators"],
-                     prefix=params["name_prefix"], granular_status=granular)
+                     prefix=params["name_prefix"], granular_status=granular, jobs=params.get("jobs"))
     return {"kubernetes_version": version, "resource_api_versions": api.served_resource_versions(),
             "served_resources": served, "granular_status_authorization": granular, "objects": objects,
             "stale": stale_objects(existing_objects(api), objects)}

@@ -236,11 +236,12 @@ def test_project_and_execution_environment_are_pinned_to_the_collection_version(
     project = next(t for t in play["tasks"] if "awx.awx.project" in t)["awx.awx.project"]
     assert project["scm_update_on_launch"] is False
     assert load("execution-environment.yml")["options"]["tags"] == ["dra-admin-ee:%s" % version]
-
     def configure(image):
         return run([BIN / "ansible-playbook", ROOT / "playbooks" / "awx_configure.yml", "-e",
                     "dra_awx_project_scm_url=https://git.example.com/dra-admin.git", "-e",
-                    "dra_awx_kubernetes_credential=k8s", "-e", "dra_awx_ee_image=%s" % image],
+                    "dra_awx_kubernetes_credential=k8s", "-e", "dra_awx_reader_credential=r", "-e",
+                    "dra_awx_canary_credential=c", "-e", "dra_awx_devices_credential=d", "-e",
+                    "dra_awx_maintenance_credential=m", "-e", "dra_awx_ee_image=%s" % image],
                    env=ansible_env(CONTROLLER_HOST="https://127.0.0.1:9"), check=False)
 
     digest = "@sha256:" + "0123456789abcdef" * 4
@@ -249,12 +250,24 @@ def test_project_and_execution_environment_are_pinned_to_the_collection_version(
         proc = configure(image)
         assert proc.returncode != 0, image
         assert "must be tagged with the collection version %s" % version in proc.stdout, proc.stdout[-2000:]
-        assert "Check the Kubernetes credential" not in proc.stdout
+        assert "Check each Kubernetes credential" not in proc.stdout
     for image in ("registry.example.com/dra-admin-ee:%s" % version,
                   "registry.example.com:5000/dra-admin-ee:%s%s" % (version, digest)):
         proc = configure(image)
         assert "Check the execution environment carries the collection version" in proc.stdout, proc.stdout[-2000:]
         assert "must be tagged with the collection version" not in proc.stdout, (image, proc.stdout[-2000:])
+
+
+def test_awx_configuration_names_every_missing_identity_credential():
+    proc = run([BIN / "ansible-playbook", ROOT / "playbooks" / "awx_configure.yml", "-e",
+                "dra_awx_project_scm_url=https://git.example.com/dra-admin.git", "-e", "dra_awx_kubernetes_credential=k8s",
+                "-e", "dra_awx_reader_credential=r", "-e", "dra_awx_ee_image=registry.example.com/dra-admin-ee:latest"],
+               env=ansible_env(CONTROLLER_HOST="https://127.0.0.1:9"), check=False)
+    assert proc.returncode != 0
+    message = " ".join(proc.stdout.split())
+    assert ("Set dra_awx_canary_credential, dra_awx_devices_credential, dra_awx_maintenance_credential:" in message
+            and "dra_rbac_jobs_namespace" in message), proc.stdout[-2000:]
+    assert "Check each Kubernetes credential" not in proc.stdout
 
 
 @pytest.mark.parametrize("template,role,entry", [
@@ -288,7 +301,8 @@ def test_awx_configuration_holds_no_secret():
         assert key not in text, key
     play = awx_play()
     # Credentials are attached by name only, from variables the user sets.
-    assert play["vars"]["dra_awx_credentials"].count("dra_awx_") == 3
+    assert all(v.count("dra_awx_") == 1 for v in play["vars"]["dra_awx_identity_credentials"].values())
+    assert all(v.count("dra_awx_") <= 1 for v in play["vars"]["dra_awx_machine_credentials"].values())
     assert play["vars"]["dra_awx_kubernetes_credential_type"] == "kubernetes_bearer_token"
 
 
@@ -330,7 +344,7 @@ def test_awx_configuration_refuses_to_start_without_its_required_settings():
                env=ansible_env(CONTROLLER_HOST="https://127.0.0.1:9"), check=False)
     assert proc.returncode != 0
     assert "Set dra_awx_project_scm_url" in proc.stdout + proc.stderr
-    assert "Check the Kubernetes credential" not in proc.stdout
+    assert "Check each Kubernetes credential" not in proc.stdout
 
 
 # --- example inventory --------------------------------------------------------------------------

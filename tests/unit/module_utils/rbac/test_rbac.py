@@ -132,3 +132,94 @@ def test_kubelet_plugin_objects_are_the_driver_persona_bound_to_the_plugins_serv
 def test_kubelet_plugin_objects_are_not_taken_for_stale_personas():
     objects = r.kubelet_plugin_objects("gpu.example.com", "dra-system", "sa", [], True, DRIVER_LABELS)
     assert r.stale_objects(objects, r.render([])) == []
+
+
+# --- the jobs' identities ----------------------------------------------------------------------------------------
+
+TAINTS_SERVED = served_resource_names([V1_36, V1BETA2_TAINTS])
+WRITE_VERBS = set(r.WRITE) | {"create", "escalate", "bind", "impersonate", "*"}
+
+
+def verbs_on(rules, group, resource):
+    return set(v for rule in rules if group in rule.get("apiGroups", []) and resource in rule.get("resources", [])
+               for v in rule["verbs"])
+
+
+def test_reader_reads_every_served_dra_resource_and_writes_nothing():
+    rules = r.reader_rules(TAINTS_SERVED)
+    for resource in ("deviceclasses", "devicetaintrules", "resourceclaims", "resourceclaimtemplates", "resourceslices"):
+        assert verbs_on(rules, "resource.k8s.io", resource) == {"get", "list", "watch"}, resource
+    assert verbs_on(rules, "resource.k8s.io", "resourceclaims/status") == set(), "subresources are not listed"
+    for rule in rules:
+        assert "*" not in rule.get("resources", []) + rule.get("apiGroups", []) + rule["verbs"], rule
+        written = set(rule["verbs"]) & WRITE_VERBS
+        # The one create is a question to the authorizer (the upgrade check's), which stores nothing.
+        assert not written or (rule.get("resources") == ["subjectaccessreviews"] and written == {"create"}), rule
+    named = set(res for rule in rules for res in rule.get("resources", []))
+    assert not named & {"secrets", "configmaps", "nodes/proxy", "pods/exec", "serviceaccounts/token"}
+    assert {"nonResourceURLs": ["/metrics"], "verbs": ["get"]} in rules
+
+
+def test_devices_and_maintenance_add_only_their_writes_to_the_reader():
+    reader = r.reader_rules(TAINTS_SERVED)
+    devices = r.devices_rules(TAINTS_SERVED)
+    maintenance = r.maintenance_rules(TAINTS_SERVED)
+    assert devices[:len(reader)] == reader and maintenance[:len(reader)] == reader
+    assert devices[len(reader):] == [
+        {"apiGroups": ["resource.k8s.io"], "resources": ["devicetaintrules"], "verbs": ["create", "update", "patch", "delete"]},
+        {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]}]
+    assert maintenance[len(reader):] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["patch", "update"]},
+                                         {"apiGroups": [""], "resources": ["pods/eviction"], "verbs": ["create"]}]
+    # Where DeviceTaintRules are not served, there is nothing to grant on them.
+    assert verbs_on(r.devices_rules(served_resource_names([V1_36])), "resource.k8s.io", "devicetaintrules") == set()
+
+
+def test_canary_rules_write_probes_and_read_its_namespace_only():
+    rules = r.canary_rules(TAINTS_SERVED)
+    assert verbs_on(rules, "", "pods") == {"create", "delete", "get", "list", "watch"}
+    assert verbs_on(rules, "resource.k8s.io", "resourceclaimtemplates") == {"create", "delete", "get", "list", "watch"}
+    assert verbs_on(rules, "resource.k8s.io", "resourceclaims") == {"delete", "get", "list", "watch"}
+    # Its namespace's labels (Pod Security, admin access) are the privileged identity's.
+    assert verbs_on(rules, "", "namespaces") == {"get"}
+
+
+def test_job_objects_bind_each_identity_and_the_canary_in_its_namespace_only():
+    objects = r.job_objects(TAINTS_SERVED, "dra-admin-jobs", "dra-canary")
+    keys = [r.object_key(o) for o in objects]
+    assert keys[0] == ("Namespace", "", "dra-admin-jobs")
+    for identity in r.JOB_IDENTITIES:
+        name = "dra-job-" + identity
+        assert ("ServiceAccount", "dra-admin-jobs", name) in keys
+        assert ("ClusterRole", "", name) in keys
+        secret = next(o for o in objects if r.object_key(o) == ("Secret", "dra-admin-jobs", name + "-token"))
+        assert secret["type"] == "kubernetes.io/service-account-token" and "data" not in secret
+        assert secret["metadata"]["annotations"] == {"kubernetes.io/service-account.name": name}
+    bindings = dict((r.object_key(o), o) for o in objects if o["kind"].endswith("Binding"))
+    subject = [{"kind": "ServiceAccount", "namespace": "dra-admin-jobs", "name": "dra-job-canary"}]
+    canary_role = bindings[("RoleBinding", "dra-canary", "dra-job-canary")]
+    assert canary_role["roleRef"]["name"] == "dra-job-canary" and canary_role["subjects"] == subject
+    # Cluster-wide the canary reads as the reader does, and holds nothing else.
+    canary_cluster = bindings[("ClusterRoleBinding", "", "dra-job-canary")]
+    assert canary_cluster["roleRef"]["name"] == "dra-job-reader" and canary_cluster["subjects"] == subject
+    for identity in ("reader", "devices", "maintenance"):
+        binding = bindings[("ClusterRoleBinding", "", "dra-job-" + identity)]
+        assert binding["roleRef"]["name"] == "dra-job-" + identity
+    assert all(o["metadata"]["labels"][r.PERSONA_LABEL].startswith("job-") for o in objects[1:])
+
+
+def test_job_objects_need_the_canary_namespace_and_are_none_without_a_namespace():
+    assert r.job_objects(TAINTS_SERVED, "", "dra-canary") == []
+    with pytest.raises(r.InputError, match="jobs.canary_namespace is required"):
+        r.job_objects(TAINTS_SERVED, "dra-admin-jobs", "")
+
+
+def test_render_puts_the_jobs_first_and_prunes_them_once_gone():
+    served = served_resource_names([V1_36])
+    with_jobs = r.render(served, jobs={"namespace": "dra-admin-jobs", "canary_namespace": "dra-canary"})
+    without = r.render(served)
+    assert with_jobs[0]["kind"] == "Namespace" and with_jobs[-len(without):] == without
+    stale = r.stale_objects(with_jobs, without)
+    # The RBAC objects go with the jobs (personas_service lists only RBAC kinds: the accounts, their tokens and the
+    # namespace stay, with no binding left to use).
+    assert sorted(s["name"] for s in stale if s["kind"] == "ClusterRole") == [
+        "dra-job-canary", "dra-job-devices", "dra-job-maintenance", "dra-job-reader"]
