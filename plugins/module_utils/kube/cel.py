@@ -947,37 +947,62 @@ def _go_compare(lib, a, b):
     return None
 
 
-def _list_functions(lib, functions):
-    """Kubernetes' list library (isSorted, sum, min, max, indexOf, lastIndexOf; includes from 1.37) and cel-go's list
-    extension (lists.range, reverse, slice, flatten, distinct; from 1.34). ``indexOf``/``lastIndexOf`` on a string
-    stay the string extension's."""
-    t = lib.types
+def _as_list(t, value):
+    """A CEL list's items (no-such-overload for anything else); celpy's plain floats from double arithmetic are
+    doubles."""
+    if not isinstance(value, t.ListType):
+        raise _overload()
+    return [t.DoubleType(x) if isinstance(x, float) and not isinstance(x, t.DoubleType) else x for x in value]
+
+
+def _comparable_items(t, items):
+    """The items, when each is of a kind the list library orders; no-such-overload for lists, maps, semvers and
+    quantities (cel-go's), Unsupported for kinds not modelled."""
     comparable = (t.IntType, t.UintType, t.DoubleType, t.BoolType, t.StringType, t.BytesType)
+    for item in items:
+        if not isinstance(item, comparable):
+            if isinstance(item, (t.ListType, t.MapType, Semver, Quantity)):
+                raise _overload()
+            raise Unsupported("a list of %s is not modelled" % type(item).__name__)
+    return items
+
+
+def _list_sum(t, value):
+    """`sum()` of a list of ints, uints or doubles, with cel-go's overflow errors."""
+    items = _as_list(t, value)
+    if not items:
+        raise Unsupported("the sum of an empty list is the zero of its static type")
+    kinds = {t.IntType: INT64, t.UintType: UINT64, t.DoubleType: None}
+    kind = type(items[0])
+    if kind not in kinds:
+        if isinstance(items[0], (t.StringType, t.BytesType, t.BoolType, t.ListType, t.MapType, Semver, Quantity)):
+            raise _overload()
+        raise Unsupported("a sum of %s is not modelled" % kind.__name__)
+    acc = 0.0 if kind is t.DoubleType else 0
+    for item in items:
+        if not isinstance(item, kind) or isinstance(item, t.BoolType):
+            raise _overload()
+        acc = acc + (float(item) if kind is t.DoubleType else int(item))
+        if kinds[kind] and not kinds[kind][0] <= acc <= kinds[kind][1]:
+            raise SelectorError("%s overflow" % ("unsigned integer" if kind is t.UintType else "integer"))
+    return kind(acc)
+
+
+def _list_library(lib, functions):
+    """Kubernetes' list library: isSorted, sum, min, max, indexOf, lastIndexOf (on a string they stay the string
+    extension's), includes (from 1.37; the environment registers it per release)."""
+    t = lib.types
     same = _equal_or_false(functions["_==_"])
 
-    def a_list(value):
-        if not isinstance(value, t.ListType):
-            raise _overload()
-        # celpy gives plain floats for some double arithmetic: they are doubles
-        return [t.DoubleType(x) if isinstance(x, float) and not isinstance(x, t.DoubleType) else x for x in value]
-
-    def comparable_items(items):
-        for item in items:
-            if not isinstance(item, comparable):
-                if isinstance(item, (t.ListType, t.MapType, Semver, Quantity)):
-                    raise _overload()
-                raise Unsupported("a list of %s is not modelled" % type(item).__name__)
-        return items
-
     def is_sorted(value):
-        items = comparable_items(a_list(value))
+        items = _comparable_items(t, _as_list(t, value))
         return t.BoolType(all(_go_compare(lib, a, b) != 1 for a, b in zip(items, items[1:])))
 
     def extreme(name, prefer):
         def call(value, *args):
             if args:
                 raise Unsupported("%s with arguments is not CEL's" % name)
-            items = comparable_items(a_list(value))
+            items = _comparable_items(t, _as_list(t, value))
             if not items:
                 raise SelectorError("%s called on empty list" % name)
             result = items[0]
@@ -987,30 +1012,11 @@ def _list_functions(lib, functions):
             return result
         return call
 
-    def total(value):
-        items = a_list(value)
-        if not items:
-            raise Unsupported("the sum of an empty list is the zero of its static type")
-        kinds = {t.IntType: INT64, t.UintType: UINT64, t.DoubleType: None}
-        kind = type(items[0])
-        if kind not in kinds:
-            if isinstance(items[0], (t.StringType, t.BytesType, t.BoolType, t.ListType, t.MapType, Semver, Quantity)):
-                raise _overload()
-            raise Unsupported("a sum of %s is not modelled" % kind.__name__)
-        acc = 0.0 if kind is t.DoubleType else 0
-        for item in items:
-            if not isinstance(item, kind) or isinstance(item, t.BoolType):
-                raise _overload()
-            acc = acc + (float(item) if kind is t.DoubleType else int(item))
-            if kinds[kind] and not kinds[kind][0] <= acc <= kinds[kind][1]:
-                raise SelectorError("%s overflow" % ("unsigned integer" if kind is t.UintType else "integer"))
-        return kind(acc)
-
     def index_of(last, for_strings):
         def call(value, *args):
             if isinstance(value, t.StringType):
                 return for_strings(value, *args)
-            items = a_list(value)
+            items = _as_list(t, value)
             if len(args) != 1:
                 raise _overload()
             order = range(len(items) - 1, -1, -1) if last else range(len(items))
@@ -1022,28 +1028,40 @@ def _list_functions(lib, functions):
             return t.BoolType(any(same(x, item) for x in target))
         return t.BoolType(same(target, item))
 
-    def lists_range(n):
-        if not isinstance(n, t.IntType) or isinstance(n, t.BoolType):
-            raise _overload()
-        if n < 0:
-            raise SelectorError("lists.range: size must be non-negative, got %d" % n)
-        if n > MAX_MODELLED_LIST:
-            raise Unsupported("lists.range(%d): longer than the lists modelled (cost limits)" % n)
-        return t.ListType([t.IntType(i) for i in range(int(n))])
+    return {"isSorted": is_sorted, "sum": lambda value: _list_sum(t, value), "min": extreme("min", 1),
+            "max": extreme("max", -1), "indexOf": index_of(False, functions["indexOf"]),
+            "lastIndexOf": index_of(True, functions["lastIndexOf"]), "includes": includes}
 
-    def list_slice(value, start, end):
-        items = a_list(value)
-        if not all(isinstance(n, t.IntType) and not isinstance(n, t.BoolType) for n in (start, end)):
-            raise _overload()
-        start, end = int(start), int(end)
-        if start < 0 or end < 0:
-            raise SelectorError("cannot slice(%d, %d), negative indexes not supported" % (start, end))
-        if start > end:
-            raise SelectorError("cannot slice(%d, %d), start index must be less than or equal to end index"
-                                % (start, end))
-        if len(items) < end:
-            raise SelectorError("cannot slice(%d, %d), list is length %d" % (start, end, len(items)))
-        return t.ListType(items[start:end])
+
+def _list_range(t, n):
+    if not isinstance(n, t.IntType) or isinstance(n, t.BoolType):
+        raise _overload()
+    if n < 0:
+        raise SelectorError("lists.range: size must be non-negative, got %d" % n)
+    if n > MAX_MODELLED_LIST:
+        raise Unsupported("lists.range(%d): longer than the lists modelled (cost limits)" % n)
+    return t.ListType([t.IntType(i) for i in range(int(n))])
+
+
+def _list_slice(t, value, start, end):
+    items = _as_list(t, value)
+    if not all(isinstance(n, t.IntType) and not isinstance(n, t.BoolType) for n in (start, end)):
+        raise _overload()
+    start, end = int(start), int(end)
+    if start < 0 or end < 0:
+        raise SelectorError("cannot slice(%d, %d), negative indexes not supported" % (start, end))
+    if start > end:
+        raise SelectorError("cannot slice(%d, %d), start index must be less than or equal to end index"
+                            % (start, end))
+    if len(items) < end:
+        raise SelectorError("cannot slice(%d, %d), list is length %d" % (start, end, len(items)))
+    return t.ListType(items[start:end])
+
+
+def _list_extension(lib, functions):
+    """cel-go's list extension (lists.range, reverse, slice, flatten, distinct; from 1.34)."""
+    t = lib.types
+    same = _equal_or_false(functions["_==_"])
 
     def flatten(value, *depth):
         levels = int(depth[0]) if depth else 1
@@ -1055,20 +1073,23 @@ def _list_functions(lib, functions):
             for item in items:
                 out.extend(flat(item, level - 1) if isinstance(item, t.ListType) and level > 0 else [item])
             return out
-        return t.ListType(flat(a_list(value), levels))
+        return t.ListType(flat(_as_list(t, value), levels))
 
     def distinct(value):
         out = []
-        for item in a_list(value):
+        for item in _as_list(t, value):
             if not any(same(item, seen) for seen in out):
                 out.append(item)
         return t.ListType(out)
 
-    return {"isSorted": is_sorted, "sum": total, "min": extreme("min", 1), "max": extreme("max", -1),
-            "indexOf": index_of(False, functions["indexOf"]),
-            "lastIndexOf": index_of(True, functions["lastIndexOf"]),
-            "includes": includes, "lists.range": lists_range, "slice": list_slice, "flatten": flatten,
-            "distinct": distinct, "reverse": lambda value: t.ListType(list(reversed(a_list(value))))}
+    return {"lists.range": lambda n: _list_range(t, n),
+            "slice": lambda value, start, end: _list_slice(t, value, start, end), "flatten": flatten,
+            "distinct": distinct, "reverse": lambda value: t.ListType(list(reversed(_as_list(t, value))))}
+
+
+def _list_functions(lib, functions):
+    """Kubernetes' list library and cel-go's list extension, by name."""
+    return dict(_list_library(lib, functions), **_list_extension(lib, functions))
 
 
 MAX_MODELLED_LIST = 1000

@@ -24,6 +24,8 @@ __metaclass__ = type
 
 import string
 
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
+
 MAX_PATTERN = 256  # longer patterns are refused: their expansion could pass RE2's or Go's size limits
 MAX_REPEAT = 1000  # Go's regexp/syntax: a count above it (or nested counts whose product is) does not compile
 PERL_CLASSES = frozenset("dDwWsS")
@@ -33,11 +35,11 @@ PUNCTUATION = frozenset(string.punctuation)
 META = frozenset("\\.^$|?*+()[]{}")
 
 
-class PatternUnsupported(Exception):
+class PatternUnsupported(DraAdminError):
     """The pattern uses a construct outside the subset whose meaning Go and RE2 share."""
 
 
-class IllegalRegex(Exception):
+class IllegalRegex(DraAdminError):
     """A pattern Go's regexp refuses (and RE2 too)."""
 
 
