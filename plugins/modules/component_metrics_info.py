@@ -39,8 +39,8 @@ options:
   token_file:
     description:
       - A file on the host holding a bearer token for the endpoint (role dra.admin.component_restart writes the
-        token of M(dra.admin.component_reader) to tmpfs, mode 0600). Its content is sent as C(Authorization:
-        Bearer), never returned.
+        token of M(dra.admin.component_reader) to tmpfs, mode 0600). Its content is sent in the C(Authorization) header as a bearer
+        token, never returned.
     type: path
   client_cert:
     description:
