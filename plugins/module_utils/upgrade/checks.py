@@ -419,10 +419,10 @@ def kubelet_gate_findings(facts, current, target_minor):
         settings = _values(entry.get("gates"))
         groups.setdefault(tuple(sorted(settings.items())), []).append(node)
     found = []
+    source = KUBELET_SOURCE_NOTE.get(facts.get("kubelet_gates_from"), "(its configuration and flags)")
     for settings, nodes in sorted(groups.items(), key=lambda kv: kv[1]):
         where = "kubelet on %s" % ", ".join(nodes)
-        for item in component_gate_findings(catalog.KUBELET, "the " + where, KUBELET_SOURCE_NOTE.get(
-                facts.get("kubelet_gates_from"), "(its configuration and flags)"), dict(settings),
+        for item in component_gate_findings(catalog.KUBELET, "the " + where, source, dict(settings),
                                             target_minor, subject_extra=where):
             item["evidence"]["nodes"] = nodes
             found.append(item)
