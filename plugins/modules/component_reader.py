@@ -56,8 +56,8 @@ attributes:
 notes:
   - The RBAC objects carry the label C(app.kubernetes.io/managed-by=dra.admin). A ClusterRoleBinding with another
     roleRef is deleted and made again (the API does not change a roleRef).
-  - A token request creates nothing stored, so it is not counted as a change; RV(changed) is true only when an
-    object was made or changed.
+  - A token request creates nothing stored, so it is not counted as a change; the task reports a change only
+    when an object was made or changed.
 """
 
 EXAMPLES = r"""

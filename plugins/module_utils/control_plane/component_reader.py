@@ -19,6 +19,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
+
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.common.names import MANAGED_BY, MANAGED_BY_LABEL
 
@@ -106,8 +108,8 @@ def token_seconds(wait_timeout, asked=None):
     try:
         value = float(raw)
     except (TypeError, ValueError):
-        value = float("nan")
-    if value != value or value <= 0:
+        value = None
+    if value is None or math.isnan(value) or value <= 0:
         raise ReaderInputError("token_seconds: %r is not a number of seconds above 0; give e.g. 900, or leave it out "
                                "to cover the restart's waits (3 x its wait timeout and a minute)" % (raw,))
     if not given:

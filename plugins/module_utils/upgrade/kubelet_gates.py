@@ -17,9 +17,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import yaml
-
 from ansible_collections.dra.admin.plugins.module_utils.control_plane.command_line import parse_map
+from ansible_collections.dra.admin.plugins.module_utils.control_plane.manifest import require_yaml, yaml
 
 KUBELET_CONFIG_KIND = "KubeletConfiguration"
 DROP_IN_SUFFIX = ".conf"
@@ -65,6 +64,7 @@ def last_flag(args, name):
 def config_gates(text, where):
     """{gate: value as written} of a KubeletConfiguration document's featureGates ({} without); ValueError naming
     `where` when the text is not a KubeletConfiguration."""
+    require_yaml()
     try:
         document = yaml.safe_load(text) if text and text.strip() else {}
     except yaml.YAMLError as exc:

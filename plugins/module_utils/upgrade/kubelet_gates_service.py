@@ -54,7 +54,7 @@ def read(node_name=None, config_file=None, proc_dir="/proc", hostname=None):
         return result
     if len(processes) > 1:
         result["error"] = "%d kubelet processes run on %s (pids %s): cannot tell which one is the node's" % (
-            len(processes), hostname, ", ".join(str(p) for p, _ in processes))
+            len(processes), hostname, ", ".join(str(found[0]) for found in processes))
         return result
     pid, args = processes[0]
     result.update(pid=pid, node=kubelet_gates.node_name(args, hostname, node_name))
@@ -68,6 +68,6 @@ def read(node_name=None, config_file=None, proc_dir="/proc", hostname=None):
     except (IOError, OSError, UnicodeDecodeError, ValueError) as exc:
         result["error"] = "the kubelet's configuration cannot be read: %s" % exc
         return result
-    result["sources"].update(config_file=path, config_dir_files=[p for p, _ in drop_ins])
+    result["sources"].update(config_file=path, config_dir_files=[found[0] for found in drop_ins])
     result.update(merged)
     return result
