@@ -19,6 +19,8 @@ description:
   - With O(started_after) and O(feature_gates), RV(ready) says whether the change was taken - a process that
     started at or after that time, and every wanted gate with the wanted value - so a task can wait for it
     with C(until).
+  - With O(configz_expected), it also reads the component's C(/configz) and RV(ready) needs every pattern matched
+    there too (RV(configz_missing)).
   - An endpoint that cannot be read (the component is restarting) is not a failure of this module - RV(ready)
     is false and RV(error) says why - so that C(until) keeps trying.
   - Read-only; the same answer in check mode.
@@ -34,10 +36,15 @@ options:
       - Full URL of the endpoint, for example V(https://127.0.0.1:10257/metrics).
     type: str
     required: true
+  token_file:
+    description:
+      - A file on the host holding a bearer token for the endpoint (role dra.admin.component_restart writes the
+        token of M(dra.admin.component_reader) to tmpfs, mode 0600). Its content is sent in the C(Authorization) header as a bearer
+        token, never returned.
+    type: path
   client_cert:
     description:
-      - PEM client certificate for the endpoint (the components allow C(/metrics) to C(system:masters), for
-        example the client certificate of kubeadm's C(admin.conf)).
+      - PEM client certificate for the endpoint.
     type: path
   client_key:
     description:
@@ -62,6 +69,16 @@ options:
       - Gates the component must report, name to V(true) or V(false).
     type: dict
     default: {}
+  configz_url:
+    description:
+      - Full URL of the component's C(/configz); by default O(url) with its path replaced by C(/configz).
+    type: str
+  configz_expected:
+    description:
+      - Regular expressions (Python's) the C(/configz) answer must all match, for example V("qps":\\s*50).
+    type: list
+    elements: str
+    default: []
   started_after:
     description:
       - Seconds since the epoch, on the clock of C(process_start_time_seconds) (C(/proc/stat) btime plus the
@@ -79,9 +96,8 @@ EXAMPLES = r"""
 - name: Wait until kube-scheduler runs again with DRADeviceTaints on
   dra.admin.component_metrics_info:
     url: https://127.0.0.1:10259/metrics
-    client_cert: /tmp/admin.crt
-    client_key: /tmp/admin.key
-    validate_certs: false
+    token_file: /dev/shm/dra-admin-component-reader.token
+    validate_certs: false  # kubeadm's kube-scheduler serves a certificate it signed itself at start-up
     feature_gates:
       DRADeviceTaints: true
     started_after: "{{ before.stdout | float }}"
@@ -120,6 +136,12 @@ feature_gates:
   returned: always
   type: dict
   sample: {DynamicResourceAllocation: true, DRADeviceTaints: false}
+configz_missing:
+  description: The patterns of O(configz_expected) the C(/configz) answer does not (yet) match (all of them when it
+    could not be read).
+  returned: always
+  type: list
+  elements: str
 missing_gates:
   description: The wanted gates the component does not (yet) report with the wanted value, as C(Gate=true).
   returned: always
@@ -135,8 +157,12 @@ api_requests:
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.dra.admin.plugins.module_utils.common.errors import fails_on_error, raise_input_errors
-from ansible_collections.dra.admin.plugins.module_utils.control_plane.component_metrics import component_state, wanted_gates
+from ansible_collections.dra.admin.plugins.module_utils.common.errors import (
+    InputError, fails_on_error, raise_input_errors,
+)
+from ansible_collections.dra.admin.plugins.module_utils.control_plane.component_metrics import (
+    component_state, configz_missing, configz_patterns, configz_url, wanted_gates,
+)
 from ansible_collections.dra.admin.plugins.module_utils.kube.prometheus_text import ParseError
 from ansible_collections.dra.admin.plugins.module_utils.access.http import Http, SourceError, hide_url_credentials
 from ansible_collections.dra.admin.plugins.module_utils.common.waits import wait_parameter_errors
@@ -145,29 +171,63 @@ from ansible_collections.dra.admin.plugins.module_utils.common.waits import wait
 def argument_spec():
     return dict(
         url=dict(type="str", required=True),
+        token_file=dict(type="path", no_log=False),
         client_cert=dict(type="path"),
         client_key=dict(type="path", no_log=False),
         ca_path=dict(type="path"),
         validate_certs=dict(type="bool", default=True),
         timeout=dict(type="float", default=10),
         feature_gates=dict(type="dict", default={}),
+        configz_url=dict(type="str"),
+        configz_expected=dict(type="list", elements="str", default=[]),
         started_after=dict(type="float"),
     )
 
 
-def read(params, http):
-    """The module's result for one read of the endpoint."""
-    result = dict(ready=False, status=None, error="", start_time=None, new_process=None, feature_gates={},
-                  missing_gates=[])
+def token_headers(token_file):
+    """{"Authorization": "Bearer ..."} from the token file on this host, {} without one; InputError naming
+    token_file when it cannot be read or is empty."""
+    if not token_file:
+        return {}
     try:
-        text = http.get(params["url"], None, params["validate_certs"], params["ca_path"], params["client_cert"],
-                        params["client_key"])
+        with open(token_file, "rb") as handle:
+            token = to_native(handle.read()).strip()
+    except (IOError, OSError) as exc:
+        raise InputError("token_file %s cannot be read (%s): give the file the token was written to" % (
+            token_file, exc.strerror or exc))
+    if not token:
+        raise InputError("token_file %s is empty: write the reader's token into it (module "
+                         "dra.admin.component_reader)" % token_file)
+    return {"Authorization": "Bearer " + token}
+
+
+def _get(params, http, url, headers):
+    return http.get(url, headers, params["validate_certs"], params["ca_path"], params["client_cert"],
+                    params["client_key"])
+
+
+def read(params, http, headers=None):
+    """The module's result for one read of the endpoint (and of /configz when patterns are expected there)."""
+    expected = params.get("configz_expected") or []
+    result = dict(ready=False, status=None, error="", start_time=None, new_process=None, feature_gates={},
+                  missing_gates=[], configz_missing=list(expected))
+    try:
+        text = _get(params, http, params["url"], headers)
         result["status"] = 200
         result.update(component_state(text, params["feature_gates"], params["started_after"]))
     except SourceError as exc:
         result.update(status=exc.status, error=to_native(exc))
+        return result
     except ParseError as exc:
         result.update(status=200, error="%s is not in the metrics text format: %s" % (params["url"], exc))
+        return result
+    if expected and result["ready"]:
+        where = params.get("configz_url") or configz_url(params["url"])
+        try:
+            result["configz_missing"] = configz_missing(_get(params, http, where, headers), expected)
+        except SourceError as exc:
+            result.update(status=exc.status, error=to_native(exc))
+        result["ready"] = not result["configz_missing"] and not result["error"]
     return result
 
 
@@ -177,8 +237,10 @@ def main():
     with fails_on_error(module):
         raise_input_errors(wait_parameter_errors(module.params, timeouts=("timeout",), intervals=()))
         wanted_gates(module.params["feature_gates"])
+        configz_patterns(module.params["configz_expected"])
+        headers = token_headers(module.params["token_file"])
         http = Http(module.params["timeout"])
-        result = read(module.params, http)
+        result = read(module.params, http, headers)
     module.exit_json(changed=False, api_requests=http.requests, **result)
 
 

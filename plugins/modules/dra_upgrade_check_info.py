@@ -24,9 +24,10 @@ description:
     while a gate it depends on is off (refused at start-up from 1.35) - for every component alike. The control plane's
     from the static pods' commands when their mirror pods are visible, otherwise kube-apiserver's from its
     C(kubernetes_feature_enabled), and a warning names kube-controller-manager and kube-scheduler, whose gates the
-    API then does not show. Each kubelet's from its C(/configz) (C(featureGates)), read through the API server's node
-    proxy; kubelets with the same settings share their findings, and a warning names each node whose kubelet could
-    not be read, with the reason (see O(kubelet_gates)).
+    API then does not show. Each kubelet's as its host holds them (O(kubelet_host_gates), read on the nodes by
+    M(dra.admin.dra_kubelet_gates_info)), or only with O(kubelet_gates_from=node_proxy) from its C(/configz) through
+    the API server's node proxy; kubelets with the same settings share their findings, and a warning names each node
+    whose kubelet could not be read, with the reason (see O(kubelet_gates)).
   - Namespaces with only the 1.33 admin-access label (C(resource.k8s.io/admin-access)), which 1.34 renamed to
     C(resource.kubernetes.io/admin-access).
   - The 1.36 authorization of ResourceClaim status, checked with SubjectAccessReviews, for the service accounts
@@ -72,12 +73,28 @@ options:
     default: []
   kubelet_gates:
     description:
-      - Read each node's kubelet configuration (C(GET /api/v1/nodes/<node>/proxy/configz), which needs C(get) on
-        C(nodes/proxy)) and check its feature gates. One request per node; a kubelet kube-apiserver cannot reach
-        may take as long as kube-apiserver's dial timeout to fail.
-      - With V(false) no node is asked, and RV(sources.kubelet_feature_gates) says so.
+      - Check each node's kubelet feature gates (from where O(kubelet_gates_from) says).
+      - With V(false) no kubelet is checked, and RV(sources.kubelet_feature_gates) says so.
     type: bool
     default: true
+  kubelet_gates_from:
+    description:
+      - V(hosts) (the default) judges the gates given in O(kubelet_host_gates), read on each node's host; the module
+        asks nothing more of the API server, and the check needs no right beyond reading.
+      - V(node_proxy) reads each node's kubelet configuration instead (C(GET /api/v1/nodes/<node>/proxy/configz), one
+        request per node; a kubelet kube-apiserver cannot reach may take as long as its dial timeout to fail). It
+        needs C(get) on C(nodes/proxy), which reaches the whole kubelet API - exec into every pod of the node
+        included - so grant it only where the hosts cannot be reached.
+    type: str
+    choices: [hosts, node_proxy]
+    default: hosts
+  kubelet_host_gates:
+    description:
+      - The results of M(dra.admin.dra_kubelet_gates_info) on the nodes' hosts (a list, or a map such as host to
+        result), matched to the Nodes by their C(node); playbook C(upgrade_check.yml) gathers them. A Node without
+        a result, or whose result has an C(error), is named in the C(kubelet-gates-unread) finding.
+    type: raw
+    default: []
   schedulers:
     description:
       - Custom schedulers to check for the 1.36 C(resourceclaims/binding) permission, as service accounts
@@ -111,10 +128,10 @@ notes:
   - The metrics count requests since kube-apiserver started, on the instance that answers; they do not name
     clients (kube-apiserver's audit log does). With several API servers, each has its own counts.
   - Which version an object is stored in is known per resource, not per object, without reading etcd.
-  - The number of API requests does not grow with the number of claims; it grows by one per node with
-    O(kubelet_gates). See RV(api_requests).
-  - Nodes without a kubelet behind them (virtual or KWOK nodes) answer C(/configz) with an error or something else;
-    they are named in a C(kubelet-gates-unread) finding, not passed.
+  - The number of API requests does not grow with the number of claims; it grows by one per node only with
+    O(kubelet_gates_from=node_proxy). See RV(api_requests).
+  - Nodes without a kubelet behind them (virtual or KWOK nodes) have no host result (or answer C(/configz) with an
+    error); they are named in a C(kubelet-gates-unread) finding, not passed.
   - ResourceClaims are read only when a C(NoExecute) device taint is in force and the upgrade crosses 1.37.2 or 1.38;
     their last-applied annotations are not checked (their number grows with the workloads).
   - Helm releases stored in ConfigMaps (C(HELM_DRIVER=configmap)) or SQL are not read.
@@ -223,9 +240,9 @@ sources:
       returned: always
     kubelet_feature_gates:
       description: >-
-        The nodes whose kubelet C(/configz) was read (C(read)) and those it could not be (C(unread); the reasons are
-        in the C(kubelet-gates-unread) finding), and C(source) (C(not read (kubelet_gates: false)) with
-        O(kubelet_gates=false)).
+        The nodes whose kubelet gates were read (C(read)) and those they could not be (C(unread); the reasons are
+        in the C(kubelet-gates-unread) finding), and C(source): the hosts, C(/configz) through the node proxy, or
+        C(not read (kubelet_gates: false)) with O(kubelet_gates=false).
       type: dict
       returned: always
     manifest_files:
@@ -243,7 +260,7 @@ sources:
     feature_gates: kubernetes_feature_enabled
     storage_versions: discovery storageVersionHash
     driver_service_accounts: [dra-driver/dra-example-driver]
-    kubelet_feature_gates: {read: [worker-1], unread: [], source: /configz through the API server's node proxy}
+    kubelet_feature_gates: {read: [worker-1], unread: [], source: "each node's host: the kubelet's --config file, ..."}
     manifest_files: [/srv/gitops/cluster-a/gpu-class.yaml]
     helm_releases: 2
 api_requests:
@@ -265,6 +282,8 @@ def argument_spec():
         fail_on=dict(type="list", elements="str", choices=list(SEVERITIES), default=[]),
         schedulers=dict(type="list", elements="str", default=[]),
         kubelet_gates=dict(type="bool", default=True),
+        kubelet_gates_from=dict(type="str", choices=["hosts", "node_proxy"], default="hosts"),
+        kubelet_host_gates=dict(type="raw", default=[]),
         manifest_paths=dict(type="list", elements="path", default=[]),
         helm_releases=dict(type="bool", default=False),
     )
@@ -278,7 +297,8 @@ def main():
         failure.keep(api_requests=lambda: api.requests)
         result = check(api, module.params["target_version"], module.params["schedulers"],
                        module.params["kubelet_gates"], module.params["manifest_paths"],
-                       module.params["helm_releases"])
+                       module.params["helm_releases"], module.params["kubelet_gates_from"],
+                       module.params["kubelet_host_gates"])
         failing = [f for f in result["findings"] if f["severity"] in module.params["fail_on"]]
         if failing:
             raise DraAdminError("%d finding(s) of severity %s for an upgrade to %s: %s" % (

@@ -197,6 +197,17 @@ def test_upgrade_to_the_next_minor_node_by_node_in_dra_order(old_cluster, tmp_pa
     assert len(held) == 4 and (workers[0], TAINTED_DEVICE) not in held, held
     check = c.run_module("dra.admin.dra_upgrade_check_info", {"target_version": TO}, tmp_path)
     assert not check.get("failed") and check["summary"].get("breaking", 0) == 0, json.dumps(check, indent=1)[:4000]
+    # The playbook reads every upgraded kubelet's gates on its node (its --config file and command line, no
+    # nodes/proxy): each node read, none unread, from the hosts.
+    report = tmp_path / "upgrade-check.json"
+    played = subprocess.run(["ansible-playbook", "-i", c.nodes_inventory(tmp_path, control_plane=True),
+                             f"{ROOT}/playbooks/upgrade_check.yml", "-e", f"dra_upgrade_target={TO}",
+                             "-e", f"dra_upgrade_report_file={report}"], env=c.env, capture_output=True, text=True,
+                            cwd=ROOT, check=False)
+    assert played.returncode == 0, played.stdout[-6000:]
+    kubelets = json.loads(report.read_text())["sources"]["kubelet_feature_gates"]
+    assert sorted(kubelets["read"]) == sorted(c.nodes) and kubelets["unread"] == [], kubelets
+    assert kubelets["source"].startswith("each node's host"), kubelets
 
     again = run_upgrade(c, tmp_path)
     assert again.returncode == 0, again.stdout[-6000:]

@@ -92,13 +92,15 @@ def test_upgrade_findings_found_and_fixed(cluster, upgrade_state):
     assert OLD_NODE in found["seamless-driver-upgrade"][0]["evidence"]["nodes"]
     assert result["sources"]["feature_gates"] == "kubernetes_feature_enabled"
     assert f"{namespace}/{ACCOUNT}" in result["sources"]["driver_service_accounts"]
-    # No node has a kubelet behind it (KWOK nodes, and the Node object made here): each is named with the reason.
+    # No node has a host that read its kubelet (KWOK nodes, and the Node object made here; none given): each is
+    # named with the reason, and the kubelets were not asked through the node proxy.
     nodes = sorted(n["metadata"]["name"] for n in cluster.get_json("nodes")["items"])
     assert result["sources"]["kubelet_feature_gates"]["unread"] == nodes
     assert result["sources"]["kubelet_feature_gates"]["read"] == []
+    assert result["sources"]["kubelet_feature_gates"]["source"].startswith("each node's host")
     (unread,) = found["kubelet-gates-unread"]
     assert unread["severity"] == "warning" and sorted(unread["evidence"]["nodes"]) == nodes
-    assert all("/proxy/configz" in why for why in unread["evidence"]["nodes"].values()), unread
+    assert all("no host of the inventory" in why for why in unread["evidence"]["nodes"].values()), unread
     if cluster.minor == 33:
         in_use = dict(((f["evidence"]["version"], f["evidence"]["resource"]), f)
                       for f in found["api-version-in-use"])
@@ -162,23 +164,59 @@ def requests_but_reviews(result):
     return result["api_requests"] - len(upgrade_checks.ASSOCIATED_NODE_VERBS) * len(accounts)
 
 
-def test_kubelet_gates_not_asked(cluster):
-    """kubelet_gates=false asks no node: one request fewer per node the other run asked (each run's own report of
-    the nodes and driver accounts it asked about, not the cluster as the test saw it), no kubelet finding, and the
-    sources say so."""
+def test_kubelet_gates_from_the_node_proxy_only_when_asked(cluster):
+    """By default the kubelets' gates come from their hosts: not one request per node. kubelet_gates_from=node_proxy
+    (the opt-in) asks each node's /configz through the API server, one request per node (each run's own report of
+    the nodes and driver accounts it asked about, not the cluster as the test saw it); KWOK nodes have no kubelet
+    behind them, so the proxy's answer is each node's reason. kubelet_gates=false reads none and the sources say so."""
     target = target_for(cluster.minor)
     listed = set(n["metadata"]["name"] for n in cluster.get_json("nodes")["items"])
-    asked = cluster.run_module("dra.admin.dra_upgrade_check_info", {"target_version": target})
+    hosts = cluster.run_module("dra.admin.dra_upgrade_check_info", {"target_version": target})
+    proxied = cluster.run_module("dra.admin.dra_upgrade_check_info", {"target_version": target,
+                                                                      "kubelet_gates_from": "node_proxy"})
     skipped = cluster.run_module("dra.admin.dra_upgrade_check_info", {"target_version": target,
                                                                       "kubelet_gates": False})
     listed &= set(n["metadata"]["name"] for n in cluster.get_json("nodes")["items"])  # there all along
-    gates = asked["sources"]["kubelet_feature_gates"]
+    gates = proxied["sources"]["kubelet_feature_gates"]
     nodes = gates["read"] + gates["unread"]
     assert listed and listed <= set(nodes), (listed, gates)
-    assert requests_but_reviews(asked) - requests_but_reviews(skipped) == len(nodes), [
-        (r["api_requests"], r["sources"]["driver_service_accounts"]) for r in (asked, skipped)]
+    assert gates["source"] == "/configz through the API server's node proxy"
+    assert all("/proxy/configz" in why for why in by_id(proxied)["kubelet-gates-unread"][0]["evidence"]["nodes"].values())
+    assert requests_but_reviews(proxied) - requests_but_reviews(hosts) == len(nodes), [
+        (r["api_requests"], r["sources"]["driver_service_accounts"]) for r in (proxied, hosts)]
+    assert requests_but_reviews(hosts) == requests_but_reviews(skipped), [
+        (r["api_requests"], r["sources"]["driver_service_accounts"]) for r in (hosts, skipped)]
     assert skipped["sources"]["kubelet_feature_gates"]["source"].startswith("not read")
-    assert "kubelet-gates-unread" not in by_id(skipped) and "kubelet-gates-unread" in by_id(asked)
+    assert "kubelet-gates-unread" not in by_id(skipped) and "kubelet-gates-unread" in by_id(hosts)
+
+
+def test_kubelet_gates_given_by_the_hosts_are_judged_for_their_nodes(cluster):
+    """The hosts' results (as dra_kubelet_gates_info returns them) for the cluster's Nodes: a node whose kubelet
+    switches off a gate the next release locks on is a breaking finding naming it, a node read with no gates is
+    passed, a host that found no kubelet leaves its node unread with that reason. The kubelets are not real here
+    (KWOK): the host read itself is unit-tested on kubeadm's files and run on real nodes by test_kind_upgrade_minor."""
+    nodes = sorted(n["metadata"]["name"] for n in cluster.get_json("nodes")["items"])
+    target = "v1.38" if cluster.minor == 37 else target_for(cluster.minor)
+    target_minor = gate_catalog.parse_minor(target)
+    locked = [g for g in sorted(gate_catalog.upgrade_sensitive_gates("v1.%d" % cluster.minor, target))
+              if gate_catalog.validate_gates("v1.%d" % cluster.minor, {g: False}) == []]
+    if not locked:
+        pytest.skip("no gate the target locks that this release lets a kubelet switch off alone")
+    bad, good, empty = nodes[0], nodes[1], nodes[2] if len(nodes) > 2 else None
+    host_gates = [{"node": bad, "gates": {locked[0]: False}, "error": ""}, {"node": good, "gates": {}, "error": ""}]
+    if empty:
+        host_gates.append({"node": empty, "gates": None, "error": "no kubelet process runs on h3"})
+    result = cluster.run_module("dra.admin.dra_upgrade_check_info", {"target_version": target,
+                                                                     "kubelet_host_gates": host_gates})
+    assert not result.get("failed"), result
+    kubelet_findings = [f for f in result["findings"] if f["subject"].startswith("kubelet on ")]
+    assert kubelet_findings and all(f["evidence"]["nodes"] == [bad] for f in kubelet_findings), kubelet_findings
+    assert any(f["severity"] == "breaking" for f in kubelet_findings) or target_minor < 35, kubelet_findings
+    gates = result["sources"]["kubelet_feature_gates"]
+    assert sorted(gates["read"]) == sorted([bad, good])
+    if empty:
+        (unread,) = by_id(result)["kubelet-gates-unread"]
+        assert unread["evidence"]["nodes"][empty] == "no kubelet process runs on h3"
 
 
 def serves(cluster, api_version, resource):

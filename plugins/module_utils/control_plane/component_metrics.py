@@ -8,12 +8,19 @@ Every Kubernetes component exposes ``process_start_time_seconds`` (its process's
 feature gate). A change counts as taken when the process started at or after the time noted before the
 change and every wanted gate has the wanted value.
 
+A component's ``/configz`` (its running configuration as JSON) shows settings that are not gates (control_plane_tuning's
+QPS and Burst): ``configz_missing`` names the expected patterns it does not match yet.
+
 Pure: parsing through `kube.prometheus_text.parse_text`; no Ansible, no network.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
+
+import re
+
+from urllib.parse import urlsplit, urlunsplit
 
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import InputError
 from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import gate_value
@@ -64,3 +71,27 @@ def component_state(text, wanted=None, started_after=None):
     new_process = None if started_after is None else (started is not None and started >= float(started_after))
     return {"start_time": started, "feature_gates": gates, "new_process": new_process, "missing_gates": missing,
             "ready": new_process is not False and not missing}
+
+
+def configz_patterns(patterns):
+    """The compiled regular expressions of `patterns` (configz_expected); InputError naming the one that is not
+    a regular expression."""
+    compiled = []
+    for pattern in patterns or []:
+        try:
+            compiled.append((pattern, re.compile(str(pattern))))
+        except re.error as exc:
+            raise InputError("configz_expected: %r is not a regular expression (%s); give a Python regular "
+                             "expression such as '\"qps\":\\s*50'" % (pattern, exc))
+    return compiled
+
+
+def configz_missing(text, patterns):
+    """The patterns (configz_expected) that /configz's text does not match, in the order given."""
+    return [pattern for pattern, regex in configz_patterns(patterns) if not regex.search(text or "")]
+
+
+def configz_url(metrics_url):
+    """The /configz URL of the component whose /metrics URL is given (same scheme, host and port)."""
+    parts = urlsplit(str(metrics_url))
+    return urlunsplit((parts.scheme, parts.netloc, "/configz", "", ""))

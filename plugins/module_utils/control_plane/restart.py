@@ -7,7 +7,8 @@ used by feature_gates and control_plane_tuning).
 Pure functions; no IO:
 
 * ``component_endpoint``: where a component answers on its host (https URL of /metrics,
-  /configz and its health path) from its flags after the change and kubeadm's defaults;
+  /configz and its health path) from its flags after the change and kubeadm's defaults, and how its serving
+  certificate is verified;
 * ``tuning_written``: from component_flags' result for a QPS/Burst change, what kubeadm-config
   must carry (extraArgs, the config file's hostPath volume) and the files a rollback puts back.
 * ``manifest_image``, ``image_tag``: the image of a static Pod's container and its tag (the kube-apiserver's
@@ -19,7 +20,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
-from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER
+from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import (
+    KUBE_APISERVER, KUBE_CONTROLLER_MANAGER, KUBE_SCHEDULER,
+)
 from ansible_collections.dra.admin.plugins.module_utils.control_plane.tuning import SCHEDULER_CONFIG_VOLUME
 from ansible_collections.dra.admin.plugins.module_utils.control_plane.manifest import find_container, load_manifest
 
@@ -45,11 +48,18 @@ def _flag(flags, name):
     return value
 
 
-def component_endpoint(component, flags, endpoints, endpoint_host):
-    """{url, health_url}: where the changed component answers on this host.
+def component_endpoint(component, flags, endpoints, endpoint_host, ca_file=None):
+    """{url, health_url, validate_certs, ca_path, verified_by}: where the changed component answers on this host,
+    and how its serving certificate is checked.
 
-    The host is ``--bind-address`` unless that is unset or an any-address (then
-    ``endpoint_host``); the port is ``--secure-port``, else the endpoint's default port.
+    The host is ``--bind-address`` unless that is unset or an any-address; then kube-apiserver's
+    ``--advertise-address`` (kubeadm puts it in the serving certificate, 127.0.0.1 it does not), else
+    ``endpoint_host``. The port is ``--secure-port``, else the endpoint's default port.
+
+    The certificate is verified against ``ca_file`` (the cluster CA) where the component serves one from a file:
+    kube-apiserver always, kube-controller-manager and kube-scheduler with ``--tls-cert-file``. Without that flag
+    they serve a certificate they signed themselves in memory at start-up, which no file on the host can verify:
+    then ``validate_certs`` is false and ``verified_by`` says so.
     """
     endpoint = (endpoints or {}).get(component)
     if not isinstance(endpoint, dict) or "port" not in endpoint or "health" not in endpoint:
@@ -57,14 +67,33 @@ def component_endpoint(component, flags, endpoints, endpoint_host):
                                 "%s: {port: 10257, health: /healthz}"
                                 % (component, ", ".join(sorted(endpoints or {})) or "none", component))
     bind = _flag(flags, "bind-address")
-    host = bind if bind not in _ANY_ADDRESS and bind is not None else endpoint_host
+    advertise = _flag(flags, "advertise-address") if component == KUBE_APISERVER else None
+    if bind not in _ANY_ADDRESS and bind is not None:
+        host = bind
+    elif advertise not in _ANY_ADDRESS and advertise is not None:
+        host = advertise
+    else:
+        host = endpoint_host
     port = _flag(flags, "secure-port")
     if port in (None, ""):
         port = endpoint["port"]
     if ":" in str(host) and not str(host).startswith("["):
         host = "[%s]" % host
     url = "https://%s:%s" % (host, port)
-    return {"url": url, "health_url": url + endpoint["health"]}
+    tls = serving_verification(component, flags, ca_file)
+    return dict(tls, url=url, health_url=url + endpoint["health"])
+
+
+def serving_verification(component, flags, ca_file):
+    """{validate_certs, ca_path, verified_by}: how the component's serving certificate is checked (see
+    component_endpoint)."""
+    if component == KUBE_APISERVER or _flag(flags, "tls-cert-file"):
+        if not ca_file:
+            raise RestartInputError("no CA file to verify %s's serving certificate with: set "
+                                    "dra_component_restart_ca_file (kubeadm: /etc/kubernetes/pki/ca.crt)" % component)
+        return {"validate_certs": True, "ca_path": ca_file, "verified_by": ca_file}
+    return {"validate_certs": False, "ca_path": None,
+            "verified_by": "none: %s serves a certificate it signed itself at start-up (no --tls-cert-file)" % component}
 
 
 def tuning_written(component, result):

@@ -51,6 +51,9 @@ KINDS = {"deviceclasses": "DeviceClass", "resourceclaims": "ResourceClaim",
 CANDIDATE_STORAGE = ("v1", "v1beta2", "v1beta1", "v1alpha3")
 # The static pods' component label (kubeadm) -> component name.
 CONTROL_PLANE = (catalog.KUBE_APISERVER, catalog.KUBE_CONTROLLER_MANAGER, catalog.KUBE_SCHEDULER)
+# How the kubelet findings say where its settings were read (upgrade/checks_service's kubelet_gates_from).
+KUBELET_SOURCE_NOTE = {"hosts": "(its --config file, --config-dir and --feature-gates on its host)",
+                       "node_proxy": "(/configz)"}
 # A kubelet's /configz answer: {"kubeletconfig": <KubeletConfiguration v1beta1 without apiVersion and kind>}.
 KUBELET_CONFIGZ_KEY = "kubeletconfig"
 
@@ -416,9 +419,10 @@ def kubelet_gate_findings(facts, current, target_minor):
         settings = _values(entry.get("gates"))
         groups.setdefault(tuple(sorted(settings.items())), []).append(node)
     found = []
+    source = KUBELET_SOURCE_NOTE.get(facts.get("kubelet_gates_from"), "(its configuration and flags)")
     for settings, nodes in sorted(groups.items(), key=lambda kv: kv[1]):
         where = "kubelet on %s" % ", ".join(nodes)
-        for item in component_gate_findings(catalog.KUBELET, "the " + where, "(/configz)", dict(settings),
+        for item in component_gate_findings(catalog.KUBELET, "the " + where, source, dict(settings),
                                             target_minor, subject_extra=where):
             item["evidence"]["nodes"] = nodes
             found.append(item)
@@ -430,9 +434,11 @@ def kubelet_gate_findings(facts, current, target_minor):
             "checked there, and such a kubelet does not start once upgraded%s" % (
                 ", ".join(sorted(unread)), "; ".join("%s: %s" % (n, unread[n]) for n in sorted(unread)),
                 _v(target_minor), "; the settings to look for: %s" % _sensitive_text(sensitive) if sensitive else ""),
-            "allow get on nodes/proxy to the check's credential and make the kubelets reachable from kube-apiserver, "
-            "or read featureGates on each node (module dra.admin.kubelet_config, check mode, returns feature_gates; "
-            "also --feature-gates in the kubelet's flags)", {"nodes": unread, "gates": sensitive}))
+            "read each such kubelet on its host: playbook upgrade_check.yml runs dra.admin.dra_kubelet_gates_info on "
+            "the hosts of dra_upgrade_kubelet_hosts (the node's host must be there and reachable, its Node name the "
+            "kubelet's --hostname-override, the host name or dra_node_name); where hosts cannot be reached, "
+            "kubelet_gates_from: node_proxy reads /configz instead, which needs get on nodes/proxy - the whole "
+            "kubelet API, exec included", {"nodes": unread, "gates": sensitive}))
     return sorted(found, key=lambda f: (SEVERITIES.index(f["severity"]), f["id"], f["subject"]))
 
 

@@ -7,8 +7,11 @@ Requests: the version, resource.k8s.io discovery (the group and each served vers
 /metrics, the StorageVersion list (404 where not served), one ``limit=1`` LIST per stored DRA resource
 (its count from ``remainingItemCount``), and paginated LISTs of the control-plane mirror pods, Nodes,
 namespaces with the old admin-access label, DaemonSets and ResourceSlices; then two SubjectAccessReviews
-per driver service account and per scheduler subject; and, unless switched off, one GET of each node's kubelet
-/configz through the API server's node proxy (the only requests that grow with the cluster: one per node).
+per driver service account and per scheduler subject. The kubelets' gates come from their hosts
+(``kubelet_host_gates``, read there by module ``dra_kubelet_gates_info``; no request); only with
+``kubelet_gates_from: node_proxy`` one GET of each node's kubelet /configz through the API server's node proxy
+(then the only requests that grow with the cluster: one per node; ``get`` on ``nodes/proxy`` reaches the whole
+kubelet API, exec included, which is why it is an opt-in).
 For the findings of ``behaviour``: paginated LISTs of the DeviceClasses, ResourceClaimTemplates and
 DeviceTaintRules (their last-applied-configuration annotations, and the rules' selectors and effects), of the
 deployed Helm releases' Secrets (``owner=helm,status=deployed``; only with ``helm_releases``), and of the
@@ -109,6 +112,37 @@ def _count(api, path):
 CONFIGZ_READS_AT_ONCE = 8
 
 
+# Where the kubelets' gates come from: their hosts (the default), or /configz through the API server's node proxy.
+FROM_HOSTS = "hosts"
+FROM_NODE_PROXY = "node_proxy"
+KUBELET_GATES_FROM = (FROM_HOSTS, FROM_NODE_PROXY)
+SOURCES = {FROM_HOSTS: "each node's host: the kubelet's --config file, --config-dir and command line "
+                       "(dra_kubelet_gates_info)",
+           FROM_NODE_PROXY: "/configz through the API server's node proxy"}
+
+
+def host_kubelet_gates(nodes, host_results):
+    """{node: {"gates": {...}} or {"error": why}} for every Node, from the results of dra_kubelet_gates_info on the
+    hosts (a list, or a map of anything to them); a Node no host answered for is named with the reason."""
+    results = host_results.values() if isinstance(host_results, dict) else host_results or []
+    by_node = {}
+    for entry in results:
+        if isinstance(entry, dict) and entry.get("node"):
+            by_node[entry["node"]] = entry
+    per_node = {}
+    for node in nodes:
+        name = (node.get("metadata") or {}).get("name")
+        entry = by_node.get(name)
+        if entry is None:
+            per_node[name] = {"error": "no host of the inventory read this node's kubelet (add its host to "
+                                       "dra_upgrade_kubelet_hosts, or set its dra_node_name)"}
+        elif entry.get("error") or not isinstance(entry.get("gates"), dict):
+            per_node[name] = {"error": entry.get("error") or "its host returned no gates"}
+        else:
+            per_node[name] = {"gates": dict(entry["gates"])}
+    return per_node
+
+
 def kubelet_configz_path(node):
     return "/api/v1/nodes/%s/proxy/configz" % node
 
@@ -137,7 +171,7 @@ def kubelet_gates_of(api, name):
         "error": "GET %s answered something other than a kubelet configuration" % kubelet_configz_path(name)}
 
 
-def gather(api, schedulers=(), kubelet_gates=True):
+def gather(api, schedulers=(), kubelet_gates=True, kubelet_gates_from=FROM_HOSTS, kubelet_host_gates=None):
     """The facts checks.findings reads."""
     served = api.served_resource_versions()
     discovery = api.resource_discovery()
@@ -175,7 +209,9 @@ def gather(api, schedulers=(), kubelet_gates=True):
         "/api/v1/namespaces/kube-system/pods", {"labelSelector": "tier=control-plane"}))
     facts["nodes"] = list(api.list_items("/api/v1/nodes"))
     if kubelet_gates:
-        facts["kubelet_gates"] = read_kubelet_gates(api, facts["nodes"])
+        facts["kubelet_gates_from"] = kubelet_gates_from
+        facts["kubelet_gates"] = read_kubelet_gates(api, facts["nodes"]) if kubelet_gates_from == FROM_NODE_PROXY \
+            else host_kubelet_gates(facts["nodes"], kubelet_host_gates)
     # Namespaces carrying either admin-access key (a label selector cannot OR two keys: one list each).
     carrying = {}
     for key in (OLD_ADMIN_LABEL, NEW_ADMIN_LABEL):
@@ -193,21 +229,25 @@ def gather(api, schedulers=(), kubelet_gates=True):
 
 
 def kubelet_gates_source(facts):
-    """Which kubelets' gates were read from /configz and which not (the reasons are in the findings)."""
+    """Which kubelets' gates were read and which not (the reasons are in the findings), and from where."""
     per_node = facts.get("kubelet_gates")
     if per_node is None:
         return {"read": [], "unread": [], "source": "not read (kubelet_gates: false)"}
     return {"read": sorted(n for n, e in per_node.items() if "gates" in e),
             "unread": sorted(n for n, e in per_node.items() if "error" in e),
-            "source": "/configz through the API server's node proxy"}
+            "source": SOURCES[facts.get("kubelet_gates_from") or FROM_HOSTS]}
 
 
-def check(api, target, schedulers=(), kubelet_gates=True, manifest_paths=(), helm_releases=False):
+def check(api, target, schedulers=(), kubelet_gates=True, manifest_paths=(), helm_releases=False,
+          kubelet_gates_from=FROM_HOSTS, kubelet_host_gates=None):
     """The module's whole answer: versions, findings, their counts by severity, and the facts' sources."""
     current = api.server_version().get("gitVersion")
     checks.check_target(current, target)  # bad input fails before anything else is read
     manifest_path_errors(manifest_paths)
-    facts = gather(api, schedulers, kubelet_gates)
+    if kubelet_gates_from not in KUBELET_GATES_FROM:
+        raise checks.UpgradeInputError("kubelet_gates_from: %r is not one of %s" % (
+            kubelet_gates_from, ", ".join(KUBELET_GATES_FROM)))
+    facts = gather(api, schedulers, kubelet_gates, kubelet_gates_from, kubelet_host_gates)
     facts["manifest_texts"], facts["manifest_errors"] = read_manifests(manifest_paths)
     gather_behaviour(api, facts, current, target, helm_releases)
     found = behaviour.findings(facts, current, target)

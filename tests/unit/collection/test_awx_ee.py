@@ -287,7 +287,7 @@ def test_every_survey_variable_is_a_variable_of_its_playbook_or_role(template, r
             # What the role requires, the survey asks for; a choice with a default may be required too.
             assert question["required"] or not spec.get("required", False), variable
         else:
-            assert re.search(r"\b%s\b" % variable, playbook.split("\n- name:")[1]), variable
+            assert re.search(r"\b%s\b" % variable, playbook.split("\n- name:", 1)[1]), variable
     by_name = {q["variable"]: q for q in questions}
     if template == "upgrade_check":
         assert by_name["dra_upgrade_target"]["required"] is True

@@ -12,6 +12,8 @@ from ansible_collections.dra.admin.plugins.filter.component_restart import (
 from ansible_collections.dra.admin.plugins.filter.wait_retries import wait_retries_filter
 from ansible_collections.dra.admin.plugins.module_utils.control_plane import restart
 from ansible_collections.dra.admin.plugins.module_utils.control_plane import tuning
+from ansible_collections.dra.admin.plugins.module_utils.control_plane.command_line import flags_dict, read_flags
+from ansible_collections.dra.admin.plugins.module_utils.control_plane.manifest import find_container, load_manifest
 from conftest import FIXTURES
 
 ENDPOINTS = {"kube-apiserver": {"port": 6443, "health": "/readyz"},
@@ -32,12 +34,60 @@ ENDPOINTS = {"kube-apiserver": {"port": 6443, "health": "/readyz"},
 ])
 def test_endpoint_from_the_flags_and_the_defaults(flags, url):
     got = restart.component_endpoint("kube-controller-manager", flags, ENDPOINTS, "127.0.0.1")
-    assert got == {"url": url, "health_url": url + "/healthz"}
+    assert (got["url"], got["health_url"]) == (url, url + "/healthz")
 
 
 def test_endpoint_of_the_apiserver_uses_its_health_path():
-    got = component_endpoint_filter({"secure-port": "6443"}, "kube-apiserver", ENDPOINTS, "127.0.0.1")
+    got = component_endpoint_filter({"secure-port": "6443"}, "kube-apiserver", ENDPOINTS, "127.0.0.1", CA)
     assert got["health_url"] == "https://127.0.0.1:6443/readyz"
+
+
+CA = "/etc/kubernetes/pki/ca.crt"
+
+
+def kubeadm_flags(release, component):
+    """The flags of a component in the static Pod manifest the real kubeadm wrote."""
+    with open(os.path.join(FIXTURES, "kubeadm-" + release, component + ".yaml")) as handle:
+        text = handle.read()
+    manifest = load_manifest(text)
+    return flags_dict(read_flags(find_container(manifest, component)))
+
+
+@pytest.mark.parametrize("release", ["v1.33.13", "v1.37.2", "v1.38.0-beta.0"])
+def test_kubeadm_apiserver_is_reached_on_its_advertise_address_and_verified_with_the_cluster_ca(release):
+    """kubeadm's serving certificate names the advertise address, not 127.0.0.1: the endpoint is there, and the
+    certificate is checked against the CA."""
+    got = restart.component_endpoint("kube-apiserver", kubeadm_flags(release, "kube-apiserver"), ENDPOINTS,
+                                     "127.0.0.1", CA)
+    assert got == {"url": "https://192.0.2.2:6443", "health_url": "https://192.0.2.2:6443/readyz",
+                   "validate_certs": True, "ca_path": CA, "verified_by": CA}
+
+
+@pytest.mark.parametrize("component", ["kube-controller-manager", "kube-scheduler"])
+@pytest.mark.parametrize("release", ["v1.33.13", "v1.37.2", "v1.38.0-beta.0"])
+def test_kubeadm_controllers_serve_a_certificate_no_file_verifies_and_say_so(release, component):
+    """Without --tls-cert-file (kubeadm's manifests) the component signs its own certificate at start-up."""
+    got = restart.component_endpoint(component, kubeadm_flags(release, component), ENDPOINTS, "127.0.0.1", CA)
+    assert got["url"].startswith("https://127.0.0.1:")
+    assert got["validate_certs"] is False and got["ca_path"] is None
+    assert "signed itself" in got["verified_by"] and component in got["verified_by"]
+
+
+def test_a_component_with_its_own_serving_certificate_is_verified():
+    got = restart.component_endpoint("kube-scheduler", {"tls-cert-file": "/etc/kubernetes/pki/sched.crt"},
+                                     ENDPOINTS, "127.0.0.1", CA)
+    assert (got["validate_certs"], got["ca_path"]) == (True, CA)
+
+
+def test_apiserver_without_a_ca_file_fails_naming_the_variable():
+    with pytest.raises(AnsibleFilterError, match="dra_component_restart_ca_file"):
+        component_endpoint_filter({}, "kube-apiserver", ENDPOINTS, "127.0.0.1", "")
+
+
+def test_apiserver_bound_to_one_address_is_reached_there():
+    got = restart.component_endpoint("kube-apiserver", {"bind-address": "10.0.0.7", "advertise-address": "10.0.0.8"},
+                                     ENDPOINTS, "127.0.0.1", CA)
+    assert got["url"] == "https://10.0.0.7:6443"
 
 
 def test_endpoint_missing_for_a_component_fails_naming_it():
