@@ -10,8 +10,11 @@ and the older class takes it over: the explainer answers fits and the scheduler 
 A made-up driver without a kubelet plugin: the scheduler allocates from any published slice and a KWOK node
 "runs" any pod, which is all this needs.
 """
+import pytest
+
 from dra_objects import device_class, resource_slice
 from test_allocation_explain import pods_state, ungate
+from test_claim_consumers import has_extended_resources
 
 DRIVER = "mapped.example.com"
 MODULE = "dra.admin.dra_allocation_explain_info"
@@ -44,7 +47,10 @@ def scheduled(cluster, namespace, name):
     return cluster.wait_until(probe, 120, f"pod {name} bound or Unschedulable")
 
 
+@pytest.mark.per_release("allocation.extended:MAPPING_FROM_CURRENT_CLASSES_FROM")
 def test_the_newer_class_naming_an_extended_resource_deleted(cluster, cluster_objects, namespace):
+    if not has_extended_resources(cluster):
+        pytest.skip("DRAExtendedResource is not on by default in this release")
     api = cluster.resource_version
     node = sorted(n["metadata"]["name"] for n in cluster.get_json("nodes")["items"])[0]
     resource = f"example.com/mapped-{abs(hash(namespace)) % 100000}"
