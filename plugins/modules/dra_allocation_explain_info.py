@@ -57,7 +57,10 @@ description:
     explained with the claim the scheduler would make for them (labelled C(<namespace>/<extended-resources>)) -
     one request per long-lived container and the largest extra of the other init containers, the class created
     last for a name several classes give. A node whose allocatable lists such a resource (a device plugin serves
-    it there) is C(cannot_tell).
+    it there) is C(cannot_tell). Before 1.38 kube-scheduler forgets a name when any class naming it is deleted or
+    renames it (until a class naming it is created or updated, or the scheduler restarts), which the classes left
+    do not show, so a pod asking for a C(spec.extendedResourceName) there, or for the implicit name of a class
+    another class wins its name from, is no certain C(fits) (C(cannot_tell), the reason among its problems).
   - CEL selectors are evaluated with the C(cel-python) library and Kubernetes' C(semver) and C(quantity)
     libraries, C(cel.bind) and the string extension functions (docs/decisions.md, "CEL for the allocation
     explainer"). An expression it does not model (optional syntax, list-valued attributes, other extension

@@ -324,7 +324,9 @@ def explain(ctx, subject, to_allocate, allocated, problems, nodes, pod_spec, det
     cannot_tell; `scheduler`: kube-scheduler's own last word (kube.pod_fit.scheduler_verdict), put beside the
     explanation, and a problem where it found no node for a pod the explanation says fits; `contested`: a claim
     to allocate is shared with a pending pod no node admits together with this one (shared_claim_problems, among
-    the problems): only the pod the scheduler takes first can run, so it is no plain fits either (cannot_tell)."""
+    the problems): only the pod the scheduler takes first can run, so it is no plain fits either (cannot_tell); also
+    set where kube-scheduler may map one of the pod's extended resources otherwise than the current DeviceClasses say
+    (extended.unsure_mappings, its reason among the problems)."""
     outcomes, rows, searched = _memoized(ctx, to_allocate, allocated, nodes, pod_spec, memo, extended_resources,
                                          bound)
     verdict = search.DOES_NOT_FIT if waits else _verdict(outcomes)

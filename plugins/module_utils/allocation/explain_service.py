@@ -136,13 +136,14 @@ def explain_all(api, namespace=None, claim=None, pod=None, detail=explain.DETAIL
     claims_by_label = dict((_label(c), c) for c in cluster["claims"])
     templates = dict((_label(t), t) for t in cluster["templates"])
     mapping = extended_mapping(cluster, features)
+    unsure = unsure_mappings(cluster) if mapping else {}
     found = subjects(cluster, namespace, claim, pod, mapping)
     _require_found(found, cluster, namespace, claim, pod, claims_by_label)
     memo, left_by_owner = {}, extended.claims_by_owner(cluster["claims"])
     users = explain.claim_users(cluster["pods"])
     bound, holders = bound_by_node(cluster), anti_affinity_holders(cluster["bound_pods"])
     explanations = [explain_subject(ctx, subject, pod_obj, claim_label, claims_by_label, templates, cluster, detail,
-                                    memo, mapping, left_by_owner, users, bound, holders)
+                                    memo, mapping, left_by_owner, users, bound, holders, unsure)
                     for subject, pod_obj, claim_label in found]
     return {"explanations": explanations, "totals": totals(explanations),
             "resource_api_version": cluster["resource_api_version"], "device_taint_rules": cluster["rules_read"],
@@ -165,9 +166,19 @@ def extended_mapping(cluster, features):
     return extended.class_mapping(cluster["classes"]) if model.EXTENDED_RESOURCE in features else {}
 
 
+def unsure_mappings(cluster):
+    """{extended resource name: why}: the names whose class the cluster's kube-scheduler may not map as its current
+    DeviceClasses say (extended.unsure_mappings, by its release)."""
+    version = cluster.get("server_version")
+    return extended.unsure_mappings(cluster["classes"], parse_minor(version) if version else None)
+
+
 def explain_subject(ctx, subject, pod, claim_label, claims_by_label, templates, cluster, detail, memo=None,
-                    mapping=None, left_by_owner=None, users=None, bound=None, holders=None):
-    resources, unchecked, scheduler, contested = (), (), None, []
+                    mapping=None, left_by_owner=None, users=None, bound=None, holders=None, unsure=None):
+    """The explanation of one subject (explain.explain). unsure: ``unsure_mappings`` of the cluster (None: read
+    here): a pod whose extended resources include one of them is no plain fits (cannot_tell, the reason among its
+    problems)."""
+    resources, unchecked, scheduler, contested, unsure_names = (), (), None, [], []
     if bound is None:
         bound = bound_by_node(cluster)
     if holders is None:
@@ -181,6 +192,10 @@ def explain_subject(ctx, subject, pod, claim_label, claims_by_label, templates, 
         if extended_claim is not None:
             to_allocate.append(extended_claim)
             problems.extend(left_over)
+            if unsure is None:
+                unsure = unsure_mappings(cluster)
+            unsure_names = [unsure[r] for r in resources if r in unsure]
+            problems.extend(unsure_names)
         if users is None:
             users = explain.claim_users(cluster["pods"])
         contested = explain.shared_claim_problems(pod, to_allocate, users, cluster["nodes"])
@@ -195,7 +210,7 @@ def explain_subject(ctx, subject, pod, claim_label, claims_by_label, templates, 
         allocated, problems, spec, waits = [], [], None, []
         to_allocate = [search.Claim(claim_label, claims_by_label[claim_label].get("spec"))]
     return explain.explain(ctx, subject, to_allocate, allocated, problems, cluster["nodes"], spec, detail, memo,
-                           resources, waits, bound, unchecked, scheduler, bool(contested))
+                           resources, waits, bound, unchecked, scheduler, bool(contested or unsure_names))
 
 
 def totals(explanations):

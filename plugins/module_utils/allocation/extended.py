@@ -13,6 +13,14 @@ containers reuse the devices of the long-lived containers after them and ask for
 largest is requested once. When several classes name the same resource, the class created last is used
 (the first name in order when created at the same time).
 
+Before 1.38 (``MAPPING_FROM_CURRENT_CLASSES_FROM``) kube-scheduler's cache of these names keeps only the class that
+last took a name, so its mapping depends on the order of events the cluster's objects do not record: deleting any
+class that names a resource (the winner or not), or renaming its resource, drops the name until a class naming it
+is created or updated or the scheduler restarts (the pod then stays Pending with "Insufficient <name>"); and a
+class added after a class that wins its resource gets no implicit name. ``unsure_mappings`` names the resources
+whose mapping the current classes cannot decide there. From 1.38 the cache keeps every class naming a resource and
+maps it to the winner among those that exist, which the current classes decide.
+
 Pure functions: no Ansible, no network.
 """
 
@@ -30,6 +38,10 @@ CLAIM_ANNOTATION = EXTENDED_RESOURCE_CLAIM_ANNOTATION
 # The name the scheduler gives the claim until it is written (its label in the explanations).
 CLAIM_NAME = "<extended-resources>"
 _INTEGER = re.compile(r"^\+?([0-9]+)$")
+# From this release kube-scheduler maps an extended resource name to the winner among the DeviceClasses that exist
+# (k8s.io/dynamic-resource-allocation deviceclass/extendedresourcecache keeps every class naming it); before, to
+# the class that last took it, forgotten when any class naming it is deleted or renamed.
+MAPPING_FROM_CURRENT_CLASSES_FROM = 38
 
 
 def is_extended_resource_name(name):
@@ -57,6 +69,34 @@ def class_mapping(classes):
                 explicit[resource] = (created, name)
     mapping.update((resource, name) for resource, (dummy, name) in explicit.items())
     return mapping
+
+
+def unsure_mappings(classes, release):
+    """{resource name: why}: the names kube-scheduler of the release (minor; None: the newest) may map otherwise
+    than ``class_mapping`` of the current classes says, because its cache depends on their history
+    (``MAPPING_FROM_CURRENT_CLASSES_FROM``): before 1.38 each explicit name (a class naming it may have been
+    deleted or renamed since), and the implicit name of a class another class wins the explicit name from (not
+    mapped when it was added after the winner). Empty from 1.38."""
+    if release is None or release >= MAPPING_FROM_CURRENT_CLASSES_FROM:
+        return {}
+    items = list(classes.values()) if isinstance(classes, dict) else list(classes)
+    mapping, out = class_mapping(items), {}
+    for item in items:
+        name = (item.get("metadata") or {}).get("name")
+        resource = (item.get("spec") or {}).get("extendedResourceName")
+        if not resource:
+            continue
+        out[resource] = (
+            "kube-scheduler before 1.%d forgets extended resource %s when any DeviceClass naming it is deleted or "
+            "renames it, until a class naming it is created or updated or the scheduler restarts (the pod then stays "
+            "Pending with \"Insufficient %s\"); the cluster's current classes cannot show whether that happened"
+            % (MAPPING_FROM_CURRENT_CLASSES_FROM, resource, resource))
+        if mapping.get(resource) != name:
+            out[IMPLICIT_PREFIX + name] = (
+                "kube-scheduler before 1.%d gives DeviceClass %s no name %s%s when it was added after %s, which "
+                "wins %s from it; the cluster's current classes cannot show the order the scheduler saw them in"
+                % (MAPPING_FROM_CURRENT_CLASSES_FROM, name, IMPLICIT_PREFIX, name, mapping.get(resource), resource))
+    return out
 
 
 def claims_by_owner(claims):

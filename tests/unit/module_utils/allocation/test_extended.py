@@ -1,12 +1,15 @@
 """Extended resources backed by DRA: the claim kube-scheduler makes for a pod's extended resource requests, and the
 explainer's answer for such a pod on the recorded v1.37.2 cluster (test_explain_recorded.py's fixture)."""
 import copy
+import json
+import os
 
 import pytest
 
 from ansible_collections.dra.admin.plugins.module_utils.kube import cel
 from ansible_collections.dra.admin.plugins.module_utils.allocation import explain, explain_service, extended, search
 
+from conftest import FIXTURES
 from test_explain_recorded import recorded_cluster
 
 GPU = "example.com/gpu"
@@ -56,6 +59,39 @@ def test_class_mapping_implicit_names_and_the_newest_explicit_class():
     assert mapping["deviceclass.resource.kubernetes.io/old"] == "old"
 
 
+def recorded_class(name, created, resource=None):
+    """A DeviceClass as the v1.37.2 cluster records it (the fixture's class naming an extended resource), renamed."""
+    with open(os.path.join(FIXTURES, "recorded", "extended-resource-v1.37.2.json")) as handle:
+        items = json.load(handle)["items"]
+    source = [i for i in items if i["kind"] == "DeviceClass" and i["spec"].get("extendedResourceName")][0]
+    out = copy.deepcopy(source)
+    out["metadata"].update(name=name, creationTimestamp=created)
+    out["metadata"].pop("annotations", None)
+    if resource:
+        out["spec"]["extendedResourceName"] = resource
+    else:
+        del out["spec"]["extendedResourceName"]
+    return out
+
+
+def test_before_1_38_an_explicit_name_and_a_losing_class_implicit_name_are_unsure():
+    older = recorded_class("older", "2026-01-01T00:00:00Z", GPU)
+    newer = recorded_class("newer", "2026-02-01T00:00:00Z", GPU)
+    plain = recorded_class("plain", "2026-01-01T00:00:00Z")
+    # The newer class deleted: only the older one is left, which the 1.37 scheduler may no longer map.
+    unsure = extended.unsure_mappings([older, plain], 37)
+    assert sorted(unsure) == [GPU], unsure
+    assert "forgets extended resource %s when any DeviceClass naming it is deleted" % GPU in unsure[GPU]
+    # Both there: the name, and the implicit name of the class that loses it (not mapped if added after the winner).
+    both = extended.unsure_mappings([older, newer, plain], 37)
+    assert sorted(both) == [extended.IMPLICIT_PREFIX + "older", GPU], both
+    assert "after newer, which wins %s" % GPU in both[extended.IMPLICIT_PREFIX + "older"]
+    # From 1.38 the scheduler maps from the classes that exist: the current objects decide.
+    assert extended.unsure_mappings([older, newer, plain], 38) == {}
+    assert extended.unsure_mappings([older], None) == {}
+    assert extended.class_mapping([older, plain])[GPU] == "older"
+
+
 def test_only_backed_extended_resources_with_a_request_count():
     mapping = {GPU: CLASS, "cpu": "x", "example.com/zero": CLASS}
     spec = {"containers": [container("c", {GPU: "1", "cpu": "2", "example.com/other": "1", "example.com/zero": "0"})]}
@@ -64,13 +100,17 @@ def test_only_backed_extended_resources_with_a_request_count():
     assert extended.served_by_device_plugin(node, [GPU, "example.com/fpga"]) == [GPU]
 
 
-def explain_pod(asks, features_off=(), allocatable=None, extra_claims=()):
+def explain_pod(asks, features_off=(), allocatable=None, extra_claims=(), resource=None, version=None):
     cluster, features, dummy, dummy2 = recorded_cluster()
     cluster = copy.deepcopy(cluster)
+    if version:
+        cluster["server_version"] = version
+    if resource:  # the recorded class names it (spec.extendedResourceName)
+        cluster["classes"][CLASS]["spec"]["extendedResourceName"] = resource
     cluster["claims"] = cluster["claims"] + list(extra_claims)
     features = set(features) - set(features_off)
     pod = {"metadata": {"namespace": "rec", "name": "ext", "uid": "u-ext"},
-           "spec": {"containers": [container("main", {extended.IMPLICIT_PREFIX + CLASS: str(asks)})],
+           "spec": {"containers": [container("main", {resource or extended.IMPLICIT_PREFIX + CLASS: str(asks)})],
                     "tolerations": [{"operator": "Exists"}]}, "status": {}}
     cluster["pods"] = [pod]
     if allocatable:
@@ -135,3 +175,16 @@ def test_a_claim_left_from_an_earlier_attempt_is_named_only_for_its_own_pod():
 @pytest.mark.parametrize("quantity,expected", [("2", 2), ("+3", 3), ("0", 0), ("500m", None), ("1k", None)])
 def test_whole_quantities(quantity, expected):
     assert extended.whole_quantity(quantity) == expected
+
+
+def test_an_explicit_name_is_no_certain_fits_before_1_38_and_is_from_1_38():
+    free = free_devices_per_node()
+    resource = GPU
+    on_37 = explain_pod(1, resource=resource)
+    assert on_37["verdict"] == search.CANNOT_TELL and on_37["fits_on"], on_37
+    assert on_37["message"].startswith("the devices and the node filters checked fit on"), on_37["message"]
+    assert any("forgets extended resource %s" % resource in p for p in on_37["problems"]), on_37["problems"]
+    on_38 = explain_pod(1, resource=resource, version="v1.38.0-beta.0")
+    assert on_38["verdict"] == search.FITS and on_38["fits_on"] == on_37["fits_on"], on_38
+    # The implicit name of a class no other class contests stays certain on 1.37.
+    assert explain_pod(max(free.values()))["verdict"] == search.FITS
