@@ -48,7 +48,14 @@ options:
   image_pull_policy: {description: Image pull policy., type: str, default: IfNotPresent}
   command: {description: Container command., type: list, elements: str, default: []}
   args: {description: Container arguments., type: list, elements: str, default: []}
-  env: {description: Extra environment variables (name to value)., type: dict, default: {}}
+  env:
+    description:
+      - Extra environment variables, name to value.
+      - A value that is a secret (a token, a password) is given as its source instead, so the DaemonSet carries the
+        reference and never the value - C({secretKeyRef: {name: <Secret>, key: <key>}}) or C(configMapKeyRef) (with
+        C(optional: true) where the variable may be missing); it becomes the variable's C(valueFrom).
+    type: dict
+    default: {}
   health_port: {description: Port of the driver's gRPC health service (1-65535)., type: raw, default: 51515}
   container_ports:
     description: Other container ports (for example metrics), as C({name, containerPort}) dicts.

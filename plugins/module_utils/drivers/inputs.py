@@ -17,7 +17,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
-from ansible_collections.dra.admin.plugins.module_utils.drivers.manifests import DOWNWARD_ENV
+from ansible_collections.dra.admin.plugins.module_utils.drivers.manifests import DOWNWARD_ENV, ENV_SOURCES
 from ansible_collections.dra.admin.plugins.module_utils.drivers.upgrade import SEAMLESS_MODES, max_unavailable_problem
 
 
@@ -115,6 +115,24 @@ def _env_problems(env):
     if reserved:
         return ["env must not set %s: the role sets them from the downward API (POD_UID is what "
                 "lets the driver hand over to its successor during a seamless upgrade)" % ", ".join(reserved)]
+    return [problem for name in sorted(env) for problem in _env_source_problems(name, env[name])]
+
+
+def _env_source_problems(name, value):
+    """A variable given as a mapping must name one Secret or ConfigMap key (the DaemonSet then carries the reference,
+    never the value)."""
+    if not isinstance(value, dict):
+        return []
+    fix = ("give {secretKeyRef: {name: <Secret in the driver's namespace>, key: <key>}} (or configMapKeyRef), or a "
+           "plain value")
+    if len(value) != 1 or list(value)[0] not in ENV_SOURCES:
+        return ["env.%s: %s is not a variable's source: %s" % (name, sorted(value), fix)]
+    ref = value[list(value)[0]]
+    if not (isinstance(ref, dict) and all(isinstance(ref.get(k), str) and ref.get(k) for k in ("name", "key"))
+            and set(ref) <= {"name", "key", "optional"}
+            and isinstance(ref.get("optional", False), bool)):
+        return ["env.%s: %s needs a name and a key (strings; optional: true or false): %s"
+                % (name, list(value)[0], fix)]
     return []
 
 

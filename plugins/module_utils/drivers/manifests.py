@@ -68,6 +68,19 @@ def object_labels(name, driver, extra=None):
     return labels
 
 
+# Where a variable may come from instead of a value written into the DaemonSet (a token, a password): a key of a
+# Secret or of a ConfigMap in the driver's namespace.
+ENV_SOURCES = ("secretKeyRef", "configMapKeyRef")
+
+
+def env_entry(name, value):
+    """One container env entry: a plain value, or {secretKeyRef|configMapKeyRef: {name, key[, optional]}} as the
+    variable's valueFrom (checked by inputs.env_problems)."""
+    if isinstance(value, dict):
+        return {"name": name, "valueFrom": dict(value)}
+    return {"name": name, "value": str(value)}
+
+
 def env_list(params):
     env = [{"name": "DRIVER_NAME", "value": params["driver"]},
            {"name": "HEALTHCHECK_PORT", "value": str(int(params["health_port"]))},
@@ -78,7 +91,7 @@ def env_list(params):
     for name in sorted(params.get("env") or {}):
         if name in fixed:
             env = [e for e in env if e["name"] != name]
-        env.append({"name": name, "value": str(params["env"][name])})
+        env.append(env_entry(name, params["env"][name]))
     for name in sorted(DOWNWARD_ENV):
         env.append({"name": name, "valueFrom": {"fieldRef": {"fieldPath": DOWNWARD_ENV[name]}}})
     return env

@@ -358,3 +358,27 @@ def test_rollout_state():
     assert state["done"] is False and state["text"] == "3/3 pods updated, 2/3 available"
     ds["status"].update(numberAvailable=3, numberUnavailable=0, observedGeneration=2)
     assert checks.rollout_state(ds)["done"] is False
+
+
+def test_a_secret_in_the_environment_is_carried_by_reference_never_by_value():
+    env = {"NUM_DEVICES": 4, "API_TOKEN": {"secretKeyRef": {"name": "gpu-api", "key": "token"}},
+           "MODE": {"configMapKeyRef": {"name": "gpu-config", "key": "mode", "optional": True}}}
+    assert inputs.validate_inputs(params(env=env)) == []
+    strategy = upgrade.decide_strategy([node("a")])["strategy"]
+    container = manifests.build_daemonset(params(env=env), strategy)["spec"]["template"]["spec"]["containers"][0]
+    by_name = dict((e["name"], e) for e in container["env"])
+    assert by_name["API_TOKEN"] == {"name": "API_TOKEN", "valueFrom": {"secretKeyRef": {"name": "gpu-api",
+                                                                                        "key": "token"}}}
+    assert by_name["MODE"]["valueFrom"]["configMapKeyRef"]["optional"] is True
+    assert by_name["NUM_DEVICES"] == {"name": "NUM_DEVICES", "value": "4"}
+
+
+@pytest.mark.parametrize("value,words", [
+    ({"secretRef": {"name": "a", "key": "b"}}, "env.API_TOKEN: ['secretRef'] is not a variable's source"),
+    ({"secretKeyRef": {"name": "a"}}, "env.API_TOKEN: secretKeyRef needs a name and a key"),
+    ({"secretKeyRef": {"name": "a", "key": "b", "optional": "yes"}}, "secretKeyRef needs a name and a key"),
+    ({"secretKeyRef": {"name": "a", "key": "b"}, "configMapKeyRef": {"name": "a", "key": "b"}},
+     "is not a variable's source")])
+def test_an_environment_source_that_is_not_one_key_is_refused_naming_the_variable(value, words):
+    problems = inputs.validate_inputs(params(env={"API_TOKEN": value}))
+    assert any(words in p and "secretKeyRef: {name:" in p for p in problems), problems
