@@ -51,7 +51,8 @@ options:
   env:
     description:
       - Extra environment variables, name to value.
-      - A value that is a secret (a token, a password) is given as its source instead, so the DaemonSet carries the
+      - >-
+        A value that is a secret (a token, a password) is given as its source instead, so the DaemonSet carries the
         reference and never the value - C({secretKeyRef: {name: <Secret>, key: <key>}}) or C(configMapKeyRef) (with
         C(optional: true) where the variable may be missing); it becomes the variable's C(valueFrom).
     type: dict
