@@ -201,7 +201,7 @@ build-kind-upgrade:
 		$(shell sed -n 's/^K8S_UPGRADE_FROM=//p' $(ROOT)/hack/cluster/versions.env)
 
 integration-kind-upgrade: venv collection-link kind-deps build-kind-upgrade
-	cd $(ROOT) && $(BIN)/python -m pytest -q tests/integration/test_kind_upgrade_minor.py --durations=10
+	cd $(ROOT) && $(BIN)/python -m pytest -q -s tests/integration/test_kind_upgrade_minor.py --durations=10
 
 # The README's commands as written and the AWX job templates under ansible-runner, on the installed
 # artifact: one kind cluster of the default release (test_kind_readme.py).

@@ -182,6 +182,8 @@ def test_upgrade_to_the_next_minor_node_by_node_in_dra_order(old_cluster, tmp_pa
         assert [p for p in live_driver_pods(c, node) if is_ready(p)]
         assert devices_of(c, node) == before[node]
         assert canary_passed_on(" ".join(res.stdout.split()), node), res.stdout[-8000:]
+        print(f"{node}: claim pod evicted +{evicted - started:.0f}s, driver pod left +{driver_left - started:.0f}s, "
+              f"uncordoned +{back - started:.0f}s")
         previous_back = back
     assert [n["status"]["nodeInfo"]["kubeletVersion"] for n in c.get_json("nodes")["items"]] == [TO] * 3
     assert set(control_plane_images(c).values()) == {
