@@ -170,14 +170,15 @@ class Cluster:
         return subprocess.run(cmd, env=dict(self.env, **(env or {})), capture_output=True, text=True, cwd=ROOT,
                               check=False)
 
-    def run_role(self, role, tmp_path, extra_vars, check=False):
-        """One role on localhost with extra_vars; results as one-line JSON, so messages can be searched unwrapped."""
+    def run_role(self, role, tmp_path, extra_vars, check=False, verbose=False):
+        """One role on localhost with extra_vars; results as one-line JSON, so messages can be searched unwrapped
+        (with `verbose`, every task's result is printed, as `-v` prints it)."""
         playbook = tmp_path / (role.rsplit(".", 1)[-1] + ".yml")
         playbook.write_text(f"- hosts: localhost\n  gather_facts: false\n  roles:\n    - {role}\n")
         vars_file = tmp_path / f"vars-{time.monotonic_ns()}.json"
         vars_file.write_text(json.dumps(extra_vars))
         return self.run_playbook(str(playbook), "-e", f"@{vars_file}", *(["--check"] if check else []),
-                                 env={"ANSIBLE_CALLBACK_RESULT_FORMAT": "json"})
+                                 *(["-v"] if verbose else []), env={"ANSIBLE_CALLBACK_RESULT_FORMAT": "json"})
 
 
 def _port_for(version):

@@ -188,8 +188,8 @@ def role_vars(driver, namespace, **extra):
     return base
 
 
-def run_role(cluster, tmp_path, extra_vars, check=False):
-    return cluster.run_role("dra.admin.driver", tmp_path, extra_vars, check)
+def run_role(cluster, tmp_path, extra_vars, check=False, verbose=False):
+    return cluster.run_role("dra.admin.driver", tmp_path, extra_vars, check, verbose)
 
 
 def daemonset(cluster, namespace, name):
@@ -350,6 +350,9 @@ def test_wait_fails_naming_the_node_without_slices(cluster, nodes, driver_ns, tm
     assert f"(waiting for {silent})" in res.stdout, "progress was not printed"
 
 
+SECRET_VALUE = "s3cr3t-value-of-the-chart"
+
+
 def test_helm_chart_install_and_upgrade(cluster, nodes, driver_ns, tmp_path):
     helm = helm_binary()
     assert os.access(helm, os.X_OK), f"helm not built at {helm}: run hack/cluster/build"
@@ -416,14 +419,16 @@ def test_helm_chart_install_and_upgrade(cluster, nodes, driver_ns, tmp_path):
         recorder.watch_pods(driver_ns)
         try:
             newer = dict(settings)
-            newer["dra_driver_chart_values"] = {"image": {"tag": "v2"}}
-            upgraded = run_role(cluster, tmp_path, role_vars(driver, driver_ns, **newer))
+            newer["dra_driver_chart_values"] = {"image": {"tag": "v2"}, "apiToken": SECRET_VALUE}
+            upgraded = run_role(cluster, tmp_path, role_vars(driver, driver_ns, **newer), verbose=True)
         finally:
             recorder.stop()
         assert upgraded.returncode == 0, upgraded.stdout[-5000:]
         assert daemonset(cluster, driver_ns, "it-helm-kubeletplugin")["spec"]["template"]["spec"]["containers"][0][
             "image"].endswith(":v2")
         assert live_value() == checked_value(), "the upgrade applied another rendering than the one checked"
+        # What the chart renders and the values it is given may hold secrets: neither is in the -v log.
+        assert checked_value() not in upgraded.stdout and SECRET_VALUE not in upgraded.stdout, upgraded.stdout[-3000:]
         peak = pods_per_node_over_time(recorder, driver_ns)
         assert any(v == 2 for v in peak.values()), f"no surge seen: {peak}"
         assert len(hosts.started) == 2 * len(nodes)
