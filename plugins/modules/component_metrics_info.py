@@ -36,11 +36,17 @@ options:
       - Full URL of the endpoint, for example V(https://127.0.0.1:10257/metrics).
     type: str
     required: true
+  token:
+    description:
+      - A bearer token for the endpoint, sent in the C(Authorization) header and never returned or logged (role
+        dra.admin.component_restart passes the short-lived token of M(dra.admin.component_reader), so no token file is
+        written on the host).
+      - Mutually exclusive with O(token_file).
+    type: str
   token_file:
     description:
-      - A file on the host holding a bearer token for the endpoint (role dra.admin.component_restart writes the
-        token of M(dra.admin.component_reader) to tmpfs, mode 0600). Its content is sent in the C(Authorization) header as a bearer
-        token, never returned.
+      - A file on the host holding a bearer token for the endpoint. Its content is sent in the C(Authorization) header
+        as a bearer token, never returned.
     type: path
   client_cert:
     description:
@@ -93,10 +99,16 @@ attributes:
 """
 
 EXAMPLES = r"""
+- name: A token of the identity that may only read /metrics and /configz
+  dra.admin.component_reader:
+    token_seconds: 600
+  register: reader
+  no_log: true
+
 - name: Wait until kube-scheduler runs again with DRADeviceTaints on
   dra.admin.component_metrics_info:
     url: https://127.0.0.1:10259/metrics
-    token_file: /dev/shm/dra-admin-component-reader.token
+    token: "{{ reader.token }}"
     validate_certs: false  # kubeadm's kube-scheduler serves a certificate it signed itself at start-up
     feature_gates:
       DRADeviceTaints: true
@@ -171,6 +183,7 @@ from ansible_collections.dra.admin.plugins.module_utils.common.waits import wait
 def argument_spec():
     return dict(
         url=dict(type="str", required=True),
+        token=dict(type="str", no_log=True),
         token_file=dict(type="path", no_log=False),
         client_cert=dict(type="path"),
         client_key=dict(type="path", no_log=False),
@@ -232,13 +245,15 @@ def read(params, http, headers=None):
 
 
 def main():
-    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True,
+                           mutually_exclusive=[("token", "token_file")])
     hide_url_credentials(module, [module.params["url"]])
     with fails_on_error(module):
         raise_input_errors(wait_parameter_errors(module.params, timeouts=("timeout",), intervals=()))
         wanted_gates(module.params["feature_gates"])
         configz_patterns(module.params["configz_expected"])
-        headers = token_headers(module.params["token_file"])
+        headers = ({"Authorization": "Bearer " + module.params["token"]} if module.params["token"]
+                   else token_headers(module.params["token_file"]))
         http = Http(module.params["timeout"])
         result = read(module.params, http, headers)
     module.exit_json(changed=False, api_requests=http.requests, **result)

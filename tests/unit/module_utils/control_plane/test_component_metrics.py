@@ -127,6 +127,12 @@ def test_module_sends_the_token_of_the_file_and_waits_for_configz(capsys, tmp_pa
                                         "/etc/kubernetes/sched.yaml")["kube-scheduler"]["configz"]
         result = run_module(capsys, {"url": endpoint.url, "token_file": str(token), "configz_expected": wanted})
         assert result["ready"] is False and result["configz_missing"] == [wanted[0]] and "failed" not in result
+        # The token as an option, as role component_restart passes it: sent, never returned.
+        result = run_module(capsys, {"url": endpoint.url, "token": "option-token-value", "configz_expected": patterns})
+        assert result["ready"] is True and endpoint.seen[-1] == ("/configz", "Bearer option-token-value")
+        assert "option-token-value" not in str(result)
+        both = run_module(capsys, {"url": endpoint.url, "token": "a-token-value", "token_file": str(token)})
+        assert both["failed"] and "mutually exclusive" in both["msg"]
     finally:
         endpoint.close()
 
