@@ -236,6 +236,7 @@ def test_project_and_execution_environment_are_pinned_to_the_collection_version(
     project = next(t for t in play["tasks"] if "awx.awx.project" in t)["awx.awx.project"]
     assert project["scm_update_on_launch"] is False
     assert load("execution-environment.yml")["options"]["tags"] == ["dra-admin-ee:%s" % version]
+
     def configure(image):
         return run([BIN / "ansible-playbook", ROOT / "playbooks" / "awx_configure.yml", "-e",
                     "dra_awx_project_scm_url=https://git.example.com/dra-admin.git", "-e",
