@@ -298,7 +298,7 @@ class Scenario:
         (the module's docstring), drawn from its own generator `r`. Requests that fit are small (the pods of a
         batch share the nodes: the sum of all of them stays far below a node); the others are refused whatever
         else is bound, so no order of binding changes the answer."""
-        if r.random() >= 0.4:
+        if r.random() >= 0.6:
             return
         pod = next(o for o in self.objects_then if o["kind"] == "Pod")
         spec = pod["spec"]

@@ -93,12 +93,18 @@ def delete_batch(cluster, namespace, batch):
 
 
 def disagreement(pod, verdict, state, scenario):
+    """None where the scheduler confirms the verdict; `cannot_tell` only for a pod with what the explainer does
+    not model, which it names in `unchecked` (every other generated pod gets a certain answer)."""
     node, unschedulable = state
     if verdict["verdict"] == "fits" and node in verdict["fits_on"]:
         return None
     if verdict["verdict"] == "does_not_fit" and not node and unschedulable:
         return None
-    return {"pod": pod, "explainer": {k: verdict[k] for k in ("verdict", "fits_on", "message", "requests", "nodes")},
+    if verdict["verdict"] == "cannot_tell" and verdict.get("unchecked") \
+            and scenario.pod_kinds.get(pod, set()) & set(gen.UNCHECKED_KINDS):
+        return None
+    return {"pod": pod, "explainer": {k: verdict[k] for k in ("verdict", "fits_on", "message", "requests", "nodes",
+                                                           "unchecked")},
             "scheduler": {"node": node, "unschedulable": unschedulable},
             "objects": scenario.objects_first + scenario.objects_then}
 
