@@ -9,10 +9,19 @@ firstAvailable lists, selectors on attributes and capacity with the semver and q
 admin access, matchAttribute constraints), sometimes a claim two pods share, sometimes a required node affinity
 or a toleration of the tainted node; where the release backs extended resources by DRA, sometimes the test pods
 ask for the class's devices as an extended resource too (or instead of claims), with init containers and sidecars.
+Then, from a generator of its own (so the draws above stay as they were), some first test pods get what the rest of
+the scheduler checks (`build_pod_features`): cpu or memory requests in containers, init containers and sidecars
+(small ones that fit; one larger than any node's allocatable; containers and sidecars, or a sidecar and the init
+container after it, that only their sum makes too large; one pinned beside a neighbour pod of the scenario that
+takes a tenth of its node, asking for more than that leaves), required pod affinity or anti-affinity to the
+neighbour (or the neighbour's anti-affinity selecting the test pod), topology spread with DoNotSchedule, and a host
+port the neighbour already holds.
 `kinds` names what one scenario exercises, so that a smaller run can still take one of each (tests/integration/
 tiers.py).
 """
 import random
+
+from ansible_collections.dra.admin.plugins.module_utils.kube.quantity import quantity
 
 MODELS = ("a", "b", "c")
 MEMORY = ("16Gi", "40Gi", "80Gi")
@@ -22,6 +31,17 @@ NODE_TAINT = {"key": "explain.example.com/reserved", "value": "x", "effect": "No
 GATE = "dra.admin.test/explain"
 LABEL = "dra.admin.test/explain-batch"
 IMAGE = "registry.k8s.io/pause:3.10"
+SCENARIO_LABEL = "dra.admin.test/explain-scenario"
+ROLE_LABEL = "dra.admin.test/explain-role"
+HOSTNAME = "kubernetes.io/hostname"
+HOST_PORT_BASE = 40000   # plus the scenario's index: no two neighbours of a run hold the same port
+HOG_SHARE = 10           # a neighbour that hogs takes 1/HOG_SHARE of its node's cpu or memory
+# What build_pod_features draws, each a kind of `kinds`; the first ones are resource requests.
+REQUEST_KINDS = ("requests that fit", "requests over any node", "requests over what the neighbour leaves",
+                 "init container requests", "sidecar requests", "sidecar and containers over a node",
+                 "sidecar then init step over a node")
+UNCHECKED_KINDS = ("pod anti-affinity", "anti-affinity of a bound pod", "pod affinity",
+                   "topology spread DoNotSchedule", "host port")
 
 
 def selectors_for(domain, semver):
@@ -54,6 +74,8 @@ class Scenario:
         self.fillers = []          # filler pod names
         self.objects_then = []     # test claims and gated pods
         self.test_pods = []
+        self.neighbours = []       # pods of the scenario bound before the test pods (build_pod_features)
+        self.pod_kinds = {}        # test pod -> the kinds build_pod_features gave it
 
     # ---- cluster-scoped ----------------------------------------------------------------------------
     def meta(self, name, namespaced=False):
@@ -255,6 +277,111 @@ class Scenario:
                 spec["initContainers"] = inits
 
 
+    # ---- the rest of the pod -----------------------------------------------------------------------
+    def allocatable(self, node, resource):
+        """The node's allocatable `resource` (cpu in cores, memory in bytes), as a Fraction."""
+        return quantity(self.ctx["allocatable"][node][resource])
+
+    def neighbour(self, node, requests):
+        """A pod of the scenario bound to `node` before the test pods are created, asking for `requests`."""
+        name = f"{self.name}-neighbour"
+        pod = self.pod(name, [], gated=False, node_selector={HOSTNAME: node}, tolerate_node=True)
+        pod["metadata"]["labels"].update({SCENARIO_LABEL: self.name, ROLE_LABEL: "neighbour"})
+        pod["spec"].pop("resourceClaims")
+        pod["spec"]["containers"][0]["resources"] = {"requests": requests}
+        self.objects_first.append(pod)
+        self.neighbours.append(name)
+        return pod
+
+    def build_pod_features(self, r):
+        """Sometimes the first test pod gets resource requests, pod (anti-)affinity, topology spread or a host port
+        (the module's docstring), drawn from its own generator `r`. Requests that fit are small (the pods of a
+        batch share the nodes: the sum of all of them stays far below a node); the others are refused whatever
+        else is bound, so no order of binding changes the answer."""
+        if r.random() >= 0.6:
+            return
+        pod = next(o for o in self.objects_then if o["kind"] == "Pod")
+        spec = pod["spec"]
+        pod["metadata"]["labels"].update({SCENARIO_LABEL: self.name, ROLE_LABEL: "test"})
+        kinds = self.pod_kinds.setdefault(pod["metadata"]["name"], set())
+        nodes = self.ctx["nodes"]
+        node = r.choice(nodes)
+        resource = r.choice(("cpu", "memory"))
+        unit = {"cpu": "m", "memory": "Mi"}[resource]
+        largest = max(self.allocatable(n, resource) for n in nodes)
+        scale = 1000 if resource == "cpu" else 2 ** 20
+
+        def amount(value):
+            return f"{int(value * scale)}{unit}" if resource == "cpu" else f"{int(value // scale)}{unit}"
+
+        def ask(container, value):
+            container.setdefault("resources", {}).setdefault("requests", {})[resource] = value
+
+        def init(name, value, sidecar=False):
+            container = {"name": name, "image": IMAGE, "resources": {"requests": {resource: value}}}
+            if sidecar:
+                container["restartPolicy"] = "Always"
+            spec.setdefault("initContainers", []).append(container)
+
+        neighbour = {"cpu": "10m"}
+        if r.random() < 0.7:
+            mode = r.choice(REQUEST_KINDS)
+            kinds.add(mode)
+            small = f"{r.randint(10, 100)}{unit}"
+            if mode == "requests that fit":
+                ask(spec["containers"][0], small)
+            elif mode == "requests over any node":
+                ask(spec["containers"][0], amount(largest + (1 if resource == "cpu" else 2 ** 30)))
+            elif mode == "requests over what the neighbour leaves":
+                # The neighbour's tenth is bound before: at most nine tenths are left, whatever else is there.
+                own = self.allocatable(node, resource)
+                neighbour = {resource: amount(own / HOG_SHARE)}
+                ask(spec["containers"][0], amount(own - own / (2 * HOG_SHARE)))
+                spec["nodeSelector"] = {HOSTNAME: node}
+            elif mode in ("init container requests", "sidecar requests"):
+                ask(spec["containers"][0], small)
+                init("init-small", f"{r.randint(10, 200)}{unit}", sidecar=mode == "sidecar requests")
+            else:
+                # Each part below every node, their sum above: what the scheduler adds up decides.
+                part = amount(largest * 3 / 5)
+                ask(spec["containers"][0], part if mode == "sidecar and containers over a node" else small)
+                init("side-large", part, sidecar=True)
+                if mode == "sidecar then init step over a node":
+                    init("init-large", part)
+        if r.random() < 0.3:
+            term = {"labelSelector": {"matchLabels": {SCENARIO_LABEL: self.name, ROLE_LABEL: "neighbour"}},
+                    "topologyKey": HOSTNAME}
+            choice = r.choice(("pod anti-affinity", "pod anti-affinity", "pod affinity",
+                               "anti-affinity of a bound pod"))
+            kinds.add(choice)
+            if choice == "anti-affinity of a bound pod":
+                term["labelSelector"]["matchLabels"][ROLE_LABEL] = "test"
+                neighbour_affinity = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+            else:
+                neighbour_affinity = None
+                kind = "podAntiAffinity" if choice == "pod anti-affinity" else "podAffinity"
+                spec.setdefault("affinity", {})[kind] = {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
+        else:
+            neighbour_affinity = None
+        if r.random() < 0.25:
+            kinds.add("topology spread DoNotSchedule")
+            spec["topologySpreadConstraints"] = [{
+                "maxSkew": 1, "topologyKey": HOSTNAME, "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {SCENARIO_LABEL: self.name}}}]
+        port = None
+        if r.random() < 0.25:
+            kinds.add("host port")
+            port = HOST_PORT_BASE + self.index
+            spec["containers"][0]["ports"] = [{"containerPort": 8080, "hostPort": port}]
+        if not kinds:
+            return
+        held = self.neighbour(node, neighbour)
+        if neighbour_affinity:
+            held["spec"]["affinity"] = neighbour_affinity
+        if port:
+            held["spec"]["containers"][0]["ports"] = [{"containerPort": 8080, "hostPort": port}]
+
+
 def generate(index, seed, ctx):
     scenario = Scenario(index, random.Random(f"{seed}-{index}"), ctx)
     scenario.rule_selector = None
@@ -262,6 +389,8 @@ def generate(index, seed, ctx):
     scenario.build_fillers()
     scenario.build_tests()
     scenario.build_extended(random.Random(f"{seed}-{index}-extended"))
+    if ctx.get("allocatable"):
+        scenario.build_pod_features(random.Random(f"{seed}-{index}-pod"))
     return scenario
 
 
@@ -309,7 +438,7 @@ def kinds(scenario):
         out.add("claim shared by two pods")
     for pod in pods:
         spec = pod["spec"]
-        if "affinity" in spec:
+        if "nodeAffinity" in spec.get("affinity", {}):
             out.add("node affinity")
         if spec.get("tolerations"):
             out.add("tolerates the tainted node")
@@ -317,5 +446,8 @@ def kinds(scenario):
             out.add("extended resource, " + named)
             out.add("extended resource and claims" if spec.get("resourceClaims") else "extended resource alone")
         for init in spec.get("initContainers", ()):
-            out.add("extended resource, " + ("sidecar" if init.get("restartPolicy") == "Always" else "init"))
+            if "limits" in init["resources"]:
+                out.add("extended resource, " + ("sidecar" if init.get("restartPolicy") == "Always" else "init"))
+    for found in scenario.pod_kinds.values():
+        out |= found
     return out

@@ -4,7 +4,10 @@ Agreement: each batch of generated scenarios (tests/integration/allocation_scena
 test pods gated; the explainer answers for every gated pod (one module run per batch); then the gates are
 removed and kube-scheduler decides. A pod the explainer says fits must be bound to one of the nodes it names;
 one it says does not fit must be marked Unschedulable and stay unbound once every other pod of the batch is
-settled. Every disagreement is printed with its scenario's objects and the explanation.
+settled. Every disagreement is printed with its scenario's objects and the explanation. Pods with what the
+explainer does not model (pod (anti-)affinity, topology spread, host ports: allocation_scenarios.UNCHECKED_KINDS)
+are never `fits`: `cannot_tell`, or a certain answer the scheduler confirms. The tally counts the verdicts per kind
+of what build_pod_features gave a pod; resource requests must give both a `fits` and a `does_not_fit`.
 
 How many scenarios: the tier's (tests/integration/tiers.py). Tier full takes all FULL_SCENARIOS; tier ci the first
 CI_SCENARIOS, plus the first scenario of each kind (allocation_scenarios.kinds) those lack among the full run's, so
@@ -48,8 +51,10 @@ def pods_state(cluster, namespace):
 
 
 def context(cluster, namespace, batch, features):
-    nodes = sorted(n["metadata"]["name"] for n in cluster.get_json("nodes")["items"])
+    items = cluster.get_json("nodes")["items"]
+    nodes = sorted(n["metadata"]["name"] for n in items)
     return {"api": cluster.resource_version, "nodes": nodes, "namespace": namespace, "batch": batch,
+            "allocatable": {n["metadata"]["name"]: n["status"]["allocatable"] for n in items},
             "device_taints": "DRADeviceTaints" in features,
             "taint_rules_api": served(cluster, "devicetaintrules") if "DRADeviceTaints" in features else None,
             "prioritized_list": "DRAPrioritizedList" in features, "admin_access": "DRAAdminAccess" in features,
@@ -62,9 +67,9 @@ def create_batch(cluster, namespace, scenarios):
     cluster.kubectl("label", "namespace", namespace, *[f"{k}={v}" for k, v in ADMIN_LABELS.items()])
     cluster.wait_for_default_service_account(namespace)
     cluster.apply([o for s in scenarios for o in s.objects_first])
-    fillers = [f for s in scenarios for f in s.fillers]
+    fillers = [f for s in scenarios for f in s.fillers + s.neighbours]
     cluster.wait_until(lambda: all(pods_state(cluster, namespace).get(f, (None,))[0] for f in fillers), 180,
-                       f"the {len(fillers)} filler pods to be scheduled")
+                       f"the {len(fillers)} filler and neighbour pods to be scheduled")
     cluster.apply([o for s in scenarios for o in s.objects_then])
 
 
@@ -88,12 +93,18 @@ def delete_batch(cluster, namespace, batch):
 
 
 def disagreement(pod, verdict, state, scenario):
+    """None where the scheduler confirms the verdict; `cannot_tell` only for a pod with what the explainer does
+    not model, which it names in `unchecked` (every other generated pod gets a certain answer)."""
     node, unschedulable = state
     if verdict["verdict"] == "fits" and node in verdict["fits_on"]:
         return None
     if verdict["verdict"] == "does_not_fit" and not node and unschedulable:
         return None
-    return {"pod": pod, "explainer": {k: verdict[k] for k in ("verdict", "fits_on", "message", "requests", "nodes")},
+    if verdict["verdict"] == "cannot_tell" and verdict.get("unchecked") \
+            and scenario.pod_kinds.get(pod, set()) & set(gen.UNCHECKED_KINDS):
+        return None
+    return {"pod": pod, "explainer": {k: verdict[k] for k in ("verdict", "fits_on", "message", "requests", "nodes",
+                                                           "unchecked")},
             "scheduler": {"node": node, "unschedulable": unschedulable},
             "objects": scenario.objects_first + scenario.objects_then}
 
@@ -133,6 +144,17 @@ def run_batch(cluster, batch, indices, features, keep=False):
         extended = [p for p in by_pod if asks_extended_resources(by_pod[p], p)]
         for v in ("fits", "does_not_fit"):
             tally["extended " + v] = sum(1 for p in extended if expected[p]["verdict"] == v)
+        for p in by_pod:
+            for kind in by_pod[p].pod_kinds.get(p, ()):
+                key = f"{kind}: {expected[p]['verdict']}"
+                tally[key] = tally.get(key, 0) + 1
+            kinds = by_pod[p].pod_kinds.get(p, set())
+            if kinds & set(gen.REQUEST_KINDS):
+                key = "requests " + expected[p]["verdict"]
+                tally[key] = tally.get(key, 0) + 1
+            if kinds & set(gen.UNCHECKED_KINDS) and expected[p]["verdict"] == "fits":
+                found.append({"pod": p, "fits although not checked": sorted(kinds & set(gen.UNCHECKED_KINDS)),
+                              "explainer": {k: expected[p][k] for k in ("verdict", "fits_on", "message")}})
         return [d for d in found if d], tally, result["api_requests"]
     finally:
         if not keep:
@@ -161,6 +183,9 @@ def test_explainer_agrees_with_the_scheduler_on_generated_scenarios(cluster):
     print(f"\n{len(chosen)} scenarios (tier {tiers.TIER}), {pods} test pods on {cluster.version}: {totals}; "
           f"{len(disagreements)} disagreements")
     assert totals.get("fits") and totals.get("does_not_fit"), totals
+    # The resource filter gives certain answers both ways; what is not modelled is never "fits" (above).
+    assert totals.get("requests fits") and totals.get("requests does_not_fit"), totals
+    assert any(totals.get(f"{k}: cannot_tell") for k in gen.UNCHECKED_KINDS), totals
     if "DRAExtendedResource" in features:
         assert totals.get("extended fits") and totals.get("extended does_not_fit"), totals
     assert not disagreements, yaml.safe_dump(disagreements[:3], width=140)

@@ -241,14 +241,17 @@ def _request_row(claim, request, reasons, enough):
             "nodes_with_enough": enough, "_reasons": reasons}
 
 
-def _verdict(outcomes):
+def _verdict(outcomes, unchecked=()):
     """fits, does_not_fit or cannot_tell over the nodes. An allocator error on any searched node fails the
     pod's scheduling attempt: does_not_fit where the scheduler looks at every node, else cannot_tell when
-    another node fits."""
+    another node fits. A filter not modelled (`unchecked`) may refuse the erring node before the scheduler's
+    DRA filter runs there (host ports, pod (anti-)affinity, topology spread come first): then the error may never
+    happen, and another node that fits or cannot be told makes it cannot_tell too."""
     verdicts = set(o["verdict"] for o in outcomes)
     searched = sum(1 for o in outcomes if "node_reason" not in o)
     if search.ERROR in verdicts:
-        if searched <= search.ALL_NODES_CHECKED_UP_TO or not verdicts & set((search.FITS, search.CANNOT_TELL)):
+        if not verdicts & set((search.FITS, search.CANNOT_TELL)) or \
+                (searched <= search.ALL_NODES_CHECKED_UP_TO and not unchecked):
             return search.DOES_NOT_FIT
         return search.CANNOT_TELL
     if search.FITS in verdicts:
@@ -329,7 +332,7 @@ def explain(ctx, subject, to_allocate, allocated, problems, nodes, pod_spec, det
     (extended.unsure_mappings, its reason among the problems)."""
     outcomes, rows, searched = _memoized(ctx, to_allocate, allocated, nodes, pod_spec, memo, extended_resources,
                                          bound)
-    verdict = search.DOES_NOT_FIT if waits else _verdict(outcomes)
+    verdict = search.DOES_NOT_FIT if waits else _verdict(outcomes, unchecked)
     if verdict == search.FITS and (unchecked or contested):
         verdict = search.CANNOT_TELL
     fits_on = [o["name"] for o in outcomes if o["verdict"] == search.FITS] if not waits else []

@@ -242,3 +242,25 @@ def test_a_device_taint_rule_without_selector_taints_every_device_up_to_1_37_0_a
     cluster["rules"] = [dict(rule, spec=dict(rule["spec"], deviceSelector={"pool": "p"}))]
     ctx = explain.context(cel.Environment(37), cluster, features)
     assert search.node_verdict(ctx, [claim({"count": 1})], "node-0", {})[0] == search.DOES_NOT_FIT
+
+
+def test_an_error_on_a_node_a_filter_not_modelled_may_refuse_first_is_no_certain_refusal():
+    """The allocator stops with an error on node-0 (all devices, a pool being updated: 1.37), which fails the whole
+    attempt where the scheduler's DRA filter runs there; node-1 fits. A host port held on node-0 refuses it before
+    that filter (seen on v1.33.13: the pod bound to the other node), so with a filter not modelled the erring node
+    may never be searched by the scheduler: cannot_tell, not does_not_fit."""
+    from ansible_collections.dra.admin.plugins.module_utils.allocation import explain
+    slices = [slice_("a", "p0", ["d0", "d1"], count=2), slice_("b", "p1", ["d0"], nodeName="node-1")]
+    rules = model.pool_rules(37)
+    ctx = search.Context(cel.Environment(37), CLASSES, model.gather_pools(slices, set(), rules), {}, [], set(), rules)
+
+    def answer(unchecked):
+        return explain.explain(ctx, {"pod": "default/p"}, [claim({"allocationMode": "All"})], [], [],
+                               nodes("node-0", "node-1"), {"containers": [{"name": "c"}]}, unchecked=unchecked,
+                               detail=explain.DETAIL_NODES)
+
+    result = answer(())
+    assert [n["verdict"] for n in result["nodes"]] == [search.ERROR, search.FITS]
+    assert result["verdict"] == search.DOES_NOT_FIT
+    result = answer(["host ports"])
+    assert result["verdict"] == search.CANNOT_TELL and result["fits_on"] == ["node-1"]
