@@ -276,8 +276,8 @@ class Scenario:
                 r.shuffle(inits)
                 spec["initContainers"] = inits
 
-
     # ---- the rest of the pod -----------------------------------------------------------------------
+
     def allocatable(self, node, resource):
         """The node's allocatable `resource` (cpu in cores, memory in bytes), as a Fraction."""
         return quantity(self.ctx["allocatable"][node][resource])

@@ -103,8 +103,8 @@ def disagreement(pod, verdict, state, scenario):
     if verdict["verdict"] == "cannot_tell" and verdict.get("unchecked") \
             and scenario.pod_kinds.get(pod, set()) & set(gen.UNCHECKED_KINDS):
         return None
-    return {"pod": pod, "explainer": {k: verdict[k] for k in ("verdict", "fits_on", "message", "requests", "nodes",
-                                                           "unchecked")},
+    shown = ("verdict", "fits_on", "message", "requests", "nodes", "unchecked")
+    return {"pod": pod, "explainer": {k: verdict[k] for k in shown},
             "scheduler": {"node": node, "unschedulable": unschedulable},
             "objects": scenario.objects_first + scenario.objects_then}
 
