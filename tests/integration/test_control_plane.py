@@ -191,7 +191,7 @@ class ControlPlane:
         endpoints = {"kube-apiserver": {"port": self.ports["api"], "health": "/readyz"},
                      "kube-controller-manager": {"port": self.ports["kcm"], "health": "/healthz"},
                      "kube-scheduler": {"port": self.ports["scheduler"], "health": "/healthz"}}
-        common = {"manifest_dir": self.manifests, "admin_kubeconfig": self.admin_conf,
+        common = {"manifest_dir": self.manifests, "ca_file": os.path.join(self.root, "etc", "kubernetes", "pki", "ca.crt"),
                   "pod_log_dir": self.pods.log_dir, "backup_dir": self.backups, "wait_timeout": WAIT,
                   "poll_interval": 1, "endpoint_host": "127.0.0.1"}
         result = dict(("dra_feature_gates_" + k, v) for k, v in common.items())

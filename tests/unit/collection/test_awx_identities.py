@@ -223,7 +223,7 @@ def job_templates():
 # The table this test holds the templates to: what each playbook was written to need.
 EXPECTED = {
     "site": (PRIVILEGED, "hosts"), "upgrade": (PRIVILEGED, "hosts"), "driver_upgrade": (PRIVILEGED, "none"),
-    "health": ("reader", "gpu"), "upgrade_check": ("reader", "none"), "node_doctor": ("reader", "hosts"),
+    "health": ("reader", "gpu"), "upgrade_check": ("reader", "hosts"), "node_doctor": ("reader", "hosts"),
     "canary": ("canary", "none"), "device_maintenance": ("devices", "none"),
     "device_remediation": ("devices", "gpu"), "maintenance": ("maintenance", "none"),
 }

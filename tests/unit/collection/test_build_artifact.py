@@ -31,7 +31,7 @@ REQUIRED = [
 # The benchmarks' raw samples and plots stay in the repository (docs/decisions.md): 1,086,830 bytes
 # and 223 files before they were left out, 397,695 bytes and 216 files after.
 LEFT_OUT = ["docs/benchmarks/*.json", "docs/benchmarks/*.png"]
-MAX_ARTIFACT_BYTES = 832 * 1024  # 789,293 bytes with 1.38, the slice policy, both admin keys (docs/decisions.md)
+MAX_ARTIFACT_BYTES = 896 * 1024  # 865,775 bytes with the jobs' identities and host reads (docs/decisions.md)
 LEFTOVERS = [
     ".pytest_cache/v/cache/lastfailed", "tests/unit/.pytest_cache/README.md",
     "__pycache__/x.cpython-311.pyc", "plugins/modules/__pycache__/dra_node_drain.cpython-311.pyc",
