@@ -197,9 +197,11 @@ def argument_spec():
     )
 
 
-def token_headers(token_file):
-    """{"Authorization": "Bearer ..."} from the token file on this host, {} without one; InputError naming
-    token_file when it cannot be read or is empty."""
+def token_headers(token, token_file):
+    """{"Authorization": "Bearer ..."} from the token given or the token file on this host, {} without either;
+    InputError naming token_file when it cannot be read or is empty."""
+    if token:
+        return {"Authorization": "Bearer " + token}
     if not token_file:
         return {}
     try:
@@ -252,8 +254,7 @@ def main():
         raise_input_errors(wait_parameter_errors(module.params, timeouts=("timeout",), intervals=()))
         wanted_gates(module.params["feature_gates"])
         configz_patterns(module.params["configz_expected"])
-        headers = ({"Authorization": "Bearer " + module.params["token"]} if module.params["token"]
-                   else token_headers(module.params["token_file"]))
+        headers = token_headers(module.params["token"], module.params["token_file"])
         http = Http(module.params["timeout"])
         result = read(module.params, http, headers)
     module.exit_json(changed=False, api_requests=http.requests, **result)

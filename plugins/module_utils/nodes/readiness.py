@@ -14,7 +14,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.dra.admin.plugins.module_utils.drivers.upgrade import kubelet_version
-from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import is_full_release, is_pre_release
+from ansible_collections.dra.admin.plugins.module_utils.releases.catalog import names_one_version
 from ansible_collections.dra.admin.plugins.module_utils.kube.slices import device_names, pool_key, slices_for_node
 
 
@@ -30,7 +30,7 @@ def expected_release(version):
     that; a pre-release such as v1.38.0-beta.0 as well); "" for any. ValueError for anything else."""
     if not version:
         return ""
-    if not (is_full_release(version) or is_pre_release(version)):
+    if not names_one_version(version):
         raise ValueError("%r is not a release: give one such as v1.37.2" % version)
     return "v" + version.lstrip("v")
 

@@ -322,6 +322,11 @@ def is_pre_release(version):
     return bool(_PRE_RELEASE.match(str(version or "")))
 
 
+def names_one_version(version):
+    """Whether `version` names one version in full: a release (v1.37.2) or a pre-release (v1.38.0-beta.0)."""
+    return is_full_release(version) or is_pre_release(version)
+
+
 def pre_release_stage(version):
     """'alpha', 'beta' or 'rc' for a pre-release, "" for anything else."""
     match = _PRE_RELEASE.match(str(version or ""))

@@ -47,24 +47,18 @@ KUBEADM_PRE_RELEASE_FLAGS = {"alpha": "--allow-experimental-upgrades", "beta": "
                              "rc": "--allow-release-candidate-upgrades"}
 
 
-def version_tuple(version):
-    """'v1.37.2' (or a kubelet's 'v1.37.2-3+abc') -> a key in release order (catalog.release_order: a pre-release
-    before its release); None when it names no release."""
-    return catalog.release_order(version)
-
-
 def release_target(current, target, allow_pre_release=False):
     """The target as kubeadm takes it (`vX.Y.Z`, or `vX.Y.Z-beta.N` with `allow_pre_release`), or "" for
     maintenance; UpgradeInputError naming target_version for a target kubeadm cannot reach from the cluster's release
     `current`."""
     if not target:
         return ""
-    wanted, now = version_tuple(target), version_tuple(current)
+    wanted, now = catalog.release_order(target), catalog.release_order(current)
     if catalog.is_pre_release(target) and not allow_pre_release:
         raise UpgradeInputError("target_version: %s is a pre-release: set allow_pre_release (the playbook's "
                                 "dra_upgrade_allow_pre_release) to upgrade a test cluster to it, or give a released "
                                 "version" % target)
-    if wanted is None or not (catalog.is_full_release(target) or catalog.is_pre_release(target)):
+    if not catalog.names_one_version(target):
         raise UpgradeInputError("target_version: %r is not a released version: give one such as v1.%d.0 (kubeadm "
                                 "upgrades to an exact patch release)" % (target, now[1] + 1 if now else 37))
     try:
@@ -158,15 +152,15 @@ def node_action(node, mode, target, marks):
     """What the node needs; UpgradeInputError when its kubelet is newer than the target."""
     if mode == MAINTENANCE:
         return ACTION_MAINTAIN
-    have = version_tuple(kubelet_version(node))
+    have = catalog.release_order(kubelet_version(node))
     if have is None:
         raise UpgradeInputError("nodes: node %s reports kubelet version %r, not a Kubernetes release (a KWOK or "
                                 "virtual node): leave it out of the inventory groups control_plane and dra_nodes"
                                 % (node_name(node), kubelet_version(node)))
-    if have > version_tuple(target):
+    if have > catalog.release_order(target):
         raise UpgradeInputError("target_version: node %s already runs kubelet %s, newer than %s: give %s or newer"
                                 % (node_name(node), kubelet_version(node), target, kubelet_version(node)))
-    if have < version_tuple(target):
+    if have < catalog.release_order(target):
         return ACTION_UPGRADE
     return ACTION_FINISH if marks else ACTION_DONE
 
@@ -281,7 +275,8 @@ def kubeadm_steps(entries, mode, control_plane_version, target):
     once), `node` everywhere else, None in maintenance. Returns why the workers must not start, or None: the control
     plane older than the target with no control-plane node in the run to apply it (a kubelet is never newer than
     kube-apiserver)."""
-    apply_due = mode == UPGRADE and (version_tuple(control_plane_version) or (0,)) < version_tuple(target)
+    running = catalog.release_order(control_plane_version) or (0,)
+    apply_due = mode == UPGRADE and running < catalog.release_order(target)
     for entry in entries:
         entry["kubeadm_step"] = None if mode == MAINTENANCE else "node"
         if apply_due and entry["control_plane"] and entry["action"] == ACTION_UPGRADE:
