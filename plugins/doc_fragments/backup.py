@@ -9,18 +9,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 
-# The retention both fragments document (access/files: only this collection's backups of the same file are pruned).
-_BACKUP_KEEP = r"""  backup_keep:
-    description:
-      - How many backups of each file O(backup_dir) keeps - after a backup, the oldest of that file's backups beyond
-        this many are removed. Only backups this collection wrote of the same file are counted and removed (the
-        file's name followed by its time stamp); other files in O(backup_dir) are left alone. V(0) keeps every
-        backup.
-    type: int
-    default: 10
-"""
-
-
 class ModuleDocFragment(object):
 
     # Files of the node the module runs on (static Pod manifests, kubelet and scheduler configuration).
@@ -37,7 +25,7 @@ options:
       - Where backups go, on the node. Created when missing.
     type: path
     default: /etc/kubernetes/dra-admin-backups
-""" + _BACKUP_KEEP
+"""
 
     # An API object saved on the host the module runs on (the controller, or a delegated host).
     CONTROLLER = r"""
@@ -53,4 +41,18 @@ options:
       - Where backups go, on the host the module runs on. Created when missing.
     type: path
     default: ~/.dra-admin/backups
-""" + _BACKUP_KEEP
+"""
+
+    # The retention both kinds of backup share (access/files: only this collection's backups of the same file are
+    # pruned); a module lists it beside dra.admin.backup or dra.admin.backup.controller.
+    KEEP = r"""
+options:
+  backup_keep:
+    description:
+      - How many backups of each file O(backup_dir) keeps - after a backup, the oldest of that file's backups beyond
+        this many are removed. Only backups this collection wrote of the same file are counted and removed (the
+        file's name followed by its time stamp); other files in O(backup_dir) are left alone. V(0) keeps every
+        backup.
+    type: int
+    default: 10
+"""

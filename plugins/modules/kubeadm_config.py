@@ -34,6 +34,7 @@ extends_documentation_fragment:
   - dra.admin.attributes
   - dra.admin.attributes.actiongroup_k8s
   - dra.admin.backup.controller
+  - dra.admin.backup.keep
 options:
   extra_args:
     description:

@@ -35,6 +35,7 @@ extends_documentation_fragment:
   - dra.admin.attributes
   - dra.admin.attributes.platform
   - dra.admin.backup
+  - dra.admin.backup.keep
 options:
   path:
     description:

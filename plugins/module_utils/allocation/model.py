@@ -193,6 +193,10 @@ SUBREQUEST_SELECTIONS_APART_FROM = 36
 # unschedulable (ErrFailedAllocationOnNode: "asks for all devices, but resource pool ... is currently being updated");
 # before, the allocator stops with an error, which fails the pod's whole scheduling attempt.
 ALL_POOL_PROBLEM_NODE_ONLY_FROM = 38
+# From this release the allocator checks a claim's device limit (AllocationResultsMaxSize) after each of its requests,
+# before it looks at the next ("adding N devices exceeds the claim limit"); before, once after the claim's last request.
+# Which comes first decides between an error and a request for all devices that rules out the node only (1.38).
+CLAIM_LIMIT_PER_REQUEST_FROM = 37
 # From this release matchAttribute and distinctAttribute compare versions by semver equality (build metadata
 # ignored); before, as strings.
 VERSION_BUILD_IGNORED_FROM = 38
@@ -303,7 +307,7 @@ def node_pool(pool, node_name, labels, rules, counters_everywhere=False):
 def pool_rules(release, taint_reader=ALLOCATOR):
     """How the release's allocator gathers pools and searches them: {counters_per_pool, pools_checked_whole,
     pools_skipped, all_devices_undone, admin_holds_device, all_subrequest_kept,
-    subrequest_selections_apart, all_pool_problem_node_only, versions_without_build, release,
+    subrequest_selections_apart, all_pool_problem_node_only, claim_limit_per_request, versions_without_build, release,
     taint_reader} (release: the minor, None for the newest
     rules; taint_reader: how it reads DeviceTaintRules, kube.taint_rules.allocator_reader of the release's
     version, which also needs the patch: capacity.allocator_rules gives both)."""
@@ -316,6 +320,7 @@ def pool_rules(release, taint_reader=ALLOCATOR):
             "all_subrequest_kept": newest or release >= ALL_SUBREQUEST_KEPT_FROM,
             "subrequest_selections_apart": newest or release >= SUBREQUEST_SELECTIONS_APART_FROM,
             "all_pool_problem_node_only": newest or release >= ALL_POOL_PROBLEM_NODE_ONLY_FROM,
+            "claim_limit_per_request": newest or release >= CLAIM_LIMIT_PER_REQUEST_FROM,
             "versions_without_build": newest or release >= VERSION_BUILD_IGNORED_FROM,
             "release": release, "taint_reader": taint_reader}
 
@@ -355,7 +360,9 @@ def pools_in_order(release, features):
 
 
 def has_binding_conditions(pool):
-    return any(d.binding_conditions for d in pool.devices)
+    """Whether the allocator counts the pool among those with binding conditions (searched last): a pool being
+    updated is kept as its name only (GatherPools does not build it), so its devices do not count."""
+    return pool.status != POOL_INCOMPLETE and any(d.binding_conditions for d in pool.devices)
 
 
 def gather_pools(slices, features, rules):

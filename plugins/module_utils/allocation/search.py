@@ -207,13 +207,13 @@ def request_error(ctx, request):
 
 
 def all_devices_error(pools):
-    """Why a request for all devices stops the allocator on the node: any pool gathered there (whatever its
-    driver) being updated or invalid."""
-    for pool in pools:
+    """(index, why) of the first pool gathered on the node (whatever its driver) that stops a request for all
+    devices there: one being updated or invalid; None when there is none."""
+    for index, pool in enumerate(pools):
         if not pool.complete:
-            return "asks for all devices, but pool %s is being updated" % pool.label
+            return index, "asks for all devices, but pool %s is being updated" % pool.label
         if pool.status == model.POOL_INVALID:
-            return "asks for all devices, but pool %s is invalid (%s)" % (pool.label, pool.invalid_reason)
+            return index, "asks for all devices, but pool %s is invalid (%s)" % (pool.label, pool.invalid_reason)
     return None
 
 
@@ -251,18 +251,20 @@ class Candidates:
         self.uncertain = []
         self.ordered = []
         self.error = request_error(ctx, request)
-        # A pool being updated or invalid under a request for all devices: the node only, from 1.38.
+        # A pool being updated or invalid under a request for all devices: the node only, from 1.38, where the
+        # allocator meets that pool (it judges the devices of the pools before it first).
         self.refusal = None
+        refused_at = len(pools)
         if self.error is None and request.mode == "All":
             problem = all_devices_error(pools)
-            if ctx.pool_rules["all_pool_problem_node_only"]:
-                self.refusal = problem
-            else:
-                self.error = problem
+            if problem and ctx.pool_rules["all_pool_problem_node_only"]:
+                self.refusal, refused_at = problem[1], problem[0]
+            elif problem:
+                self.error = problem[1]
         self.unmodelled = request_unmodelled(request)
         self.all_devices = [] if request.mode == "All" else None
         self.all_unknown = None
-        for pool in pools:
+        for index, pool in enumerate(pools):
             if pool.status == model.POOL_INVALID:  # where the search meets the pool (before 1.35 it stops there)
                 self.ordered.append((pool, None, POOL_INVALID, pool.invalid_reason))
             for device in pool.devices:
@@ -273,14 +275,16 @@ class Candidates:
                     reason, detail = NOT_ON_NODE, None
                 self.reasons[device.key] = (reason, detail)
                 self.ordered.append((pool, device, reason, detail))
-                self._sort(ctx, request, pool, device, reason, detail)
+                self._sort(ctx, request, pool, device, reason, detail, index < refused_at)
+        if self.refusal and (self.error or self.all_unknown):
+            self.refusal = None  # a device of an earlier pool stops it first, or may
 
-    def _sort(self, ctx, request, pool, device, reason, detail):
+    def _sort(self, ctx, request, pool, device, reason, detail, judged_for_all=True):
         if reason in UNCERTAIN and (request.admin or device.key not in ctx.allocated):
             self.uncertain.append((pool, device, reason))
         if reason == AVAILABLE:
             self.usable.append((pool, device))
-        if self.all_devices is None or not pool.allocatable:
+        if self.all_devices is None or not pool.allocatable or not judged_for_all:
             return
         if reason == SELECTOR_ERROR and self.error is None:
             self.error = "selector error: %s" % detail
@@ -362,12 +366,13 @@ class NodeSearch:
                     self.candidates[(ci, ri, ai)] = Candidates(ctx, request, self.pools, node_name, labels)
         # The allocator checks the requests in order and stops at the first that it refuses: with an error, or
         # (a request for all devices and a pool of the node being updated or invalid, from 1.38) for this node.
-        problems = [(claims[k[0]].label, c) for k, c in sorted(self.candidates.items()) if c.error or c.refusal]
-        self.refused = None
-        if problems and problems[0][1].refusal:
-            self.refused = "%s request %s: %s" % (problems[0][0], problems[0][1].request.label, problems[0][1].refusal)
-        self.errors = [] if self.refused else ["%s request %s: %s" % (label, c.request.label, c.error)
-                                               for label, c in problems if c.error]
+        self.errors, self.refused = [], None
+        stop = self._first_refusal()
+        if stop is not None:
+            if stop[0] == ERROR:
+                self.errors = [stop[1]]
+            else:
+                self.refused = stop[1]
         self.unmodelled = ["%s request %s: %s" % (claims[k[0]].label, c.request.label, c.unmodelled)
                            for k, c in sorted(self.candidates.items()) if c.unmodelled]
         self.mixed = [] if ctx.pool_rules["subrequest_selections_apart"] else [
@@ -379,15 +384,29 @@ class NodeSearch:
         self.stops_at_invalid = not ctx.pool_rules["pools_skipped"] and any(
             p.status == model.POOL_INVALID for p in self.pools)
 
-    def over_the_claim_limit(self):
-        """Why a claim asks for more devices than one allocation may hold (the allocator counts each request's
-        count, its devices for All, the fewest of a firstAvailable list's), or None."""
+    def _first_refusal(self):
+        """(ERROR or DOES_NOT_FIT, why) for the first request the allocator refuses before any search, in its
+        order: claim after claim, request after request (each subrequest of a firstAvailable list), and the claim's
+        device limit (each request's count, its devices for All, the fewest of a firstAvailable list's) after each
+        request from CLAIM_LIMIT_PER_REQUEST_FROM, after the claim's last request before; None when it refuses
+        none."""
+        per_request = self.ctx.pool_rules["claim_limit_per_request"]
         for ci, claim in enumerate(self.claims):
             total = 0
             for ri, alternatives in enumerate(claim.requests):
-                total += min(self._needed(self.candidates[(ci, ri, ai)]) for ai in range(len(alternatives)))
+                for ai in range(len(alternatives)):
+                    candidates = self.candidates[(ci, ri, ai)]
+                    if candidates.error or candidates.refusal:
+                        return (ERROR if candidates.error else DOES_NOT_FIT, "%s request %s: %s" % (
+                            claim.label, candidates.request.label, candidates.error or candidates.refusal))
+                needed = min(self._needed(self.candidates[(ci, ri, ai)]) for ai in range(len(alternatives)))
+                if per_request and needed > ALLOCATION_RESULTS_MAX_SIZE - total:
+                    return ERROR, "claim %s request %s: adding %d devices exceeds the %d one claim may hold, with " \
+                        "%d already asked for" % (claim.label, alternatives[0].base, needed,
+                                                  ALLOCATION_RESULTS_MAX_SIZE, total)
+                total += needed
             if total > ALLOCATION_RESULTS_MAX_SIZE:
-                return "claim %s asks for at least %d devices, more than the %d one claim may hold" % (
+                return ERROR, "claim %s asks for at least %d devices, more than the %d one claim may hold" % (
                     claim.label, total, ALLOCATION_RESULTS_MAX_SIZE)
         return None
 
@@ -606,9 +625,6 @@ def node_verdict(ctx, claims, node_name, labels):
         return ERROR, "; ".join(search.errors), search
     if search.refused:
         return DOES_NOT_FIT, search.refused, search
-    too_many = search.over_the_claim_limit()
-    if too_many:
-        return ERROR, too_many, search
     if search.unmodelled:
         return CANNOT_TELL, "; ".join(search.unmodelled), search
     unknown = [c.all_unknown for c in search.candidates.values() if c.all_unknown]

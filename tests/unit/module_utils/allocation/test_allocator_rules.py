@@ -65,6 +65,29 @@ def test_all_devices_with_a_pool_being_updated_is_an_error_before_1_38_and_the_n
     assert kind == search.DOES_NOT_FIT and "asks for all devices, but pool gpu.example.com/p is being updated" in detail
 
 
+@pytest.mark.parametrize("failing_pool, kind", [("a", search.ERROR), ("c", search.DOES_NOT_FIT)])
+def test_a_request_for_all_devices_on_1_38_stops_at_the_first_pool_it_meets_that_fails(failing_pool, kind):
+    """1.38 goes through the node's pools in order: a selector failing on a device of a pool before the one being
+    updated fails the attempt; a pool being updated before the failing device rules out the node only."""
+    slices = [slice_("a", "a", ["d0"]), slice_("b", "b", ["d1"], count=2), slice_("c", "c", ["d2"])]
+    for one in slices:  # the failing pool's device has no attribute "model": the selector fails on it
+        if one["spec"]["pool"]["name"] != failing_pool:
+            one["spec"]["devices"][0]["attributes"]["model"] = {"string": "h100"}
+    model_is = [{"cel": {"expression": f'device.attributes["{GPU}"].model == "h100"'}}]
+    found, detail = verdict(slices, [claim({"allocationMode": "All", "selectors": model_is})], 38)
+    assert found == kind and ("being updated" in detail) == (kind == search.DOES_NOT_FIT)
+
+
+def test_a_pool_being_updated_keeps_its_name_order_though_its_devices_have_binding_conditions():
+    """GatherPools keeps a pool being updated as its name only: its devices' binding conditions do not send it
+    last, so a request for all devices meets it before a later pool's failing selector (1.38: the node only)."""
+    slices = [slice_("a", "a", ["d0"], count=2), slice_("b", "b", ["d1"])]
+    slices[0]["spec"]["devices"][0].update(bindingConditions=["ready"], bindingFailureConditions=["failed"])
+    model_is = [{"cel": {"expression": f'device.attributes["{GPU}"].model == "h100"'}}]
+    found, detail = verdict(slices, [claim({"allocationMode": "All", "selectors": model_is})], 38)
+    assert found == search.DOES_NOT_FIT and "pool gpu.example.com/a is being updated" in detail
+
+
 def test_match_attribute_ignores_version_build_metadata_from_1_38():
     slices = [slice_("a", "p", ["d0", "d1"])]
     for build, device in zip("ab", slices[0]["spec"]["devices"]):
@@ -88,10 +111,22 @@ def test_1_38_runs_stable_with_its_default_gates_and_incubating_for_an_alpha_gat
     assert not model.counter_slices_everywhere(38, set())
 
 
-def test_a_claim_over_32_devices_is_an_error():
+def test_a_claim_over_32_devices_is_an_error_after_its_last_request_before_1_37_and_after_each_from_1_37():
     slices = [slice_("a", "p", ["d%d" % i for i in range(40)])]
-    kind, detail = verdict(slices, [claim({"count": 20}, {"count": 13})], 37)
+    kind, detail = verdict(slices, [claim({"count": 20}, {"count": 13})], 36)
     assert kind == search.ERROR and "at least 33 devices, more than the 32" in detail
+    kind, detail = verdict(slices, [claim({"count": 20}, {"count": 13})], 37)
+    assert kind == search.ERROR and "request r1: adding 13 devices exceeds the 32" in detail and "20 already" in detail
+
+
+def test_the_claim_limit_and_a_request_for_all_devices_on_a_pool_being_updated_count_in_request_order_on_1_38():
+    """1.38: "adding 33 devices exceeds the claim limit" fails the attempt when that request comes first; a request
+    for all devices on a pool being updated that comes first rules out the node only."""
+    slices = [slice_("a", "p", ["d0"], count=2)]
+    kind, detail = verdict(slices, [claim({"count": 33}, {"allocationMode": "All"})], 38)
+    assert kind == search.ERROR and "request r0: adding 33 devices" in detail
+    kind, detail = verdict(slices, [claim({"allocationMode": "All"}, {"count": 33})], 38)
+    assert kind == search.DOES_NOT_FIT and "request r0: asks for all devices" in detail
 
 
 def test_a_constraint_refusing_a_device_of_all_is_an_error_and_distinct_attribute_holds():
