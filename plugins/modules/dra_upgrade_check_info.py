@@ -186,6 +186,7 @@ findings:
       description: >-
         The kind of finding - C(api-version-in-use), C(api-version-removed), C(storage-version),
         C(feature-gate-removed), C(feature-gate-locked), C(feature-gate-dependency), C(feature-gate-unknown),
+        C(feature-gate-unchecked),
         C(feature-gates-unread), C(kubelet-gates-unread), C(admin-access-label), C(admin-access-namespaces),
         C(driver-rbac), C(scheduler-rbac),
         C(kubelet-skew), C(kubelet-version-unknown), C(seamless-driver-upgrade), C(upgrade-path),

@@ -361,8 +361,9 @@ def pools_in_order(release, features):
 
 def has_binding_conditions(pool):
     """Whether the allocator counts the pool among those with binding conditions (searched last): a pool being
-    updated is kept as its name only (GatherPools does not build it), so its devices do not count."""
-    return pool.status != POOL_INCOMPLETE and any(d.binding_conditions for d in pool.devices)
+    updated or invalid is kept as its name only (GatherPools does not build it, buildPool returns it without its
+    slices), so its devices do not count."""
+    return pool.status == POOL_OK and any(d.binding_conditions for d in pool.devices)
 
 
 def gather_pools(slices, features, rules):

@@ -284,6 +284,31 @@ def _values(settings):
     return values
 
 
+# Gates every release's components know (component-base's own).
+EVERY_RELEASES_GATES = ("AllAlpha", "AllBeta")
+
+
+def uncatalogued_gates(settings):
+    """The names among `settings` ({gate: value as written}) that the catalog does not know (it knows the DRA
+    gates and those DRA depends on), sorted; AllAlpha and AllBeta, which every release has, are left out."""
+    return sorted(name for name in (settings or {})
+                  if not catalog.is_catalogued(name) and name not in EVERY_RELEASES_GATES)
+
+
+def unchecked_gates_finding(component, where, source, names, target_minor, prefix):
+    """One warning for the gates a component sets that this check cannot judge: a gate the target no longer
+    knows stops the component ("unrecognized feature gate")."""
+    return finding(
+        "feature-gate-unchecked", "warning", "%s: %s" % (prefix, ", ".join(names)),
+        "%s %s sets %s, which this check does not judge (it knows the DRA gates): a component that names a gate "
+        "Kubernetes %s no longer knows refuses to start (\"unrecognized feature gate\")"
+        % (where, source, ", ".join(names), _v(target_minor)),
+        "before upgrading, check that Kubernetes %s still has each of them (its kube-apiserver --help lists the "
+        "alpha and beta gates; its release notes the removed ones) and remove the others with role "
+        "dra.admin.feature_gates, dra_feature_gates_extra: {<gate>: null}" % _v(target_minor),
+        {"component": component, "gates": names, "source": source})
+
+
 def gate_verdict(name, value, target_minor):
     """What Kubernetes 1.<target_minor> does with a component that sets gate `name` to `value`:
     (id, severity, what happens) or None when it accepts it without remark."""
@@ -336,6 +361,9 @@ def component_gate_findings(component, where, source, settings, target_minor, su
             found.append(finding(fid, severity, "%s: %s" % (prefix, name), "%s %s sets %s" % (where, source, what),
                                  _gate_fix(name, severity),
                                  {"component": component, "gate": name, "value": values[name], "source": source}))
+    unchecked = uncatalogued_gates(settings)
+    if unchecked:
+        found.append(unchecked_gates_finding(component, where, source, unchecked, target_minor, prefix))
     if target_minor < catalog.DEPENDENCIES_ENFORCED_FROM:
         return found
     # A locked gate set to the other value is already a finding; judge the dependencies without it.
@@ -417,12 +445,13 @@ def kubelet_gate_findings(facts, current, target_minor):
             unread[node] = entry["error"]
             continue
         settings = _values(entry.get("gates"))
-        groups.setdefault(tuple(sorted(settings.items())), []).append(node)
+        unchecked = dict((name, entry["gates"][name]) for name in uncatalogued_gates(entry.get("gates")))
+        groups.setdefault((tuple(sorted(settings.items())), tuple(sorted(unchecked.items()))), []).append(node)
     found = []
     source = KUBELET_SOURCE_NOTE.get(facts.get("kubelet_gates_from"), "(its configuration and flags)")
     for settings, nodes in sorted(groups.items(), key=lambda kv: kv[1]):
         where = "kubelet on %s" % ", ".join(nodes)
-        for item in component_gate_findings(catalog.KUBELET, "the " + where, source, dict(settings),
+        for item in component_gate_findings(catalog.KUBELET, "the " + where, source, dict(settings[0] + settings[1]),
                                             target_minor, subject_extra=where):
             item["evidence"]["nodes"] = nodes
             found.append(item)

@@ -78,14 +78,16 @@ def test_a_request_for_all_devices_on_1_38_stops_at_the_first_pool_it_meets_that
     assert found == kind and ("being updated" in detail) == (kind == search.DOES_NOT_FIT)
 
 
-def test_a_pool_being_updated_keeps_its_name_order_though_its_devices_have_binding_conditions():
-    """GatherPools keeps a pool being updated as its name only: its devices' binding conditions do not send it
-    last, so a request for all devices meets it before a later pool's failing selector (1.38: the node only)."""
-    slices = [slice_("a", "a", ["d0"], count=2), slice_("b", "b", ["d1"])]
+@pytest.mark.parametrize("problem", ["being updated", "invalid"])
+def test_a_pool_being_updated_or_invalid_keeps_its_name_order_though_its_devices_have_binding_conditions(problem):
+    """The allocator keeps such a pool as its name only: its devices' binding conditions do not send it last, so a
+    request for all devices meets it before a later pool's failing selector (1.38: the node only)."""
+    slices = [slice_("a", "a", ["d0"], count=2) if problem == "being updated" else slice_("a", "a", ["d0", "d0"]),
+              slice_("b", "b", ["d1"])]
     slices[0]["spec"]["devices"][0].update(bindingConditions=["ready"], bindingFailureConditions=["failed"])
     model_is = [{"cel": {"expression": f'device.attributes["{GPU}"].model == "h100"'}}]
     found, detail = verdict(slices, [claim({"allocationMode": "All", "selectors": model_is})], 38)
-    assert found == search.DOES_NOT_FIT and "pool gpu.example.com/a is being updated" in detail
+    assert found == search.DOES_NOT_FIT and "pool gpu.example.com/a is " + problem in detail
 
 
 def test_match_attribute_ignores_version_build_metadata_from_1_38():

@@ -159,6 +159,22 @@ def test_static_pod_flags_locked_and_removed():
         "kube-apiserver: DynamicResourceAllocation"]
 
 
+def test_gates_the_check_does_not_judge_are_named_per_component_and_per_kubelet_group():
+    """A gate outside the catalog (not DRA's) that a component sets is named, never passed as checked: the target
+    may no longer know it, and then the component does not start."""
+    pods = [static_pod("kube-apiserver", "DRAAdminAccess=true,PodSchedulingReadiness=true,AllAlpha=false"),
+            static_pod("kube-scheduler", "DRAPrioritizedList=true")]
+    facts = {"control_plane_flags": u.flags_from_pods(pods),
+             "kubelet_gates": kubelets(node_a={"SeparateTaintEvictionController": True},
+                                       node_b={"SeparateTaintEvictionController": True}, node_c={})}
+    found = [f for f in u.findings(facts, "v1.37.2", "v1.38") if f["id"] == "feature-gate-unchecked"]
+    assert [(f["subject"], f["severity"]) for f in found] == [
+        ("kube-apiserver: PodSchedulingReadiness", "warning"),
+        ("kubelet on node-a, node-b: SeparateTaintEvictionController", "warning")]
+    assert "Kubernetes 1.38 no longer knows refuses to start" in found[0]["message"]
+    assert found[1]["evidence"]["nodes"] == ["node-a", "node-b"]
+
+
 def test_driver_accounts_and_reviews():
     labelled = {"metadata": {"name": "ds", "namespace": "drivers", "labels": {"dra.admin/driver": "gpu.example.com"}},
                 "spec": {"template": {"spec": {"serviceAccountName": "plugin"}}}}
