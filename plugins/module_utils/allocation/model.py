@@ -359,6 +359,19 @@ def pools_in_order(release, features):
             and release >= POOLS_IN_ORDER_FROM)
 
 
+# The implementations that, where a slot would take the claim past its device limit, unwind the search to the nearest
+# firstAvailable list of the claim (its next subrequest) or to the claim before (errAllocationResultMaxSizeExceeded),
+# instead of trying the slot's other devices: incubating and experimental from 1.34, stable from 1.36.
+LIMIT_UNWINDS_FROM = {"stable": 36, "incubating": 34, "experimental": 34}
+
+
+def limit_unwinds(release, features):
+    """Whether the release's allocator, with these gates on, unwinds the search at the claim's device limit
+    (LIMIT_UNWINDS_FROM)."""
+    release = NEWEST_RELEASE if release is None else release
+    return release >= LIMIT_UNWINDS_FROM[allocator_implementation(release, features)]
+
+
 def has_binding_conditions(pool):
     """Whether the allocator counts the pool among those with binding conditions (searched last): a pool being
     updated or invalid is kept as its name only (GatherPools does not build it, buildPool returns it without its

@@ -81,6 +81,7 @@ class Context:
         self.pool_rules = pool_rules or model.pool_rules(None)
         self.index = model.PoolIndex(pools, features, self.pool_rules)
         self.pools_in_order = model.pools_in_order(self.pool_rules.get("release"), features)
+        self.limit_unwinds = model.limit_unwinds(self.pool_rules.get("release"), features)
         self._activations = {}
         self._matches = {}
         self._reasons = {}
@@ -319,6 +320,11 @@ class SearchLimit(DraAdminError):
     """The search took more steps than MAX_STEPS: the verdict is "cannot tell"."""
 
 
+class OverTheLimit(Exception):
+    """A slot would take the claim past its device limit, where the allocator unwinds the search
+    (model.LIMIT_UNWINDS_FROM): caught at the claim's nearest firstAvailable list or before the claim."""
+
+
 class AllocatorStops(DraAdminError):
     """The allocator stops with an error where the search is now (a device of an All request that a claim
     constraint refuses: such a claim can never get all its devices)."""
@@ -433,8 +439,24 @@ class NodeSearch:
 
     def _request(self, ci, ri):
         if ri == len(self.claims[ci].requests):
-            return self._claim(ci + 1)
-        return any(self._devices(ci, ri, ai, 0) for ai in range(len(self.claims[ci].requests[ri])))
+            try:
+                return self._claim(ci + 1)
+            except OverTheLimit:
+                return False  # the next claim's limit: other devices here may still let it fit another way
+        alternatives = self.claims[ci].requests[ri]
+        if not alternatives[0].parent:
+            return self._devices(ci, ri, 0, 0)
+        every_one_over = True
+        for ai in range(len(alternatives)):
+            try:
+                if self._devices(ci, ri, ai, 0):
+                    return True
+                every_one_over = False
+            except OverTheLimit:
+                continue  # the next subrequest may ask for fewer devices
+        if every_one_over:
+            raise OverTheLimit()
+        return False
 
     def _needed(self, candidates):
         if candidates.all_devices is not None:
@@ -450,9 +472,11 @@ class NodeSearch:
             return False
         if di >= needed:
             return self._request(ci, ri + 1)
-        if not self.ctx.pool_rules["all_devices_undone"] and self.results[ci] + needed - di > ALLOCATION_RESULTS_MAX_SIZE:
-            # 1.33's allocator also keeps the results of a request for all devices it backtracks past: they
-            # count against the claim's limit for the rest of the attempt.
+        if self.results[ci] + needed - di > ALLOCATION_RESULTS_MAX_SIZE:
+            # The claim's limit (a firstAvailable list's larger subrequest, and in 1.33 the results of a request for
+            # all devices the search backtracked past, which that allocator keeps).
+            if self.ctx.limit_unwinds:
+                raise OverTheLimit()
             return False
         if candidates.all_devices is not None:
             pool, device, reason = candidates.all_devices[di]
@@ -518,8 +542,12 @@ class NodeSearch:
             return False
         if request.mode == "All" and ai and not self.ctx.pool_rules["all_subrequest_kept"]:
             ai, next_start = 0, 0  # that release's allocator goes on in the list's first subrequest
-        if self._devices(ci, ri, ai, di + 1, next_start):
-            return True
+        try:
+            if self._devices(ci, ri, ai, di + 1, next_start):
+                return True
+        except OverTheLimit:
+            undo()
+            raise
         if request.mode == "All" and not self.ctx.pool_rules["all_devices_undone"]:
             return False  # kept for the rest of the attempt, as that release's allocator keeps them
         undo()
@@ -690,6 +718,8 @@ def _searched_once(ctx, search):
         chosen = search.run()
     except SearchLimit:
         return CANNOT_TELL, "the search took more than %d steps" % MAX_STEPS
+    except OverTheLimit:  # unwound past the first claim: the allocator returns it as its error
+        return ERROR, "allocation max size exceeded (the %d devices one claim may hold)" % ALLOCATION_RESULTS_MAX_SIZE
     except AllocatorStops as exc:
         if search.reached_unknown:  # the allocator may have taken a device skipped on the way, and not got here
             search.may_error = True

@@ -131,6 +131,20 @@ def test_the_claim_limit_and_a_request_for_all_devices_on_a_pool_being_updated_c
     assert kind == search.DOES_NOT_FIT and "request r0: asks for all devices" in detail
 
 
+@pytest.mark.parametrize("release", [33, 37, 38])
+def test_a_subrequest_past_the_claim_limit_fails_before_its_selectors_are_evaluated(release):
+    """firstAvailable [all devices of a class none matches, 33 devices]: the claim's fewest is 0, so the check before
+    the search passes; the search stops the second subrequest at the limit before it looks at a device, so its
+    failing selector is never evaluated: no fit, not an error."""
+    slices = [slice_("a", "p", ["d0"])]
+    spec = {"devices": {"requests": [{"name": "r0", "firstAvailable": [
+        {"name": "s0", "deviceClassName": GPU, "allocationMode": "All",
+         "selectors": [{"cel": {"expression": "device.attributes[\"%s\"].index == 7" % GPU}}]},
+        {"name": "s1", "deviceClassName": GPU, "allocationMode": "ExactCount", "count": 33,
+         "selectors": [{"cel": {"expression": 'device.attributes["%s"].model == "h100"' % GPU}}]}]}]}}
+    assert verdict(slices, [search.Claim("default/c", spec)], release)[0] == search.DOES_NOT_FIT
+
+
 def test_a_constraint_refusing_a_device_of_all_is_an_error_and_distinct_attribute_holds():
     slices = [slice_("a", "p", ["d0", "d1"])]
     match = [{"requests": ["r0"], "matchAttribute": f"{GPU}/index"}]
