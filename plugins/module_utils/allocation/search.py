@@ -320,7 +320,7 @@ class SearchLimit(DraAdminError):
     """The search took more steps than MAX_STEPS: the verdict is "cannot tell"."""
 
 
-class OverTheLimit(Exception):
+class OverTheLimit(DraAdminError):
     """A slot would take the claim past its device limit, where the allocator unwinds the search
     (model.LIMIT_UNWINDS_FROM): caught at the claim's nearest firstAvailable list or before the claim."""
 
