@@ -469,6 +469,8 @@ def test_the_explainer_agrees_with_the_allocator_on_generated_states(release_ora
                 counts[answer] += 1
                 reached.add(answer)
                 counts["explainer " + verdict] += 1
+                counts["explainer cannot_tell: consumable capacity"] += search.CONSUMABLE_CAPACITY_UNMODELLED in str(
+                    detail) and verdict == search.CANNOT_TELL
                 assert agrees(outcome, verdict), (
                     f"{version} node {node}: the allocator says {outcome}, the explainer {verdict} ({detail}); "
                     f"seed {SEED} + {offset} (tier {tiers.TIER})")
@@ -489,5 +491,8 @@ def test_the_explainer_agrees_with_the_allocator_on_generated_states(release_ora
                   f"generated: {GENERATED}; not generated: {NOT_GENERATED}")
     assert counts["states"] >= min(CASES, 50), counts
     assert counts["allocator fits"] and counts["allocator no fit"], counts  # both outcomes reached
-    # The comparison keeps its power: "cannot tell" (always allowed) stays the exception (about 1-9% here).
-    assert counts["explainer cannot_tell"] * 4 <= counts["nodes"], counts
+    # The comparison keeps its power: "cannot tell" (always allowed) stays the exception (about 1-9% here) where the
+    # explainer models the state; consumable capacity, which it does not model, is left out of the share (how many
+    # states draw it depends on the seed: 29% of the answers for seed 1883160900 on 1.37).
+    unmodelled = counts["explainer cannot_tell: consumable capacity"]
+    assert (counts["explainer cannot_tell"] - unmodelled) * 4 <= counts["nodes"] - unmodelled, counts

@@ -189,10 +189,14 @@ def _feature_reason(ctx, device):
     return None
 
 
+# What "cannot tell" names where consumable capacity (multiple allocations of a device, capacity requests) decides.
+CONSUMABLE_CAPACITY_UNMODELLED = "consumable capacity is not modelled"
+
+
 def _capacity_reason(ctx, device):
     """(reason, detail) for a device the allocator checks for capacity after its selectors, else None."""
     if device.multiple and model.CONSUMABLE_CAPACITY in ctx.features:
-        return CANNOT_EVALUATE, "the device allows multiple allocations (consumable capacity is not modelled)"
+        return CANNOT_EVALUATE, "the device allows multiple allocations (%s)" % CONSUMABLE_CAPACITY_UNMODELLED
     return None
 
 
@@ -234,7 +238,7 @@ def mixed_subrequests(alternatives):
 def request_unmodelled(request):
     """What of the request this search does not model (None when it models all of it)."""
     if request.capacity:
-        return "capacity requests (consumable capacity) are not modelled"
+        return "capacity requests (%s)" % CONSUMABLE_CAPACITY_UNMODELLED
     return None
 
 
