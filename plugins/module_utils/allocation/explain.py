@@ -267,16 +267,22 @@ def _count_by(outcomes, field):
     return counts
 
 
-NODE_FIELDS = ("nodeName", "nodeSelector", "affinity", "tolerations")
+# Pod spec fields no node filter reads that differ between pods alike: a StatefulSet's replicas' host names.
+SPEC_FIELDS_PER_POD = ("hostname", "subdomain")
 
 
 def search_key(to_allocate, allocated, pod_spec, extended_resources=()):
-    """What decides the searches of a pod: its node filters, its claims' specs, its claims already allocated, the
-    extended resources its claim for them covers. Pods alike (a Deployment's or a Job's pending replicas) share
-    one search (``explain``'s memo)."""
-    spec = dict((k, (pod_spec or {}).get(k)) for k in NODE_FIELDS) if pod_spec is not None else None
+    """What decides the searches of a pod: its spec (the node filters read it: node selection, tolerations,
+    resource requests, host ports, inter-pod affinity, topology spread; its claims as the names its containers use,
+    the claims themselves by their specs), its claims' specs, its claims already allocated, the extended resources
+    its claim for them covers. Pods alike (a Deployment's, a Job's or a StatefulSet's pending replicas, pods that
+    differ only in their claims' names) share one search (``explain``'s memo)."""
+    spec = None
+    if pod_spec is not None:
+        spec = dict((k, v) for k, v in pod_spec.items() if k not in SPEC_FIELDS_PER_POD)
+        spec["resourceClaims"] = [c.get("name") for c in pod_spec.get("resourceClaims") or ()]
     return json.dumps([spec, [c.spec_key for c in to_allocate], [_label(c) for c in allocated],
-                       sorted(extended_resources)], sort_keys=True)
+                       sorted(extended_resources)], sort_keys=True, default=repr)
 
 
 def _relabelled(value, labels):

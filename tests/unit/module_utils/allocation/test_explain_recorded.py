@@ -189,6 +189,30 @@ def test_a_node_whose_cpu_is_taken_is_ruled_out_and_a_pod_too_big_for_every_node
     assert answer["verdict"] == search.DOES_NOT_FIT and "Insufficient cpu" in answer["message"]
 
 
+def test_pods_that_differ_only_in_what_they_request_do_not_share_a_search(recorded_objects):
+    """Explained together (one memo, as the module explains a namespace), a pod too big for every node and one
+    like it but small get their own answers: the search key holds every field the node filters read."""
+    cluster, features = recorded_objects
+    small = fitting_pod(cluster, features)
+    huge = copy.deepcopy(small)
+    huge["metadata"]["name"] = "huge"
+    huge["spec"]["containers"][0].setdefault("resources", {})["requests"] = {"cpu": "1000"}
+    ctx = explain.context(cel.Environment(37), cluster, features)
+    claims = dict(("%s/%s" % (c["metadata"]["namespace"], c["metadata"]["name"]), c) for c in cluster["claims"])
+    memo = {}
+    answers = [explain_service.explain_subject(ctx, {"pod": pod["metadata"]["name"]}, pod, None, claims, {}, cluster,
+                                               explain.DETAIL_NODES, memo) for pod in (huge, small)]
+    assert answers[0]["verdict"] == search.DOES_NOT_FIT and "Insufficient cpu" in answers[0]["message"]
+    assert answers[1]["verdict"] == search.FITS and "Insufficient cpu" not in answers[1]["message"]
+    assert len(memo) == 2
+    other = copy.deepcopy(small)  # another pod like it with a claim of its own name: the same search
+    other["spec"]["hostname"] = "other-0"
+    for entry in other["spec"].get("resourceClaims") or ():
+        entry.pop("resourceClaimTemplateName", None)
+        entry["resourceClaimName"] = "renamed"
+    assert explain.search_key([], [], other["spec"]) == explain.search_key([], [], small["spec"])
+
+
 def test_fits_is_cannot_tell_where_the_pod_uses_a_filter_not_modelled(recorded_objects):
     cluster, features = recorded_objects
     pod = fitting_pod(cluster, features)
