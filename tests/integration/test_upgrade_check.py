@@ -333,9 +333,10 @@ def expected_on_fresh_cluster(minor, target):
         expected.add(("kubelet-downgrade", "info"))
     if target_minor - minor > 1:
         expected.add(("upgrade-path", "warning"))
-    if minor >= 34 and target_minor >= 38:
-        # DynamicResourceAllocation, on by default and locked, is removed in 1.38: kube-apiserver's metrics cannot
-        # tell whether --feature-gates names it.
+    if minor >= 34 and any(minor < (gate_catalog.gate_removed_in(name) or 0) <= target_minor
+                           for name in gate_catalog.gate_catalog("v1.%d" % minor)):
+        # A gate at its default that the target removes (DynamicResourceAllocation in 1.38, DRAAdminAccess in
+        # 1.39): kube-apiserver's metrics cannot tell whether --feature-gates names it.
         expected.add(("feature-gate-unknown", "warning"))
     if minor < 34:
         # 1.33: up sets DynamicResourceAllocation=true (GA 1.34, locked 1.35, removed 1.38), stores DRA objects as
