@@ -376,13 +376,7 @@ class NodeSearch:
                     self.candidates[(ci, ri, ai)] = Candidates(ctx, request, self.pools, node_name, labels)
         # The allocator checks the requests in order and stops at the first that it refuses: with an error, or
         # (a request for all devices and a pool of the node being updated or invalid, from 1.38) for this node.
-        self.errors, self.refused = [], None
-        stop = self._first_refusal()
-        if stop is not None:
-            if stop[0] == ERROR:
-                self.errors = [stop[1]]
-            else:
-                self.refused = stop[1]
+        self.stop = self._first_refusal()
         self.unmodelled = ["%s request %s: %s" % (claims[k[0]].label, c.request.label, c.unmodelled)
                            for k, c in sorted(self.candidates.items()) if c.unmodelled]
         self.mixed = [] if ctx.pool_rules["subrequest_selections_apart"] else [
@@ -653,10 +647,8 @@ def node_verdict(ctx, claims, node_name, labels):
     if search.mixed:  # even a request's error is not certain then: the allocator checks it with mixed results
         search.may_error = True
         return CANNOT_TELL, "; ".join(search.mixed), search
-    if search.errors:
-        return ERROR, "; ".join(search.errors), search
-    if search.refused:
-        return DOES_NOT_FIT, search.refused, search
+    if search.stop:
+        return search.stop[0], search.stop[1], search
     if search.unmodelled:
         return CANNOT_TELL, "; ".join(search.unmodelled), search
     unknown = [c.all_unknown for c in search.candidates.values() if c.all_unknown]

@@ -449,9 +449,9 @@ def kubelet_gate_findings(facts, current, target_minor):
         groups.setdefault((tuple(sorted(settings.items())), tuple(sorted(unchecked.items()))), []).append(node)
     found = []
     source = KUBELET_SOURCE_NOTE.get(facts.get("kubelet_gates_from"), "(its configuration and flags)")
-    for settings, nodes in sorted(groups.items(), key=lambda kv: kv[1]):
+    for (catalogued, unchecked), nodes in sorted(groups.items(), key=lambda kv: kv[1]):
         where = "kubelet on %s" % ", ".join(nodes)
-        for item in component_gate_findings(catalog.KUBELET, "the " + where, source, dict(settings[0] + settings[1]),
+        for item in component_gate_findings(catalog.KUBELET, "the " + where, source, dict(catalogued + unchecked),
                                             target_minor, subject_extra=where):
             item["evidence"]["nodes"] = nodes
             found.append(item)
