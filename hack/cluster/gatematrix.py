@@ -319,16 +319,23 @@ class Harness:
     def attempt(self, slot, version, binaries, gate, value):
         """Start every component in `binaries` with what the role writes for {gate: value}; their verdicts."""
         gates, runtime_config = written_settings(version, gate, value)
+        return self.start_with(slot, version, binaries, "%s=%s" % (gate, str(value).lower()), gates, runtime_config)
+
+    def start_with(self, slot, version, binaries, label, gates, runtime_config=None, component_gates=None):
+        """Start every component in `binaries` with these gates (those of `component_gates`, {component: gates},
+        with their own) and kube-apiserver with this --runtime-config; {gates, runtime_config, components:
+        {component: (verdict, evidence)}, logs: {component: path}}."""
+        component_gates = component_gates or {}
         base = SLOT_BASE + SLOT_WIDTH * slot
         if base + len(COMPONENTS) > PORT_LIMIT:
             raise MatrixError("slot %d is outside the gate matrix's ports (to %d)" % (slot, PORT_LIMIT))
         ports = {APISERVER: base, KCM: base + 1, SCHEDULER: base + 2, KUBELET: None}
-        directory = os.path.join(self.work, version, "%s=%s" % (gate, str(value).lower()))
+        directory = os.path.join(self.work, version, label)
         os.makedirs(directory, exist_ok=True)
         busy = [p for p in ports.values() if p is not None and clusterlib.port_in_use(p)]
         if busy:
             raise MatrixError("port(s) %s of slot %d are in use" % (busy, slot))
-        prefix = "/gate-matrix/%s/%s-%s" % (version, gate, str(value).lower())
+        prefix = "/gate-matrix/%s/%s" % (version, label.replace("=", "-"))
         procs, logs, results = {}, {}, {}
 
         def start(components):
@@ -337,8 +344,8 @@ class Harness:
                     logs[component] = os.path.join(directory, component + ".log")
                     with open(logs[component], "wb") as log:
                         procs[component] = subprocess.Popen(
-                            self.argv(component, binaries[component], directory, ports, gates, runtime_config,
-                                      prefix),
+                            self.argv(component, binaries[component], directory, ports,
+                                      component_gates.get(component, gates), runtime_config, prefix),
                             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                             start_new_session=True, cwd=directory)
 
@@ -359,7 +366,7 @@ class Harness:
         finally:
             stop(*procs.values())
         return {"gates": gates, "runtime_config": runtime_config,
-                "components": dict((c, results[c]) for c in COMPONENTS if c in results)}
+                "components": dict((c, results[c]) for c in COMPONENTS if c in results), "logs": logs}
 
 
 def binary_verdict(components):
@@ -401,6 +408,131 @@ def compare(version, binaries, harness, workers=2, log=None):
             future.result()
     return {"version": version, "rows": rows, "listing": listing_differences(version, listed),
             "components": [c for c in COMPONENTS if c in binaries]}
+
+
+# ---- the release's whole gate list against the binaries ---------------------------------
+
+LOCKED_ERROR = re.compile(r"cannot set feature gate (\w+) to \w+, feature is locked to \w+")
+UNRECOGNIZED_ERROR = re.compile(r"unrecognized feature gate: (\w+)")
+
+
+def kube_gate_lists():
+    return clusterlib.collection_module("releases.kube_gate_lists")
+
+
+def release_list(version):
+    """{gate: {stage, default, locked}}: every gate of the release's list (catalog.kube_gate_info), which must have
+    been read from this very release (hack/kube-gate-lists takes the pinned release of a pinned minor)."""
+    minor, lists = clusterlib_minor(version), kube_gate_lists()
+    if lists.RELEASES.get(minor) != version:
+        raise MatrixError("the gate list of 1.%d was read from %s, not %s: run hack/kube-gate-lists"
+                          % (minor, lists.RELEASES.get(minor, "no release"), version))
+    return dict((name, _GATES.kube_gate_info(minor, name)) for name in lists.GATES
+                if _GATES.kube_gate_info(minor, name) is not None)
+
+
+def list_cases(version):
+    """What the release's list (and catalog.kube_gates_unknown_to) says its binaries do, as [(label, {component:
+    gates}, expected, named)]: every gate at its default is accepted by each component, less those it does not
+    know, and each of those is refused by it ("unrecognized feature gate"); every locked gate at the other value is
+    refused, each named ("cannot set feature gate ... locked"); each gate the previous list has and this one not is
+    refused ("unrecognized feature gate")."""
+    minor, known = clusterlib_minor(version), release_list(version)
+    unknown = _GATES.kube_gates_unknown_to(minor)
+
+    def each(gates):
+        return dict((c, dict((n, v) for n, v in gates.items() if c not in unknown.get(n, ()))) for c in COMPONENTS)
+
+    cases = [("list-defaults", each(dict((n, i["default"]) for n, i in known.items())), ACCEPTED, [])]
+    for name, components in sorted(unknown.items()):
+        for component in components:
+            cases.append(("list-unknown-%s-%s" % (component, name), {component: {name: known[name]["default"]}},
+                          REFUSED, [name]))
+    locked = sorted(n for n, i in known.items() if i["locked"])
+    if locked:
+        cases.append(("list-locked", each(dict((n, not known[n]["default"]) for n in locked)), REFUSED, locked))
+    for name in sorted(n for n in kube_gate_lists().GATES if _GATES.kube_gate_removed_in(n) == minor):
+        gates = {name: _GATES.kube_gate_info(minor - 1, name)["default"]}
+        cases.append(("list-removed-" + name, dict((c, gates) for c in COMPONENTS), REFUSED, [name]))
+    return cases
+
+
+def named_in(log_paths, pattern):
+    """{component: set of gate names its whole log names with `pattern`} (read after it stopped)."""
+    return dict((component, set(pattern.findall(read_log(path)))) for component, path in log_paths.items())
+
+
+def check_list(version, binaries, harness, workers=2, log=None):
+    """Every case of list_cases against the binaries (a case of one component starts it alone, with kube-apiserver
+    beside it for kube-controller-manager and kube-scheduler): (cases run, [problem, ...])."""
+    cases, found = list_cases(version), []
+    slots = list(range(workers))
+
+    def run(index):
+        label, component_gates, expected, named = cases[index]
+        judged = [c for c in COMPONENTS if c in component_gates and c in binaries]
+        started = dict((c, binaries[c]) for c in binaries
+                       if c in judged or (c == APISERVER and set(judged) & set((KCM, SCHEDULER))))
+        slot = slots.pop()
+        try:
+            result = harness.start_with(slot, version, started, label, {}, component_gates=component_gates)
+        finally:
+            slots.append(slot)
+        names = named_in(result["logs"], LOCKED_ERROR if label == "list-locked" else UNRECOGNIZED_ERROR)
+        for component in judged:
+            verdict, evidence = result["components"][component]
+            want = sorted(n for n in named if n in component_gates[component])
+            if verdict != expected:
+                found.append("%s %s (%d gates): %s %s, the list says %s: %s" % (
+                    version, label, len(component_gates[component]), component, verdict, expected, evidence))
+            elif want and names[component] != set(want):
+                found.append("%s %s: %s names %s, the list says %s" % (
+                    version, label, component, ", ".join(sorted(names[component])) or "none", ", ".join(want)))
+        if log:
+            log("%s %s: %s" % (version, label, ", ".join(
+                "%s %s" % (c, result["components"][c][0]) for c in judged)))
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        for future in [pool.submit(run, i) for i in range(len(cases))]:
+            future.result()
+    return len(cases), sorted(found)
+
+
+# ---- releases on the Go module proxy -----------------------------------------------------
+
+def module_versions(module="k8s.io/kubernetes"):
+    """Every version of the module the Go module proxy lists."""
+    with tempfile.TemporaryDirectory(prefix="gate-matrix-go-") as work:
+        env = dict(os.environ, GOFLAGS="-mod=mod", GOTOOLCHAIN="local")
+        env.pop("GOWORK", None)
+        subprocess.run(["go", "mod", "init", "gate-matrix.local/versions"], cwd=work, env=env,
+                       capture_output=True, check=True)
+        res = subprocess.run(["go", "list", "-m", "-versions", module], cwd=work, env=env, capture_output=True,
+                             text=True, check=False)
+    if res.returncode != 0:
+        raise MatrixError("go list -m -versions %s failed: %s" % (module, res.stderr.strip()))
+    return res.stdout.split()[1:]
+
+
+def latest_patches(versions, minors, pinned=()):
+    """minor -> the newest released vX.Y.Z of that minor (pre-releases skipped); a minor without a release takes
+    its pinned pre-release (versions.env: v1.38.0-beta.0 before v1.38.0)."""
+    latest = {}
+    for version in versions:
+        parts = version.lstrip("v").split(".")
+        if len(parts) != 3 or not all(p.isdigit() for p in parts) or parts[0] != "1":
+            continue
+        minor, patch = int(parts[1]), int(parts[2])
+        if minor in minors and (minor not in latest or patch > latest[minor][0]):
+            latest[minor] = (patch, version)
+    for version in pinned:
+        minor = int(version.lstrip("v").split(".")[1])
+        if minor in minors and minor not in latest:
+            latest[minor] = (-1, version)
+    missing = sorted(set(minors) - set(latest))
+    if missing:
+        raise MatrixError("the Go module proxy lists no release of 1.%s" % ", 1.".join(map(str, missing)))
+    return [latest[m][1] for m in sorted(latest)]
 
 
 def clusterlib_minor(version):

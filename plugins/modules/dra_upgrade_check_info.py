@@ -193,7 +193,10 @@ findings:
         C(planned-release), C(metrics-unreadable), C(stored-api-version), C(stored-api-version-unread),
         C(self-qualified-names),
         C(taint-rule-without-selector), C(extended-resource-eviction), C(grpc-probe-without-startup) or
-        C(kubelet-downgrade). The feature gate findings' evidence names the component (and for kubelets the
+        C(kubelet-downgrade). Feature gates are judged from the DRA catalog and, for every other gate, from the
+        gate list of the target release (read from its own Kubernetes module, 1.32 and later);
+        C(feature-gate-unchecked) names the gates no list has (client-go's) or that a target without a list may
+        not know. The feature gate findings' evidence names the component (and for kubelets the
         C(nodes)); a C(stored-api-version) finding's evidence lists each C(documents) entry with C(source),
         C(document), C(line), C(kind), C(name), C(api_version) and C(removed_in).
       type: str

@@ -110,3 +110,15 @@ def test_the_modules_give_the_binaries_verdict(harness, version, tmp_path):
             assert info["runtime_config"] == attempt["runtime_config"]
     with open(fixture) as original, open(manifest) as checked:
         assert original.read() == checked.read()
+
+
+@pytest.mark.every_release("every gate of the release's list against its own four binaries")
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_releases_gate_list_is_the_binaries(harness, version):
+    """The upgrade check judges every gate (DRA or not) from kube_gate_lists, read from the release's library, and
+    catalog.kube_gates_unknown_to: each of the four binaries accepts every gate of the list at its default (less
+    those the table says it does not know, each of which it refuses), refuses every locked gate at the other value
+    naming each, and refuses each gate the previous list has and this one not."""
+    cases, found = gatematrix.check_list(version, binaries(version), harness, WORKERS, log=print)
+    assert found == []
+    assert cases >= 2

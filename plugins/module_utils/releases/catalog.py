@@ -22,6 +22,7 @@ import re
 
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import InputError
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
+from ansible_collections.dra.admin.plugins.module_utils.releases import kube_gate_lists
 
 RESOURCE_GROUP = "resource.k8s.io"
 
@@ -908,6 +909,54 @@ def gate_removed_in(name):
     """The first release whose binaries no longer know the gate, as a minor, or None."""
     spec = _GATES.get(name)
     return spec[2] if spec else None
+
+
+# ---- every gate of a release (kube_gate_lists, read from each release's k8s.io/kubernetes module) ----------
+
+# Gates of a release's list that some of its components do not know: started with every gate of the list at its
+# default, these binaries refuse the gate as unrecognized (each component has its own registry). minor -> {gate:
+# components}. tests/integration/test_gate_matrix.py finds exactly these on the pinned releases; hack/gate-matrix's
+# kube-apiserver builds found none on 1.32 to 1.36 (docs/decisions.md, "Every gate of a release").
+_KUBE_GATES_UNKNOWN_TO = {
+    37: {"ControllerManagerReleaseLeaderElectionLockOnExit": (KUBE_SCHEDULER,)},
+    38: {"ControllerManagerReleaseLeaderElectionLockOnExit": (KUBE_APISERVER, KUBE_SCHEDULER, KUBELET)},
+}
+
+
+def kube_gate_info(minor, name, component=None):
+    """{stage, default, locked} of any Kubernetes gate (DRA or not) as the components of release 1.<minor> know it
+    (`component`: as that component knows it); None where it does not know the gate, or the release has no list
+    (kube_gate_listed)."""
+    if component in _KUBE_GATES_UNKNOWN_TO.get(minor, {}).get(name, ()):
+        return None
+    for first, last, default, locked, stage in kube_gate_lists.GATES.get(name, ()):
+        if first <= minor <= last:
+            return {"stage": stage, "default": default, "locked": locked}
+    return None
+
+
+def kube_gates_unknown_to(minor):
+    """{gate: components} of the release's list that those components do not know (a copy)."""
+    return dict((name, tuple(components)) for name, components in _KUBE_GATES_UNKNOWN_TO.get(minor, {}).items())
+
+
+def kube_gate_listed(minor):
+    """Whether release 1.<minor> has a gate list (kube_gate_lists.RELEASES)."""
+    return minor in kube_gate_lists.RELEASES
+
+
+def kube_gate_in_a_list(name):
+    """Whether any release's list has the gate (client-go's gates are in none)."""
+    return name in kube_gate_lists.GATES
+
+
+def kube_gate_removed_in(name):
+    """The first listed release whose components no longer know the gate, as a minor; None for a gate the newest
+    list still has or no list has (client-go's gates, or one removed before the first list)."""
+    runs = kube_gate_lists.GATES.get(name)
+    if not runs or runs[-1][1] >= max(kube_gate_lists.RELEASES):
+        return None
+    return runs[-1][1] + 1
 
 
 def oldest_kubelet_minor(version):

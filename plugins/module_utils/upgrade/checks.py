@@ -143,10 +143,13 @@ def api_usage(metrics_text):
     return usage
 
 
-def gates_from_metrics(metrics_text):
-    """{gate: effective value} of the catalogued gates, from kubernetes_feature_enabled (control_plane.component_metrics)."""
+def gates_from_metrics(metrics_text, current_minor):
+    """{gate: effective value}, from kubernetes_feature_enabled (control_plane.component_metrics), of the gates this
+    check knows on the cluster's release: the catalogued ones and those of the release's gate list (client-go's,
+    which the components report too, are in no list)."""
     gates = enabled_gates(parse_text(metrics_text or "", names=(FEATURE_ENABLED,)).samples)
-    return dict((name, value) for name, value in gates.items() if catalog.is_catalogued(name))
+    return dict((name, value) for name, value in gates.items()
+                if catalog.is_catalogued(name) or catalog.kube_gate_info(current_minor, name) is not None)
 
 
 def flags_from_pods(pods):
@@ -270,12 +273,39 @@ def api_findings(facts, target, target_minor):
     return found
 
 
-def _values(settings):
-    """{gate: bool} of the catalogued gates among `settings` ({gate: value as written}); values that are not
-    booleans are left out (the component would not have started with them)."""
+def gate_info_on(minor, name, component=None):
+    """What release 1.<minor> knows of gate `name` ({stage, default, locked}, None: not there): the catalog's entry
+    for a DRA gate (and those DRA depends on), else the release's own gate list as `component` knows it
+    (catalog.kube_gate_info)."""
+    if catalog.is_catalogued(name):
+        return catalog.target_gate_info(_v(minor), name)
+    return catalog.kube_gate_info(minor, name, component)
+
+
+def gate_removed_in(name):
+    """The first release that no longer knows the gate, as a minor, or None."""
+    return catalog.gate_removed_in(name) if catalog.is_catalogued(name) else catalog.kube_gate_removed_in(name)
+
+
+def judged(name, target_minor):
+    """Whether this check can say what Kubernetes 1.<target_minor> does with the gate: a catalogued gate, or one of
+    the releases' gate lists where the target has a list or the lists show the gate removed by then. client-go's
+    gates (in no list), a gate removed before the first list (1.32) and any gate still listed in 1.38 on a target
+    without a list (1.31, the announced 1.39) are not."""
+    if catalog.is_catalogued(name):
+        return True
+    if not catalog.kube_gate_in_a_list(name):
+        return False
+    removed = catalog.kube_gate_removed_in(name)
+    return catalog.kube_gate_listed(target_minor) or (removed is not None and target_minor >= removed)
+
+
+def _values(settings, target_minor):
+    """{gate: bool} of the gates among `settings` ({gate: value as written}) that this check judges on the target
+    (judged); values that are not booleans are left out (the component would not have started with them)."""
     values = {}
     for name, raw in (settings or {}).items():
-        if not catalog.is_catalogued(name):
+        if not judged(name, target_minor):
             continue
         try:
             values[name] = catalog.gate_value(raw)
@@ -288,11 +318,11 @@ def _values(settings):
 EVERY_RELEASES_GATES = ("AllAlpha", "AllBeta")
 
 
-def uncatalogued_gates(settings):
-    """The names among `settings` ({gate: value as written}) that the catalog does not know (it knows the DRA
-    gates and those DRA depends on), sorted; AllAlpha and AllBeta, which every release has, are left out."""
+def unjudged_gates(settings, target_minor):
+    """The names among `settings` ({gate: value as written}) that this check cannot judge on the target (judged),
+    sorted; AllAlpha and AllBeta, which every release has, are left out."""
     return sorted(name for name in (settings or {})
-                  if not catalog.is_catalogued(name) and name not in EVERY_RELEASES_GATES)
+                  if not judged(name, target_minor) and name not in EVERY_RELEASES_GATES)
 
 
 def unchecked_gates_finding(component, where, source, names, target_minor, prefix):
@@ -300,25 +330,30 @@ def unchecked_gates_finding(component, where, source, names, target_minor, prefi
     knows stops the component ("unrecognized feature gate")."""
     return finding(
         "feature-gate-unchecked", "warning", "%s: %s" % (prefix, ", ".join(names)),
-        "%s %s sets %s, which this check does not judge (it knows the DRA gates): a component that names a gate "
-        "Kubernetes %s no longer knows refuses to start (\"unrecognized feature gate\")"
-        % (where, source, ", ".join(names), _v(target_minor)),
+        "%s %s sets %s, which this check cannot judge on Kubernetes %s (no gate list of that release has them: "
+        "client-go's gates, or a release without a list): a component that names a gate Kubernetes %s no longer "
+        "knows refuses to start (\"unrecognized feature gate\")"
+        % (where, source, ", ".join(names), _v(target_minor), _v(target_minor)),
         "before upgrading, check that Kubernetes %s still has each of them (its kube-apiserver --help lists the "
         "alpha and beta gates; its release notes the removed ones) and remove the others with role "
         "dra.admin.feature_gates, dra_feature_gates_extra: {<gate>: null}" % _v(target_minor),
         {"component": component, "gates": names, "source": source})
 
 
-def gate_verdict(name, value, target_minor):
-    """What Kubernetes 1.<target_minor> does with a component that sets gate `name` to `value`:
-    (id, severity, what happens) or None when it accepts it without remark."""
+def gate_verdict(name, value, target_minor, component=None):
+    """What Kubernetes 1.<target_minor> does with `component` when it sets gate `name` to `value`:
+    (id, severity, what happens) or None when it accepts it without remark (or the gate is not judged)."""
     target = _v(target_minor)
-    info = catalog.target_gate_info(target, name)
-    removed = catalog.gate_removed_in(name)
+    info = gate_info_on(target_minor, name, component)
+    removed = gate_removed_in(name)
     shown = "%s=%s" % (name, str(value).lower())
     if info is None and removed is not None and target_minor >= removed:
         return ("feature-gate-removed", "breaking",
                 "%s; Kubernetes %s no longer knows the gate and the component refuses to start" % (shown, _v(removed)))
+    if info is None and not catalog.is_catalogued(name) and judged(name, target_minor):
+        return ("feature-gate-removed", "breaking",
+                "%s; the %s of Kubernetes %s does not know the gate (\"unrecognized feature gate\") and refuses to "
+                "start" % (shown, component or "components", target))
     if info is not None and info["locked"] and value != info["default"]:
         return ("feature-gate-locked", "breaking",
                 "%s; on Kubernetes %s it is locked to %s and the component refuses to start"
@@ -352,23 +387,23 @@ def component_gate_findings(component, where, source, settings, target_minor, su
     (refused at start-up from 1.35)."""
     target = _v(target_minor)
     prefix = subject_extra or component
-    values = _values(settings)
+    values = _values(settings, target_minor)
     found = []
     for name in sorted(values):
-        verdict = gate_verdict(name, values[name], target_minor)
+        verdict = gate_verdict(name, values[name], target_minor, component)
         if verdict:
             fid, severity, what = verdict
             found.append(finding(fid, severity, "%s: %s" % (prefix, name), "%s %s sets %s" % (where, source, what),
                                  _gate_fix(name, severity),
                                  {"component": component, "gate": name, "value": values[name], "source": source}))
-    unchecked = uncatalogued_gates(settings)
+    unchecked = unjudged_gates(settings, target_minor)
     if unchecked:
         found.append(unchecked_gates_finding(component, where, source, unchecked, target_minor, prefix))
     if target_minor < catalog.DEPENDENCIES_ENFORCED_FROM:
         return found
     # A locked gate set to the other value is already a finding; judge the dependencies without it.
     accepted = dict((name, value) for name, value in values.items()
-                    if (gate_verdict(name, value, target_minor) or ("", "info"))[1] != "breaking")
+                    if (gate_verdict(name, value, target_minor, component) or ("", "info"))[1] != "breaking")
     for item in catalog.target_unmet_dependencies(target, accepted):
         found.append(finding(
             "feature-gate-dependency", "breaking", "%s: %s" % (prefix, item["gate"]),
@@ -391,11 +426,14 @@ def gate_findings(facts, current, target, target_minor):
     found += kubelet_gate_findings(facts, current, target_minor)
     if flags:
         return found
-    effective = gates_from_metrics(facts.get("metrics_text"))
+    current_minor = catalog.require_upgrade_target(current)
+    effective = gates_from_metrics(facts.get("metrics_text"), current_minor)
     unknown, differing = [], {}
     for name, value in sorted(effective.items()):
-        current_info = catalog.target_gate_info(current, name)
+        current_info = gate_info_on(current_minor, name)
         if current_info is not None and value == current_info["default"]:
+            # Only the catalogued gates are named: every other gate at its default that the target removes
+            # would be too (52 from 1.36 to 1.38, nearly all GA gates locked for releases, which no one sets).
             removed = catalog.gate_removed_in(name)
             if removed is not None and target_minor >= removed:
                 unknown.append(name)
@@ -444,8 +482,8 @@ def kubelet_gate_findings(facts, current, target_minor):
         if entry.get("error"):
             unread[node] = entry["error"]
             continue
-        settings = _values(entry.get("gates"))
-        unchecked = dict((name, entry["gates"][name]) for name in uncatalogued_gates(entry.get("gates")))
+        settings = _values(entry.get("gates"), target_minor)
+        unchecked = dict((name, entry["gates"][name]) for name in unjudged_gates(entry.get("gates"), target_minor))
         groups.setdefault((tuple(sorted(settings.items())), tuple(sorted(unchecked.items()))), []).append(node)
     found = []
     source = KUBELET_SOURCE_NOTE.get(facts.get("kubelet_gates_from"), "(its configuration and flags)")

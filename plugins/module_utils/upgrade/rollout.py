@@ -209,10 +209,10 @@ def extra_args_map(section, flag):
     return parse_map("")
 
 
-def gate_dropped(name, value, target_minor):
-    """Why the target refuses `name=value` on a component (it would not start), or None when it is kept."""
+def gate_dropped(name, value, target_minor, component=None):
+    """Why the target refuses `name=value` on `component` (it would not start), or None when it is kept."""
     try:
-        verdict = gate_verdict(name, catalog.gate_value(value), target_minor)
+        verdict = gate_verdict(name, catalog.gate_value(value), target_minor, component)
     except ValueError:
         return None
     return verdict[2] if verdict and verdict[1] == "breaking" else None
@@ -240,7 +240,7 @@ def carried_flags(cluster_configuration, target):
             entries = extra_args_map(section, flag)
             kept = type(entries)()
             for entry, value in entries.items():
-                why = (gate_dropped(entry, value, target_minor) if flag == "feature-gates"
+                why = (gate_dropped(entry, value, target_minor, component) if flag == "feature-gates"
                        else runtime_entry_dropped(entry, target))
                 if why:
                     dropped.append({"component": component, "flag": flag, "entry": entry, "why": why})

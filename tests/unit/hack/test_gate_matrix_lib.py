@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import FIXTURES, ROOT, load_script
+from conftest import ROOT
 
 sys.path.insert(0, os.path.join(ROOT, "hack", "cluster"))
 import gatematrix  # noqa: E402
@@ -19,10 +19,6 @@ FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures", "gate-matrix")
 def recorded_help(version):
     with open(os.path.join(FIXTURES, "kube-apiserver-%s-feature-gates.txt" % version)) as handle:
         return handle.read()
-
-
-def load_tool():
-    return load_script("hack/gate-matrix", "gate_matrix_tool")
 
 
 def test_help_lists_alpha_and_beta_gates_with_their_defaults():
@@ -114,13 +110,12 @@ def test_every_exception_is_in_the_decisions_doc():
 
 
 def test_latest_patch_of_each_minor_from_the_proxy_listing():
-    tool = load_tool()
     listing = ["v1.13.0", "v1.32.2", "v1.32.13", "v1.33.6", "v1.33.13", "v1.34.0", "v1.34.4", "v1.35.4",
                "v1.36.1", "v1.36.3", "v1.37.0-rc.1", "v1.37.2"]
-    assert tool.latest_patches(listing, range(32, 38)) == [
+    assert gatematrix.latest_patches(listing, range(32, 38)) == [
         "v1.32.13", "v1.33.13", "v1.34.4", "v1.35.4", "v1.36.3", "v1.37.2"]
     with pytest.raises(gatematrix.MatrixError, match="no release of 1.38"):
-        tool.latest_patches(listing, [38])
+        gatematrix.latest_patches(listing, [38])
     # A minor without a release takes its pinned pre-release; a released minor keeps its release.
-    assert tool.latest_patches(listing + ["v1.38.0-beta.0"], [37, 38], ["v1.37.2", "v1.38.0-beta.0"]) == [
+    assert gatematrix.latest_patches(listing + ["v1.38.0-beta.0"], [37, 38], ["v1.37.2", "v1.38.0-beta.0"]) == [
         "v1.37.2", "v1.38.0-beta.0"]

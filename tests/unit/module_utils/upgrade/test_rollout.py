@@ -168,6 +168,21 @@ def test_a_gate_the_target_removes_is_not_carried_into_kubeadm_config():
     assert r.carried_flags(config, "v1.37.2")["extra_args"] == {}
 
 
+def test_a_non_dra_gate_the_target_removes_is_not_carried_either():
+    """PodSchedulingReadiness is in 1.37's gate list and in none after (kube_gate_lists); a gate only
+    kube-controller-manager knows on 1.38 (the binaries, catalog._KUBE_GATES_UNKNOWN_TO) is dropped from
+    kube-apiserver's flags and kept in kube-controller-manager's; client-go's WatchListClient, in no list, stays."""
+    gate = "ControllerManagerReleaseLeaderElectionLockOnExit"
+    config = with_apiserver_args(cluster_configuration("v1.37.2"), {
+        "feature-gates": "PodSchedulingReadiness=true,WatchListClient=true,%s=true" % gate})
+    config["controllerManager"] = {"extraArgs": [{"name": "feature-gates", "value": "%s=true" % gate}]}
+    carried = r.carried_flags(config, "v1.38.0")
+    assert carried["extra_args"] == {"kube-apiserver": {"feature-gates": "WatchListClient=true"}}
+    assert sorted((d["component"], d["entry"]) for d in carried["dropped"]) == [
+        ("kube-apiserver", gate), ("kube-apiserver", "PodSchedulingReadiness")]
+    assert r.carried_flags(config, "v1.37.2")["extra_args"] == {}
+
+
 def test_a_flag_left_empty_is_removed_and_v1beta3_maps_are_read():
     config = cluster_configuration("v1.33.13")
     config["apiServer"]["extraArgs"] = {"feature-gates": "DynamicResourceAllocation=true"}

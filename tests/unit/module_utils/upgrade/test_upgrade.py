@@ -159,19 +159,55 @@ def test_static_pod_flags_locked_and_removed():
         "kube-apiserver: DynamicResourceAllocation"]
 
 
-def test_gates_the_check_does_not_judge_are_named_per_component_and_per_kubelet_group():
-    """A gate outside the catalog (not DRA's) that a component sets is named, never passed as checked: the target
-    may no longer know it, and then the component does not start."""
+def test_every_gate_of_the_release_lists_is_judged_per_component_and_per_kubelet_group():
+    """A gate outside the DRA catalog is judged from the releases' own gate lists: 1.38 removes
+    PodSchedulingReadiness and SeparateTaintEvictionController (both in 1.37's list, in none after), so a component
+    that sets one does not start; AllAlpha, which every release has, is no finding."""
     pods = [static_pod("kube-apiserver", "DRAAdminAccess=true,PodSchedulingReadiness=true,AllAlpha=false"),
             static_pod("kube-scheduler", "DRAPrioritizedList=true")]
     facts = {"control_plane_flags": u.flags_from_pods(pods),
              "kubelet_gates": kubelets(node_a={"SeparateTaintEvictionController": True},
                                        node_b={"SeparateTaintEvictionController": True}, node_c={})}
+    found = u.findings(facts, "v1.37.2", "v1.38")
+    removed = [f for f in found if f["id"] == "feature-gate-removed"]
+    assert [(f["subject"], f["severity"]) for f in removed] == [
+        ("kube-apiserver: PodSchedulingReadiness", "breaking"),
+        ("kubelet on node-a, node-b: SeparateTaintEvictionController", "breaking")]
+    assert "Kubernetes 1.38 no longer knows the gate and the component refuses to start" in removed[0]["message"]
+    assert removed[1]["evidence"]["nodes"] == ["node-a", "node-b"]
+    assert not [f for f in found if f["id"] == "feature-gate-unchecked"]
+    # A non-DRA gate locked on the target to the other value (APIServerTracing: GA and locked to true from 1.34).
+    pods = [static_pod("kube-apiserver", "APIServerTracing=false")]
+    locked = u.findings({"control_plane_flags": u.flags_from_pods(pods)}, "v1.33.13", "v1.34")
+    assert [(f["id"], f["severity"]) for f in locked if f["subject"] == "kube-apiserver: APIServerTracing"] == [
+        ("feature-gate-locked", "breaking")]
+
+
+def test_a_gate_one_component_of_the_target_does_not_know_is_judged_for_that_component():
+    """1.38's kube-apiserver, kube-scheduler and kubelet do not know ControllerManagerReleaseLeaderElectionLockOnExit
+    (its list has it; the binaries refuse it as unrecognized), kube-controller-manager does."""
+    gate = "ControllerManagerReleaseLeaderElectionLockOnExit"
+    pods = [static_pod("kube-apiserver", "%s=true" % gate), static_pod("kube-controller-manager", "%s=true" % gate)]
+    found = u.findings({"control_plane_flags": u.flags_from_pods(pods)}, "v1.37.2", "v1.38")
+    assert [(f["id"], f["severity"], f["subject"]) for f in found if gate in f["subject"]] == [
+        ("feature-gate-removed", "breaking", "kube-apiserver: %s" % gate)]
+    assert "the kube-apiserver of Kubernetes 1.38 does not know the gate" in [
+        f for f in found if gate in f["subject"]][0]["message"]
+
+
+def test_gates_no_list_has_are_named_per_component_and_per_kubelet_group():
+    """client-go's gates (the components register them; the releases' lists do not have them), and any non-DRA
+    gate on a target without a list (the announced 1.39), are named as unchecked, never passed as checked."""
+    pods = [static_pod("kube-apiserver", "DRAAdminAccess=true,WatchListClient=true,AllAlpha=false")]
+    facts = {"control_plane_flags": u.flags_from_pods(pods),
+             "kubelet_gates": kubelets(node_a={"ContextualLogging": True}, node_b={"ContextualLogging": True},
+                                       node_c={})}
     found = [f for f in u.findings(facts, "v1.37.2", "v1.38") if f["id"] == "feature-gate-unchecked"]
-    assert [(f["subject"], f["severity"]) for f in found] == [
-        ("kube-apiserver: PodSchedulingReadiness", "warning"),
-        ("kubelet on node-a, node-b: SeparateTaintEvictionController", "warning")]
+    assert [(f["subject"], f["severity"]) for f in found] == [("kube-apiserver: WatchListClient", "warning")]
     assert "Kubernetes 1.38 no longer knows refuses to start" in found[0]["message"]
+    found = [f for f in u.findings(facts, "v1.38.0", "1.39") if f["id"] == "feature-gate-unchecked"]
+    assert [(f["subject"], f["severity"]) for f in found] == [
+        ("kube-apiserver: WatchListClient", "warning"), ("kubelet on node-a, node-b: ContextualLogging", "warning")]
     assert found[1]["evidence"]["nodes"] == ["node-a", "node-b"]
 
 
