@@ -133,6 +133,39 @@ def test_freed_room_goes_to_the_waiting_job_of_the_lowest_priority_that_fits():
     assert got == ["small", "urgent", "low"]
 
 
+def test_of_jobs_ready_at_once_the_lowest_priority_gets_the_room_whichever_thread_queues_first():
+    """Room for one of two jobs that become ready together: the priority-0 job must get it even when the other's
+    thread queues first (the other job's thread wakes while the urgent one's has not)."""
+    lock = threading.Condition()
+    later = test_all.Job("later", ["true"], uses={"inotify": 55}, priority=4)
+    urgent = test_all.Job("urgent", ["true"], uses={"inotify": 55}, priority=0)
+    room = test_all.Resources(lock, {"inotify": 60}, lambda: [j for j in (later, urgent) if j.ready is None])
+    got = []
+
+    def take(job):
+        with lock:
+            job.ready = True
+            room.acquire(job)
+            got.append(job.name)
+            lock.notify_all()
+
+    first = threading.Thread(target=take, args=(later,), daemon=True)
+    first.start()
+    with lock:
+        assert lock.wait_for(lambda: room.queued == [later], timeout=30)
+        assert got == []  # waits for the urgent job, which has not queued
+    second = threading.Thread(target=take, args=(urgent,), daemon=True)
+    second.start()
+    with lock:
+        assert lock.wait_for(lambda: got, timeout=30)
+        assert got == ["urgent"] and [j.name for j in room.queued] == ["later"]
+        room.release(urgent)
+        assert lock.wait_for(lambda: len(got) == 2, timeout=30)
+    for thread in (first, second):
+        thread.join(timeout=30)
+    assert got == ["urgent", "later"]
+
+
 def test_the_report_reads_pytests_durations_from_each_jobs_log(tmp_path, monkeypatch):
     monkeypatch.setattr(test_all, "LOGS", str(tmp_path))
     job = test_all.Job("kind-v1.37.2", ["true"])
