@@ -375,22 +375,34 @@ def binary_verdict(components):
     return verdicts.pop() if len(verdicts) == 1 else NO_VERDICT
 
 
+def each_on_a_slot(count, workers, run):
+    """run(index, slot) for every index below `count`, `workers` at a time, each holding a port slot of its own
+    (0 to workers - 1, Harness.start_with) while it runs; an exception of any is raised once all have ended."""
+    slots = list(range(workers))
+
+    def on_a_slot(index):
+        slot = slots.pop()
+        try:
+            run(index, slot)
+        finally:
+            slots.append(slot)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        for future in [pool.submit(on_a_slot, i) for i in range(count)]:
+            future.result()
+
+
 def compare(version, binaries, harness, workers=2, log=None):
     """Every case of the release: a list of row dicts (gate, value, catalog, binary, match, ...)."""
     minor = clusterlib_minor(version)
     listed = listed_gates(binaries[APISERVER])
     cases = [(gate, value) for gate in comparison_gates(version, listed) for value in (True, False)]
     rows = [None] * len(cases)
-    slots = list(range(workers))
 
-    def run(index):
-        slot = slots.pop()
-        try:
-            gate, value = cases[index]
-            started = time.time()
-            result = harness.attempt(slot, version, binaries, gate, value)
-        finally:
-            slots.append(slot)
+    def run(index, slot):
+        gate, value = cases[index]
+        started = time.time()
+        result = harness.attempt(slot, version, binaries, gate, value)
         catalog, message = catalog_verdict(version, gate, value)
         binary = binary_verdict(result["components"])
         exception = EXCEPTIONS.get((minor, gate, value))
@@ -403,9 +415,7 @@ def compare(version, binaries, harness, workers=2, log=None):
             log("%s %s=%s: catalog %s, binaries %s%s (%.0f s)" % (
                 version, gate, str(value).lower(), catalog, binary, note, row["seconds"]))
 
-    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-        for future in [pool.submit(run, i) for i in range(len(cases))]:
-            future.result()
+    each_on_a_slot(len(cases), workers, run)
     return {"version": version, "rows": rows, "listing": listing_differences(version, listed),
             "components": [c for c in COMPONENTS if c in binaries]}
 
@@ -427,8 +437,8 @@ def release_list(version):
     if lists.RELEASES.get(minor) != version:
         raise MatrixError("the gate list of 1.%d was read from %s, not %s: run hack/kube-gate-lists"
                           % (minor, lists.RELEASES.get(minor, "no release"), version))
-    return dict((name, _GATES.kube_gate_info(minor, name)) for name in lists.GATES
-                if _GATES.kube_gate_info(minor, name) is not None)
+    known = dict((name, _GATES.kube_gate_info(minor, name)) for name in lists.GATES)
+    return dict((name, info) for name, info in known.items() if info is not None)
 
 
 def list_cases(version):
@@ -466,18 +476,13 @@ def check_list(version, binaries, harness, workers=2, log=None):
     """Every case of list_cases against the binaries (a case of one component starts it alone, with kube-apiserver
     beside it for kube-controller-manager and kube-scheduler): (cases run, [problem, ...])."""
     cases, found = list_cases(version), []
-    slots = list(range(workers))
 
-    def run(index):
+    def run(index, slot):
         label, component_gates, expected, named = cases[index]
         judged = [c for c in COMPONENTS if c in component_gates and c in binaries]
         started = dict((c, binaries[c]) for c in binaries
                        if c in judged or (c == APISERVER and set(judged) & set((KCM, SCHEDULER))))
-        slot = slots.pop()
-        try:
-            result = harness.start_with(slot, version, started, label, {}, component_gates=component_gates)
-        finally:
-            slots.append(slot)
+        result = harness.start_with(slot, version, started, label, {}, component_gates=component_gates)
         names = named_in(result["logs"], LOCKED_ERROR if label == "list-locked" else UNRECOGNIZED_ERROR)
         for component in judged:
             verdict, evidence = result["components"][component]
@@ -492,9 +497,7 @@ def check_list(version, binaries, harness, workers=2, log=None):
             log("%s %s: %s" % (version, label, ", ".join(
                 "%s %s" % (c, result["components"][c][0]) for c in judged)))
 
-    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-        for future in [pool.submit(run, i) for i in range(len(cases))]:
-            future.result()
+    each_on_a_slot(len(cases), workers, run)
     return len(cases), sorted(found)
 
 
