@@ -21,7 +21,8 @@ description:
   - Chooses the update strategy from the selected nodes' C(status.nodeInfo.kubeletVersion) - C(maxSurge 1,
     maxUnavailable 0) (seamless upgrade) when the driver supports it and every kubelet is 1.33 or newer,
     otherwise C(maxUnavailable) O(max_unavailable) with a warning saying why (or a failure with
-    O(seamless_upgrade=required)).
+    O(seamless_upgrade=required)). A seamless update sets the DaemonSet's C(minReadySeconds) to
+    O(seamless_min_ready_seconds), so the kubelet registers the new plugin before the old one stops.
   - With O(method=template) renders the ServiceAccount, the driver ClusterRole and binding (the driver persona
     of M(dra.admin.dra_rbac_plan_info)) and the DaemonSet with gRPC liveness and startup probes
     (service C(liveness)) on O(health_port). With O(method=helm) renders the chart values (the role's overlay on
@@ -116,6 +117,16 @@ options:
       - Whether the driver hands over with C(kubeletplugin.RollingUpdate) and its pod UID. For known charts the
         chart's own answer is used when this is not set; for the built-in template the default is V(true).
     type: bool
+  seamless_min_ready_seconds:
+    description:
+      - With a seamless upgrade, the DaemonSet's C(minReadySeconds) - how long a new plugin pod is Ready before the
+        DaemonSet controller stops the old one on its node. A pod is Ready once its probe reaches its sockets, while
+        the kubelet registers the new plugin from a loop that runs every second; a claim prepared after the old
+        plugin stopped and before that registration fails (C(NodePrepareResources) cannot connect).
+      - For a known chart it goes into the checked rendering unless the chart sets its own. V(0) stops the old pod
+        as soon as the new one is Ready. From 0 to 300.
+    type: int
+    default: 5
   max_unavailable: {description: C(maxUnavailable) when not upgrading seamlessly (integer or percentage)., type: raw, default: 1}
   cluster_slices:
     description:
@@ -183,6 +194,11 @@ kubelet_versions: {description: Kubelet version of each selected node., returned
 strategy: {description: The DaemonSet updateStrategy., returned: always, type: dict,
            sample: {type: RollingUpdate, rollingUpdate: {maxSurge: 1, maxUnavailable: 0}}}
 seamless: {description: Whether the upgrade is seamless., returned: always, type: bool}
+min_ready_seconds:
+  description: The DaemonSet's C(minReadySeconds) - O(seamless_min_ready_seconds) when seamless, else V(0) (not set).
+  returned: always
+  type: int
+  sample: 5
 strategy_reason: {description: Why this strategy., returned: always, type: str}
 warnings_list: {description: The warnings also given to Ansible., returned: always, type: list, elements: str}
 affinity: {description: The node affinity with the exclusion label in every term., returned: always, type: dict}
@@ -226,6 +242,7 @@ from ansible_collections.dra.admin.plugins.module_utils.access.api import (
 )
 from ansible_collections.dra.admin.plugins.module_utils.drivers.plan_service import plan
 from ansible_collections.dra.admin.plugins.module_utils.drivers.inputs import DriverInputError
+from ansible_collections.dra.admin.plugins.module_utils.drivers.upgrade import DEFAULT_HANDOVER_SECONDS
 from ansible_collections.dra.admin.plugins.module_utils.kube.selection import DEFAULT_EXCLUSION_LABEL, exclusion_label_error
 
 
@@ -261,6 +278,7 @@ def argument_spec():
         startup=dict(type="dict", default={"period": 1, "failure_threshold": 600, "timeout": 5}),
         seamless_upgrade=dict(type="str", choices=["auto", "required", "disabled"], default="auto"),
         supports_seamless_upgrade=dict(type="bool"),
+        seamless_min_ready_seconds=dict(type="int", default=DEFAULT_HANDOVER_SECONDS),
         cluster_slices=dict(type="bool", default=False),
         max_unavailable=dict(type="raw", default=1),
         device_classes=dict(type="list", elements="dict", default=[]),

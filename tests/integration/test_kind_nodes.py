@@ -386,7 +386,7 @@ def test_seamless_upgrade_hands_over_while_a_new_claim_pod_starts(kind_cluster, 
     started during the rollout on that node is prepared (no FailedPrepareDynamicResources event)."""
     c = kind_cluster
     node = c.nodes[-1]
-    ns = "itk-upgrade"
+    ns = "itk-seamless"
     c.fresh_namespace(ns)
     api = c.resource_version
     c.apply([claim_template(api, ns, "one-gpu")])

@@ -4,7 +4,9 @@
 """Helm values for driver charts whose layout is known: the user's values plus the role's overlay.
 
 The overlay sets the update strategy, node selection with the exclusion label, tolerations,
-the health port and the driver name where each known chart keeps them.
+the health port and the driver name where each known chart keeps them. No known chart has a value for the
+DaemonSet's minReadySeconds: a seamless update's handover time goes into the checked rendering
+(with_handover).
 
 Pure functions over plain dicts: no Ansible, no network.
 """
@@ -199,6 +201,17 @@ HOOK_ANNOTATION = "helm.sh/hook"
 def is_hook(document):
     """Whether a rendered document is a Helm hook (Helm runs hooks itself, outside the release's manifest)."""
     return HOOK_ANNOTATION in ((document.get("metadata") or {}).get("annotations") or {})
+
+
+def with_handover(documents, min_ready_seconds):
+    """Every rendered DaemonSet (not a hook) with minReadySeconds min_ready_seconds, unless the chart set its
+    own or min_ready_seconds is 0 (documents are changed in place)."""
+    for document in documents:
+        if document.get("kind") == "DaemonSet" and not is_hook(document) and min_ready_seconds:
+            spec = document.setdefault("spec", {})
+            if not spec.get("minReadySeconds"):
+                spec["minReadySeconds"] = int(min_ready_seconds)
+    return documents
 
 
 def release_manifest(documents):

@@ -18,7 +18,9 @@ import re
 
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.drivers.manifests import DOWNWARD_ENV, ENV_SOURCES
-from ansible_collections.dra.admin.plugins.module_utils.drivers.upgrade import SEAMLESS_MODES, max_unavailable_problem
+from ansible_collections.dra.admin.plugins.module_utils.drivers.upgrade import (
+    SEAMLESS_MODES, handover_seconds_problem, max_unavailable_problem,
+)
 
 
 _NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -193,8 +195,8 @@ def validate_inputs(params):
     """Every problem with the inputs of one driver, as a list of messages (empty when usable).
 
     params: driver, method (template|helm), image, chart_ref, health_port, container_ports,
-    env, capabilities, privileged, seamless_upgrade, max_unavailable, daemonset_name, namespace,
-    plugin_dir, registrar_dir, cdi_dir.
+    env, capabilities, privileged, seamless_upgrade, seamless_min_ready_seconds, max_unavailable, daemonset_name,
+    namespace, plugin_dir, registrar_dir, cdi_dir.
     """
     problems = _name_problems(params)
     problems.extend(_port_problems(params.get("health_port"), params.get("container_ports")))
@@ -203,9 +205,10 @@ def validate_inputs(params):
     mode = params.get("seamless_upgrade") or "auto"
     if mode not in SEAMLESS_MODES:
         problems.append("seamless_upgrade must be one of %s, got %r" % (", ".join(SEAMLESS_MODES), mode))
-    problem = max_unavailable_problem(params.get("max_unavailable", 1))
-    if problem:
-        problems.append(problem)
+    for problem in (max_unavailable_problem(params.get("max_unavailable", 1)),
+                    handover_seconds_problem(params.get("seamless_min_ready_seconds", 0))):
+        if problem:
+            problems.append(problem)
     for key in ("plugin_dir", "registrar_dir", "cdi_dir"):
         value = params.get(key)
         if value is not None and not str(value).startswith("/"):

@@ -178,8 +178,8 @@ def _pod_spec(params):
     return pod_spec
 
 
-def build_daemonset(params, strategy):
-    """The built-in DaemonSet for a driver without a chart.
+def build_daemonset(params, strategy, min_ready_seconds=0):
+    """The built-in DaemonSet for a driver without a chart; minReadySeconds only when min_ready_seconds is not 0.
 
     params: driver, namespace, daemonset_name, image, image_pull_policy, command, args, env,
     health_port, container_ports, plugin_dir, registrar_dir, cdi_dir, privileged, capabilities, resources,
@@ -190,16 +190,19 @@ def build_daemonset(params, strategy):
     template_meta = {"labels": object_labels(name, params["driver"], params.get("labels"))}
     if params.get("pod_annotations"):
         template_meta["annotations"] = dict(params["pod_annotations"])
+    spec = {
+        "selector": {"matchLabels": selector_labels(name)},
+        "updateStrategy": strategy,
+        "template": {"metadata": template_meta, "spec": _pod_spec(params)},
+    }
+    if min_ready_seconds:
+        spec["minReadySeconds"] = int(min_ready_seconds)
     return {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
         "metadata": {"name": name, "namespace": params["namespace"],
                      "labels": object_labels(name, params["driver"], params.get("labels"))},
-        "spec": {
-            "selector": {"matchLabels": selector_labels(name)},
-            "updateStrategy": strategy,
-            "template": {"metadata": template_meta, "spec": _pod_spec(params)},
-        },
+        "spec": spec,
     }
 
 

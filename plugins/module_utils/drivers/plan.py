@@ -16,7 +16,7 @@ __metaclass__ = type
 
 from ansible_collections.dra.admin.plugins.module_utils.drivers.charts import (
     KNOWN_CHARTS, chart_device_class_names, chart_kind, chart_node_terms, chart_values, default_release_name,
-    helm_template_argv, is_hook, local_chart_version_problem, post_renderer_script, release_manifest,
+    helm_template_argv, is_hook, local_chart_version_problem, post_renderer_script, release_manifest, with_handover,
 )
 from ansible_collections.dra.admin.plugins.module_utils.drivers.checks import check_daemonset, daemonsets_in
 from ansible_collections.dra.admin.plugins.module_utils.drivers.inputs import (
@@ -28,7 +28,9 @@ from ansible_collections.dra.admin.plugins.module_utils.drivers.manifests import
 from ansible_collections.dra.admin.plugins.module_utils.drivers.nodes import (
     NoSelectedNodesError, node_affinity, select_nodes,
 )
-from ansible_collections.dra.admin.plugins.module_utils.drivers.upgrade import decide_strategy, kubelet_version
+from ansible_collections.dra.admin.plugins.module_utils.drivers.upgrade import (
+    DEFAULT_HANDOVER_SECONDS, decide_strategy, kubelet_version,
+)
 from ansible_collections.dra.admin.plugins.module_utils.kube.selection import with_exclusion
 from ansible_collections.dra.admin.plugins.module_utils.rbac.personas import granular_status, kubelet_plugin_objects
 from ansible_collections.dra.admin.plugins.module_utils.rbac.guardrails import KINDS as POLICY_KINDS
@@ -94,7 +96,8 @@ def placement(nodes, params, kind, supports):
     terms, selected, excluded = selection(nodes, params, kind)
     by_name = dict((n["metadata"]["name"], n) for n in nodes)
     decision = decide_strategy([by_name[name] for name in selected], params["seamless_upgrade"], supports,
-                               params["max_unavailable"])
+                               params["max_unavailable"],
+                               params.get("seamless_min_ready_seconds", DEFAULT_HANDOVER_SECONDS))
     warnings = [decision["warning"]] if decision["warning"] else []
     if params["method"] == "helm" and not kind:
         warnings.append("chart %s has no known values layout: the role cannot set its update strategy, node "
@@ -128,10 +131,10 @@ def policy_api_version(version):
         return newest_admission_policy_api_version()
 
 
-def template_plan(result, params, terms, strategy, version, served):
+def template_plan(result, params, terms, decision, version, served):
     """The built-in template's objects (kubelet-plugin RBAC and the DaemonSet) into result."""
     params["node_affinity"] = terms
-    daemonset = build_daemonset(params, strategy)
+    daemonset = build_daemonset(params, decision["strategy"], decision["min_ready_seconds"])
     rbac = kubelet_plugin_objects(params["driver"], params["namespace"], params["service_account"], served,
                                   granular_status(version), object_labels(params["daemonset_name"], params["driver"]),
                                   policy_api_version(version), params.get("cluster_slices", False))
@@ -141,8 +144,9 @@ def template_plan(result, params, terms, strategy, version, served):
     return result
 
 
-def chart_plan(result, params, kind, strategy):
+def chart_plan(result, params, kind, decision):
     """A chart's values, how to render it and, with rendered, the checks of what it rendered, into result."""
+    strategy = decision["strategy"]
     values, health_ports = chart_values(kind, params["chart_values"], params, strategy)
     release = params.get("release_name") or default_release_name(params["driver"])
     result["chart"] = {"kind": kind, "values": values, "health_ports": health_ports, "release_name": release,
@@ -154,6 +158,8 @@ def chart_plan(result, params, kind, strategy):
     result["health_ports"] = health_ports
     if params.get("rendered") is not None:
         documents = rendered_documents(params["rendered"])
+        if kind:
+            with_handover(documents, decision["min_ready_seconds"])
         name, result["rendered_problems"] = rendered_problems(documents, params, kind, health_ports, strategy)
         result["daemonset_name"] = name or result["daemonset_name"]
         from_chart = chart_device_class_names(documents)
@@ -177,10 +183,11 @@ def plan_result(params, kind, placed, version, served, api_version):
         "selected_nodes": placed["selected"], "excluded_nodes": placed["excluded"],
         "kubelet_versions": placed["kubelet_versions"],
         "strategy": decision["strategy"], "seamless": decision["seamless"], "strategy_reason": decision["reason"],
+        "min_ready_seconds": decision["min_ready_seconds"],
         "warnings_list": placed["warnings"], "affinity": node_affinity(placed["terms"], params["exclusion_label"]),
         "manifests": [], "policies": [], "chart": {},
         "device_classes": build_device_classes(params["driver"], params["device_classes"], api_version),
     }
     if params["method"] == "template":
-        return template_plan(result, params, placed["terms"], decision["strategy"], version, served)
-    return chart_plan(result, params, kind, decision["strategy"])
+        return template_plan(result, params, placed["terms"], decision, version, served)
+    return chart_plan(result, params, kind, decision)

@@ -28,6 +28,15 @@ SEAMLESS_UPGRADE_MIN_KUBELET_MINOR = 33
 
 SEAMLESS_MODES = ("auto", "required", "disabled")
 
+# A seamless update's DaemonSet minReadySeconds: how long a new plugin pod stays Ready before the DaemonSet
+# controller counts it available and stops the old one. A pod is Ready as soon as its probe reaches its sockets,
+# but the kubelet registers a plugin from its plugin manager's reconciler (every second) after it sees the
+# registration socket; until then the kubelet knows only the old plugin, and a claim prepared once the old one
+# stopped fails (NodePrepareResources: connect: no such file or directory). On kind nodes under load the old pod
+# was deleted 0.2-1.2 s after the kubelet registered the new one: no margin.
+DEFAULT_HANDOVER_SECONDS = 5
+HANDOVER_SECONDS_MAX = 300
+
 
 class SeamlessUpgradeError(DraAdminError, ValueError):
     """A seamless upgrade was required but cannot be done on this cluster."""
@@ -43,6 +52,16 @@ def max_unavailable_problem(value):
         return None
     return ("max_unavailable must be an integer of at least 1 or a percentage such as '25%%', got %r "
             "(0 would let no pod be replaced without a surge)" % (value,))
+
+
+def handover_seconds_problem(value):
+    """None when value is a usable seamless handover time (an integer of seconds, 0 to HANDOVER_SECONDS_MAX)."""
+    text = str(value).strip()
+    if not isinstance(value, bool) and re.match(r"^\d+$", text) and int(text) <= HANDOVER_SECONDS_MAX:
+        return None
+    return ("seamless_min_ready_seconds must be an integer of seconds from 0 to %d, got %r (the time a new plugin "
+            "pod stays Ready before the old one stops; 0 stops the old one as soon as the new one is Ready)"
+            % (HANDOVER_SECONDS_MAX, value))
 
 
 def normalize_max_unavailable(value):
@@ -73,13 +92,21 @@ def old_kubelets(nodes):
     return old
 
 
-def decide_strategy(nodes, mode="auto", driver_supports=True, max_unavailable=1):
+def decide_strategy(nodes, mode="auto", driver_supports=True, max_unavailable=1,
+                    handover_seconds=DEFAULT_HANDOVER_SECONDS):
     """The DaemonSet updateStrategy for the selected nodes.
 
-    Returns a dict: strategy (the updateStrategy), seamless (bool), reason (one sentence),
-    warning (a sentence saying why seamless upgrades are not used, or None).
+    Returns a dict: strategy (the updateStrategy), seamless (bool), min_ready_seconds (the DaemonSet's
+    minReadySeconds: handover_seconds when seamless, else 0), reason (one sentence), warning (a sentence saying
+    why seamless upgrades are not used, or None).
     Raises SeamlessUpgradeError when mode is 'required' and a seamless upgrade is impossible.
     """
+    decision = _decide_strategy(nodes, mode, driver_supports, max_unavailable)
+    decision["min_ready_seconds"] = int(handover_seconds) if decision["seamless"] else 0
+    return decision
+
+
+def _decide_strategy(nodes, mode, driver_supports, max_unavailable):
     fallback = {"type": "RollingUpdate",
                 "rollingUpdate": {"maxSurge": 0, "maxUnavailable": normalize_max_unavailable(max_unavailable)}}
     if mode == "disabled":

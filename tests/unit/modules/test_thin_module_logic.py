@@ -60,6 +60,31 @@ def test_a_chart_needs_its_version_and_a_local_chart_must_be_that_version():
                       lambda ref: {"name": "x", "version": "0.1.0"})
 
 
+def test_a_seamless_plan_reports_and_applies_its_handover_time_and_a_fallback_none():
+    import yaml
+    params, kind, supports = plan.prepared(plan_params(), lambda ref: None)
+    result = plan.plan_result(params, kind, plan.placement([node("kwok-node-0")], params, kind, supports), "v1.37.2",
+                              ["resourceslices"], "v1")
+    daemonset = [m for m in result["manifests"] if m["kind"] == "DaemonSet"][0]
+    assert result["seamless"] and result["min_ready_seconds"] == daemonset["spec"]["minReadySeconds"] == 5
+    params, kind, supports = plan.prepared(plan_params(seamless_min_ready_seconds=0), lambda ref: None)
+    result = plan.plan_result(params, kind, plan.placement([node("kwok-node-0")], params, kind, supports), "v1.37.2",
+                              ["resourceslices"], "v1")
+    assert result["min_ready_seconds"] == 0
+    assert "minReadySeconds" not in [m for m in result["manifests"] if m["kind"] == "DaemonSet"][0]["spec"]
+    # A known chart: the handover time goes into the checked rendering Helm applies.
+    params, kind, supports = plan.prepared(plan_params(method="helm", chart_ref="repo/dra-example-driver",
+                                                       chart_version="0.4.0", image=None), lambda ref: None)
+    placed = plan.placement([node("kwok-node-0", kubelet="v1.32.9"), node("kwok-node-1")], params, kind, supports)
+    params["rendered"] = yaml.safe_dump({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "ds"},
+                                         "spec": {}})
+    chart = plan.plan_result(params, kind, placed, "v1.37.2", ["resourceslices"], "v1")["chart"]
+    assert "minReadySeconds" not in yaml.safe_load(chart["manifest"])["spec"], "no surge on a 1.32 kubelet"
+    placed = plan.placement([node("kwok-node-0")], params, kind, supports)
+    chart = plan.plan_result(params, kind, placed, "v1.37.2", ["resourceslices"], "v1")["chart"]
+    assert yaml.safe_load(chart["manifest"])["spec"]["minReadySeconds"] == 5
+
+
 def test_the_checked_rendering_is_what_the_post_renderer_hands_helm(tmp_path):
     import subprocess
     import yaml

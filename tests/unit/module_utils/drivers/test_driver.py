@@ -169,6 +169,28 @@ def test_disabled_uses_max_unavailable_without_warning():
     assert result["warning"] is None and result["strategy"]["rollingUpdate"] == {"maxSurge": 0, "maxUnavailable": 3}
 
 
+def test_only_a_seamless_update_waits_for_the_new_plugin_before_the_old_one_stops():
+    assert upgrade.decide_strategy([node("a")])["min_ready_seconds"] == upgrade.DEFAULT_HANDOVER_SECONDS == 5
+    assert upgrade.decide_strategy([node("a")], handover_seconds=12)["min_ready_seconds"] == 12
+    assert upgrade.decide_strategy([node("a")], handover_seconds=0)["min_ready_seconds"] == 0
+    # Without a surge there is no old plugin beside the new one to wait for.
+    assert upgrade.decide_strategy([node("a", kubelet="v1.32.9")], handover_seconds=12)["min_ready_seconds"] == 0
+    assert upgrade.decide_strategy([node("a")], mode="disabled")["min_ready_seconds"] == 0
+
+
+@pytest.mark.parametrize("value", [0, 5, 300, "7"])
+def test_usable_handover_times(value):
+    assert upgrade.handover_seconds_problem(value) is None
+
+
+@pytest.mark.parametrize("value", [-1, 301, True, "five", 1.5, None])
+def test_unusable_handover_times_are_named_with_their_range(value):
+    problem = upgrade.handover_seconds_problem(value)
+    assert problem.startswith("seamless_min_ready_seconds must be an integer of seconds from 0 to 300, got %r"
+                              % (value,))
+    assert problem in inputs.validate_inputs(params(seamless_min_ready_seconds=value))
+
+
 # --- manifests ----------------------------------------------------------------------------
 
 def test_daemonset_has_probes_paths_downward_env_affinity_and_strategy():
@@ -195,6 +217,15 @@ def test_daemonset_has_probes_paths_downward_env_affinity_and_strategy():
     assert mounts == volumes
     assert ds["spec"]["selector"]["matchLabels"].items() <= ds["spec"]["template"]["metadata"]["labels"].items()
     assert checks.check_daemonset(ds, EXCL, [51515], strategy, require_startup=True) == []
+
+
+def test_daemonset_min_ready_seconds_only_when_there_is_a_handover():
+    decision = upgrade.decide_strategy([node("a")])
+    ds = manifests.build_daemonset(params(), decision["strategy"], decision["min_ready_seconds"])
+    assert ds["spec"]["minReadySeconds"] == 5
+    fallback = upgrade.decide_strategy([node("a")], mode="disabled")
+    assert "minReadySeconds" not in manifests.build_daemonset(params(), fallback["strategy"],
+                                                              fallback["min_ready_seconds"])["spec"]
 
 
 def test_plugin_container_is_unprivileged_by_default_and_privileged_only_when_asked():
@@ -337,6 +368,18 @@ def test_default_release_name_and_the_charts_own_device_classes():
                 {"kind": "DaemonSet", "metadata": {"name": "chart-kubeletplugin"}}, None,
                 {"kind": "DeviceClass", "metadata": {}}]
     assert charts.chart_device_class_names(rendered) == ["chart.example.com"]
+
+
+def test_a_charts_daemonsets_get_the_handover_time_unless_the_chart_set_one():
+    rendered = [{"kind": "DaemonSet", "metadata": {"name": "plugin"}, "spec": {}},
+                {"kind": "DaemonSet", "metadata": {"name": "own"}, "spec": {"minReadySeconds": 30}},
+                {"kind": "DaemonSet", "metadata": {"name": "hook", "annotations": {"helm.sh/hook": "pre-install"}},
+                 "spec": {}},
+                {"kind": "Deployment", "metadata": {"name": "controller"}, "spec": {}}]
+    charts.with_handover(rendered, 5)
+    assert [d["spec"].get("minReadySeconds") for d in rendered] == [5, 30, None, None]
+    untouched = [{"kind": "DaemonSet", "metadata": {"name": "plugin"}, "spec": {}}]
+    assert charts.with_handover(untouched, 0) == [{"kind": "DaemonSet", "metadata": {"name": "plugin"}, "spec": {}}]
 
 
 def test_unknown_chart_values_untouched():
