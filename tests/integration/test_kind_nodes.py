@@ -411,6 +411,10 @@ def test_seamless_upgrade_hands_over_while_a_new_claim_pod_starts(kind_cluster, 
         if role.poll() is None:
             role.kill()
     assert role.returncode == 0, f"driver role failed:\n{out[-6000:]}"
+    # The handover time (dra_driver_seamless_min_ready_seconds, 5 by default): the old plugin stops only once the
+    # new pod has been Ready that long, after the kubelet registered it.
+    assert c.get_json("daemonset", "-n", DRIVER_NAMESPACE, "gpu-example-com-kubeletplugin")["spec"][
+        "minReadySeconds"] == 5
     running = wait_until(lambda: running_pod(c, ns, "during-upgrade"), 180,
                          "the claim pod started during the upgrade to run")
     events = c.get_json("events", "-n", ns)["items"]
