@@ -67,8 +67,7 @@ class KindCluster:
         """Create the namespace and wait for its default ServiceAccount (pods are admitted from then on). One of
         that name left by an earlier test (deleted without waiting, or left by a failed test) is deleted and
         waited for first, so one test's leftovers never fail the next."""
-        if self.kubectl("get", "namespace", name, "--ignore-not-found", "-o", "name").stdout.strip():
-            self.kubectl("delete", "namespace", name, "--wait=true", "--timeout=180s")
+        self.kubectl("delete", "namespace", name, "--ignore-not-found", "--wait=true", "--timeout=180s")
         self.kubectl("create", "namespace", name)
         wait_until(lambda: self.kubectl("get", "serviceaccount", "default", "-n", name, check=False).returncode == 0,
                    60, f"the default ServiceAccount of {name}")

@@ -206,8 +206,10 @@ def is_hook(document):
 def with_handover(documents, min_ready_seconds):
     """Every rendered DaemonSet (not a hook) with minReadySeconds min_ready_seconds, unless the chart set its
     own or min_ready_seconds is 0 (documents are changed in place)."""
+    if not min_ready_seconds:
+        return documents
     for document in documents:
-        if document.get("kind") == "DaemonSet" and not is_hook(document) and min_ready_seconds:
+        if document.get("kind") == "DaemonSet" and not is_hook(document):
             spec = document.setdefault("spec", {})
             if not spec.get("minReadySeconds"):
                 spec["minReadySeconds"] = int(min_ready_seconds)

@@ -19,7 +19,7 @@ import re
 from ansible_collections.dra.admin.plugins.module_utils.common.errors import DraAdminError
 from ansible_collections.dra.admin.plugins.module_utils.drivers.manifests import DOWNWARD_ENV, ENV_SOURCES
 from ansible_collections.dra.admin.plugins.module_utils.drivers.upgrade import (
-    SEAMLESS_MODES, handover_seconds_problem, max_unavailable_problem,
+    DEFAULT_HANDOVER_SECONDS, SEAMLESS_MODES, handover_seconds_problem, max_unavailable_problem,
 )
 
 
@@ -206,7 +206,7 @@ def validate_inputs(params):
     if mode not in SEAMLESS_MODES:
         problems.append("seamless_upgrade must be one of %s, got %r" % (", ".join(SEAMLESS_MODES), mode))
     for problem in (max_unavailable_problem(params.get("max_unavailable", 1)),
-                    handover_seconds_problem(params.get("seamless_min_ready_seconds", 0))):
+                    handover_seconds_problem(params.get("seamless_min_ready_seconds", DEFAULT_HANDOVER_SECONDS))):
         if problem:
             problems.append(problem)
     for key in ("plugin_dir", "registrar_dir", "cdi_dir"):
