@@ -3,22 +3,24 @@ KWOK_SHARD=K/N`): each process brings up its own cluster and runs whole test fil
 release. Files go to shards longest first, each to the shard with the least time so far (greedy), by the seconds
 below; a file not listed counts DEFAULT_SECONDS.
 
-SECONDS: the default release's time per file in `make test`, first estimated from what each file does (clusters of
-its own, component restarts, waits for timeouts); replace them with the sums of pytest's --durations (setup, call
-and teardown per file: `hack/test-all` prints the slowest) when they drift. A wrong number only makes the shards
-less even.
+SECONDS: the default release's seconds per file in `make test` (the sums of the file's phases in pytest's --durations
+lines, which `hack/test-all` prints per file at the end of a run), measured in a cold run on two cores with every
+job beside, where phases under about 27 s were not printed: each sum is rounded up to the next 10 s with 10 s added
+for them; a file of only short phases counts DEFAULT_SECONDS. Replace them with the next run's sums when they drift.
+A wrong number only makes the shards less even.
 """
 import os
 
 DEFAULT_SECONDS = 60
 SECONDS = {
-    "test_device_taints.py": 600, "test_drain.py": 500, "test_control_plane.py": 450, "test_monitoring.py": 400,
-    "test_upgrade_check.py": 400, "test_driver.py": 350, "test_claim_consumers.py": 300,
-    "test_allocation_explain.py": 250, "test_site.py": 250, "test_kubelet_restart.py": 200,
-    "test_claims_doctor.py": 200, "test_capacity_pool_status.py": 200, "test_capacity_allocatable.py": 200,
-    "test_guardrails.py": 200, "test_device_eviction.py": 180, "test_bad_input_cluster.py": 150, "test_rbac.py": 150,
-    "test_claims_info.py": 150, "test_claims_on_nodes.py": 150, "test_dcgm_health.py": 150,
-    "test_device_health.py": 100,
+    "test_device_taints.py": 710, "test_driver.py": 580, "test_control_plane.py": 560, "test_job_identities.py": 440,
+    "test_rbac.py": 350, "test_monitoring.py": 340, "test_site.py": 310, "test_drain.py": 280,
+    "test_guardrails.py": 240, "test_upgrade_check.py": 180, "test_bad_input_cluster.py": 150,
+    "test_allocation_explain.py": 140, "test_claim_consumers.py": 140, "test_kubelet_restart.py": 130,
+    "test_claims_on_nodes.py": 120, "test_claims_info.py": 100, "test_claims_doctor.py": 90,
+    "test_device_health.py": 70, "test_canary_admission.py": 50, "test_cluster_is_real.py": 50,
+    "test_device_eviction.py": 50, "test_capacity.py": 40, "test_cluster_access.py": 40, "test_dcgm_health.py": 40,
+    "test_explain_shared_claim.py": 40,
 }
 
 

@@ -203,3 +203,19 @@ def test_the_report_reads_a_kwok_suites_own_pytest_log_too(tmp_path, monkeypatch
     job = test_all.Job("kwok-v1.37.2-1of2", ["true"])
     assert test_all.slowest_tests([job]) == [(12.5, "call", "tests/integration/test_drain.py::test_x[v1.37.2]",
                                               "kwok-v1.37.2-1of2")]
+
+
+def test_the_report_sums_the_default_releases_kwok_shards_per_test_file_counting_a_line_once(tmp_path, monkeypatch):
+    monkeypatch.setattr(test_all, "LOGS", str(tmp_path))
+    monkeypatch.setattr(test_all, "ROOT", str(tmp_path))
+    (tmp_path / ".tmp").mkdir()
+    drain = "tests/integration/test_drain.py::test_x[v1.37.2]"
+    (tmp_path / "kwok-v1.37.2-1of2.log").write_text(f"12.50s call     {drain}\n")
+    (tmp_path / ".tmp" / "integration-v1.37.2-1of2.log").write_text(
+        f"12.50s call     {drain}\n2.00s setup    {drain}\n")
+    (tmp_path / ".tmp" / "integration-v1.37.2-2of2.log").write_text(
+        "30.00s call     tests/integration/test_site.py::test_y[v1.37.2]\n")
+    (tmp_path / ".tmp" / "integration-v1.33.13.log").write_text(
+        "99.00s call     tests/integration/test_site.py::test_y[v1.33.13]\n")
+    jobs = [test_all.Job(name, ["true"]) for name in ("kwok-v1.37.2-1of2", "kwok-v1.37.2-2of2", "kwok-v1.33.13")]
+    assert test_all.seconds_per_file(jobs, "v1.37.2") == {"test_drain.py": 14.5, "test_site.py": 30.0}
