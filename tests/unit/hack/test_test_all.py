@@ -219,3 +219,10 @@ def test_the_report_sums_the_default_releases_kwok_shards_per_test_file_counting
         "99.00s call     tests/integration/test_site.py::test_y[v1.33.13]\n")
     jobs = [test_all.Job(name, ["true"]) for name in ("kwok-v1.37.2-1of2", "kwok-v1.37.2-2of2", "kwok-v1.33.13")]
     assert test_all.seconds_per_file(jobs, "v1.37.2") == {"test_drain.py": 14.5, "test_site.py": 30.0}
+
+
+def test_the_per_file_seconds_are_wrapped_without_splitting_an_entry():
+    entries = ['"test_a.py": 10,', '"test_bb.py": 9,', '"test_a_file_with_a_long_name.py": 8,']
+    lines = test_all.lines_of(entries, 33)
+    assert lines == ['"test_a.py": 10, "test_bb.py": 9,', '"test_a_file_with_a_long_name.py": 8,']
+    assert test_all.lines_of([], 10) == []
