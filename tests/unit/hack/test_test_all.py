@@ -174,7 +174,7 @@ def test_the_report_reads_pytests_durations_from_each_jobs_log(tmp_path, monkeyp
         "312.50s call     tests/integration/test_kind_nodes.py::test_drain[v1.37.2]\n"
         "2.01s setup    tests/integration/test_kind_nodes.py::test_x[v1.37.2]\n"
         "not a duration line 1.0s call\n")
-    rows = test_all.slowest_tests([job])
+    rows = test_all.slowest_tests(test_all.phase_durations([job]))
     assert rows[0] == (312.5, "call", "tests/integration/test_kind_nodes.py::test_drain[v1.37.2]", "kind-v1.37.2")
     assert len(rows) == 2
 
@@ -201,8 +201,8 @@ def test_the_report_reads_a_kwok_suites_own_pytest_log_too(tmp_path, monkeypatch
     (tmp_path / ".tmp" / "integration-v1.37.2-1of2.log").write_text(
         "12.50s call     tests/integration/test_drain.py::test_x[v1.37.2]\n")
     job = test_all.Job("kwok-v1.37.2-1of2", ["true"])
-    assert test_all.slowest_tests([job]) == [(12.5, "call", "tests/integration/test_drain.py::test_x[v1.37.2]",
-                                              "kwok-v1.37.2-1of2")]
+    assert test_all.slowest_tests(test_all.phase_durations([job])) == [
+        (12.5, "call", "tests/integration/test_drain.py::test_x[v1.37.2]", "kwok-v1.37.2-1of2")]
 
 
 def test_the_report_sums_the_default_releases_kwok_shards_per_test_file_counting_a_line_once(tmp_path, monkeypatch):
@@ -218,7 +218,7 @@ def test_the_report_sums_the_default_releases_kwok_shards_per_test_file_counting
     (tmp_path / ".tmp" / "integration-v1.33.13.log").write_text(
         "99.00s call     tests/integration/test_site.py::test_y[v1.33.13]\n")
     jobs = [test_all.Job(name, ["true"]) for name in ("kwok-v1.37.2-1of2", "kwok-v1.37.2-2of2", "kwok-v1.33.13")]
-    assert test_all.seconds_per_file(jobs, "v1.37.2") == {"test_drain.py": 14.5, "test_site.py": 30.0}
+    assert test_all.seconds_per_file(test_all.phase_durations(jobs), "v1.37.2") == {"test_drain.py": 14.5, "test_site.py": 30.0}
 
 
 def test_the_per_file_seconds_are_wrapped_without_splitting_an_entry():
